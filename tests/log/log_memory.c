@@ -1,0 +1,127 @@
+/* The writer's memory stays bounded on a long stream whose live set and
+ * distinct stacks grow without end: with small caps it must start new
+ * segments and forget old allocations instead of growing. Measured with
+ * glibc's mallinfo2 (allocated bytes in use). The log is then read back and
+ * compared with the stream. */
+#include <btpack/btpack.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "log_synth.h"
+
+static size_t out_bytes;
+static btp_status count_sink(void *ctx, const void *data, size_t len)
+{
+    (void)ctx, (void)data;
+    out_bytes += len;
+    return BTP_OK;
+}
+
+typedef struct membuf {
+    unsigned char *p;
+    size_t len, cap;
+} membuf;
+static btp_status mem_sink(void *ctx, const void *data, size_t len)
+{
+    membuf *b = ctx;
+    if (b->cap - b->len < len) {
+        size_t c = b->cap ? b->cap : 1 << 16;
+        while (c - b->len < len)
+            c *= 2;
+        unsigned char *p = realloc(b->p, c);
+        if (!p)
+            return BTP_E_OUT_OF_MEMORY;
+        b->p = p;
+        b->cap = c;
+    }
+    memcpy(b->p + b->len, data, len);
+    b->len += len;
+    return BTP_OK;
+}
+
+static btp_status put(btp_log_writer *w, const synth_rec *r)
+{
+    return r->kind == BTP_LOG_ALLOC ? btp_log_writer_alloc(w, r->size, r->ptr, r->frames, r->n)
+                                    : btp_log_writer_free(w, r->ptr);
+}
+
+int main(void)
+{
+    btp_log_writer_options opt;
+    btp_log_writer_options_init(&opt, 64);
+    opt.block_bytes = 64 << 10;
+    opt.max_nodes = 20000;
+    opt.max_live = 5000;
+    opt.flags = btp_log_have_zlib() ? 0 : BTP_LOG_WRITE_NO_ZLIB;
+
+    /* 1. memory: leaking allocations with mostly new stacks */
+    btp_log_writer *w;
+    btp_status st = btp_log_writer_open(&w, count_sink, NULL, &opt);
+    CHECK(st == BTP_OK, "open: %s", btp_strerror(st));
+    synth s;
+    synth_init(&s, 3, 64, 1);
+    synth_rec r;
+    size_t at_checkpoint = 0, peak_after = 0;
+    const long total = 600000, checkpoint = 98 * 1024;
+    for (long i = 0; i < total && st == BTP_OK; i++) {
+        synth_next(&s, &r, (i & 3) == 0);
+        st = put(w, &r);
+        if ((i & 1023) == 0) {
+            size_t used = mallinfo2().uordblks;
+            if (i == checkpoint)
+                at_checkpoint = used;
+            else if (i > checkpoint && used > peak_after)
+                peak_after = used;
+        }
+    }
+    CHECK(st == BTP_OK, "write: %s", btp_strerror(st));
+    CHECK(btp_log_writer_close(w) == BTP_OK, "close");
+    synth_free_all(&s);
+    printf("heap in use after %ld records: %zu bytes; peak over the next %ld: %zu bytes; "
+           "log %zu bytes\n", checkpoint, at_checkpoint, total - checkpoint, peak_after, out_bytes);
+    /* caps: 20000 nodes, 5000 live, 64 KiB blocks; allow the tables' doubling */
+    CHECK(peak_after < 8u << 20, "writer heap %zu bytes", peak_after);
+    CHECK(peak_after < at_checkpoint * 2 + (1u << 20), "writer heap grew: %zu -> %zu",
+          at_checkpoint, peak_after);
+
+    /* 2. the same caps on a smaller stream with frees, read back exactly */
+    membuf log = {0};
+    st = btp_log_writer_open(&w, mem_sink, &log, &opt);
+    synth_init(&s, 5, 64, 0);
+    const long n2 = 200000;
+    for (long i = 0; i < n2 && st == BTP_OK; i++) {
+        synth_next(&s, &r, (i & 7) == 0);
+        st = put(w, &r);
+    }
+    CHECK(st == BTP_OK && btp_log_writer_close(w) == BTP_OK, "write 2");
+    synth_free_all(&s);
+    btp_log_reader *rd;
+    st = btp_log_reader_open(&rd, log.p, log.len, 0);
+    CHECK(st == BTP_OK, "reader: %s", btp_strerror(st));
+    synth_init(&s, 5, 64, 0);
+    long good = 0;
+    btp_log_record rec;
+    while (st == BTP_OK && (st = btp_log_reader_next(rd, &rec)) == BTP_OK) {
+        synth_next(&s, &r, (good & 7) == 0);
+        int ok = rec.kind == r.kind && rec.ptr == r.ptr && rec.flags == 0;
+        if (ok && r.kind == BTP_LOG_ALLOC) {
+            ok = rec.size == r.size && rec.n_frames == r.n;
+            for (size_t k = 0; ok && k < r.n; k++)
+                ok = rec.frames[k].value == r.frames[k].value &&
+                     rec.frames[k].kind == r.frames[k].kind;
+        }
+        if (!ok)
+            break;
+        good++;
+    }
+    CHECK(st == BTP_END && good == n2, "read back %ld of %ld, %s", good, n2, btp_status_name(st));
+    btp_log_stats stats;
+    btp_log_reader_stats(rd, &stats);
+    CHECK(stats.segments > 1, "several segments (%llu)", (unsigned long long)stats.segments);
+    btp_log_reader_close(rd);
+    synth_free_all(&s);
+    free(log.p);
+    return check_finish();
+}
