@@ -126,8 +126,10 @@ enum {
     BTP_CBF_REJECT_ZERO_COUNT = 1u << 1,     /* external omit/rep count of 0 */
     BTP_CBF_REJECT_TRAILING = 1u << 2,       /* bytes after end/trunc */
     /* Swift compatibility: an address operand longer than the word keeps
-     * its low bytes, and an external count longer than the word is taken
-     * whole if it fits 64 bits, instead of failing. */
+     * its low bytes, and an external count longer than the word (up to
+     * the 32 bytes omit can announce) is taken whole if its value fits 64
+     * bits, instead of failing; a larger count is still
+     * BTP_E_COUNT_TOO_WIDE (Swift would keep its low bytes). */
     BTP_CBF_ACCEPT_WIDE = 1u << 3
 };
 #define BTP_CBF_POLICY_DEFAULT 0u
