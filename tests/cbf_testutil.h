@@ -74,6 +74,26 @@ static inline btp_frame tu_frame(btp_frame_kind kind, uint64_t value)
     return f;
 }
 
+/* Canonical form of a run sequence: adjacent equal frames merged, counts
+ * filled greedily up to 2^64-1. Two sequences expand to the same frames iff
+ * their canonical forms are equal. Returns the new length. */
+static inline size_t tu_canonical_runs(btp_cbf_run *r, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (o && tu_frame_eq(r[o - 1].frame, r[i].frame) && r[o - 1].count < UINT64_MAX) {
+            uint64_t room = UINT64_MAX - r[o - 1].count;
+            uint64_t take = r[i].count < room ? r[i].count : room;
+            r[o - 1].count += take;
+            r[i].count -= take;
+            if (r[i].count == 0)
+                continue;
+        }
+        r[o++] = r[i];
+    }
+    return o;
+}
+
 /*
  * Round-trip frames[0..n) at word_bits with encoder flags `flags`:
  *  - one-shot encode; needed == length; length <= BTP_CBF_BOUND(n);

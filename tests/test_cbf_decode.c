@@ -209,26 +209,6 @@ static void test_policies(void)
                 BTP_E_COUNT_TOO_WIDE, 3);
 }
 
-/* Canonical form of a run sequence: adjacent equal frames merged, counts
- * filled greedily up to 2^64-1. Two sequences expand to the same frames iff
- * their canonical forms are equal. Returns the new length. */
-static size_t canonical(btp_cbf_run *r, size_t n)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (o && tu_frame_eq(r[o - 1].frame, r[i].frame) && r[o - 1].count < UINT64_MAX) {
-            uint64_t room = UINT64_MAX - r[o - 1].count;
-            uint64_t take = r[i].count < room ? r[i].count : room;
-            r[o - 1].count += take;
-            r[i].count -= take;
-            if (r[i].count == 0)
-                continue;
-        }
-        r[o++] = r[i];
-    }
-    return o;
-}
-
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 static uint64_t rng(void)
 {
@@ -309,7 +289,7 @@ static void test_random_bytes(void)
         btp_status ds = es == BTP_OK ? btp_cbf_decoder_init(&d2, enc, elen, STRICT) : es;
         while (ds == BTP_OK && m < COUNT(back) && (ds = btp_cbf_decoder_next(&d2, &run)) == BTP_OK)
             back[m++] = run;
-        size_t cn = canonical(runs, n), cm = canonical(back, m);
+        size_t cn = tu_canonical_runs(runs, n), cm = tu_canonical_runs(back, m);
         int same = ds == BTP_END && cn == cm;
         for (size_t i = 0; same && i < cn; i++)
             same = tu_frame_eq(runs[i].frame, back[i].frame) && runs[i].count == back[i].count;
