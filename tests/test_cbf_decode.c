@@ -163,6 +163,27 @@ static void test_concatenated(void)
     free(buf);
 }
 
+/* Within an instruction the checks come in a fixed order: reserved
+ * opcode; rep without frame; operand wider than the word; operand cut
+ * short; zero count; relative first address. */
+static void test_precedence(void)
+{
+    expect_runs("rep without frame before its cut operand", "0288", STRICT, NO_RUNS,
+                BTP_E_REP_WITHOUT_FRAME, 1);
+    expect_runs("too wide before cut short (address)", "0013ff", STRICT, NO_RUNS,
+                BTP_E_ADDRESS_TOO_WIDE, 1);
+    expect_runs("too wide before cut short (count)", "021810680000", DEFAULT,
+                RUNS({PC, 0x10, 1}), BTP_E_COUNT_TOO_WIDE, 3);
+    expect_runs("cut short before relative first", "0210", STRICT, NO_RUNS,
+                BTP_E_TRUNCATED_OPERAND, 1);
+    expect_runs("cut short before zero count", "0260", STRICT, NO_RUNS, BTP_E_TRUNCATED_OPERAND,
+                1);
+    expect_runs("reserved opcode whatever follows", "02021010", STRICT, NO_RUNS,
+                BTP_E_RESERVED_OPCODE, 1);
+    expect_runs("reserved opcode 0x90", "021810" "90", DEFAULT, RUNS({PC, 0x10, 1}),
+                BTP_E_RESERVED_OPCODE, 3);
+}
+
 /* The policy decisions the vector files do not cover. */
 static void test_policies(void)
 {
@@ -313,6 +334,7 @@ int main(void)
     test_huge_reps();
     test_rep_semantics();
     test_info_byte();
+    test_precedence();
     test_concatenated();
     test_policies();
     test_random_bytes();
