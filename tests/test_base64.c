@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "test_rng.h"
 
 static const struct {
     const char *plain, *padded, *unpadded;
@@ -204,10 +205,7 @@ static void test_buffer_sizes(void)
 static uint64_t rng_state = 0x243f6a8885a308d3u;
 static uint64_t rng(void)
 {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1du;
+    return test_rng(&rng_state);
 }
 
 /* Random bytes round-trip, padded or not, in either alphabet. */
