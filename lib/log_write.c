@@ -443,6 +443,22 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
     return end_record(w);
 }
 
+btp_status btp_log_writer_trace(btp_log_writer *w, const btp_frame *frames, size_t n,
+                                int truncated)
+{
+    if (!w)
+        return BTP_E_INVALID_ARGUMENT;
+    if (w->error)
+        return w->error;
+    btp_status st = check_frames(w, frames, n);
+    uint32_t sid;
+    if (st != BTP_OK || (st = stack_id(w, frames, n, &sid)) != BTP_OK)
+        return st;
+    log_buf_varint(&w->sec[BTP_LOG_SEC_STACKS], sid);
+    log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], truncated ? TAG_TRACE_TRUNC : TAG_TRACE);
+    return end_record(w);
+}
+
 btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr)
 {
     if (!w)

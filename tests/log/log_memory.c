@@ -41,12 +41,6 @@ static btp_status mem_sink(void *ctx, const void *data, size_t len)
     return BTP_OK;
 }
 
-static btp_status put(btp_log_writer *w, const synth_rec *r)
-{
-    return r->kind == BTP_LOG_ALLOC ? btp_log_writer_alloc(w, r->size, r->ptr, r->frames, r->n)
-                                    : btp_log_writer_free(w, r->ptr);
-}
-
 int main(void)
 {
     btp_log_writer_options opt;
@@ -67,7 +61,7 @@ int main(void)
     const long total = 600000, checkpoint = 98 * 1024;
     for (long i = 0; i < total && st == BTP_OK; i++) {
         synth_next(&s, &r, (i & 3) == 0);
-        st = put(w, &r);
+        st = synth_put(w, &r);
         if ((i & 1023) == 0) {
             size_t used = mallinfo2().uordblks;
             if (i == checkpoint)
@@ -93,7 +87,7 @@ int main(void)
     const long n2 = 200000;
     for (long i = 0; i < n2 && st == BTP_OK; i++) {
         synth_next(&s, &r, (i & 7) == 0);
-        st = put(w, &r);
+        st = synth_put(w, &r);
     }
     CHECK(st == BTP_OK && btp_log_writer_close(w) == BTP_OK, "write 2");
     synth_free_all(&s);
@@ -105,15 +99,21 @@ int main(void)
     btp_log_record rec;
     while (st == BTP_OK && (st = btp_log_reader_next(rd, &rec)) == BTP_OK) {
         synth_next(&s, &r, (good & 7) == 0);
-        int ok = rec.kind == r.kind && rec.ptr == r.ptr && rec.flags == 0;
-        if (ok && r.kind == BTP_LOG_ALLOC) {
+        int ok = rec.kind == r.kind && rec.ptr == r.ptr && rec.flags == 0 &&
+                 rec.truncated == r.truncated;
+        if (ok && r.kind != BTP_LOG_FREE) {
             ok = rec.size == r.size && rec.n_frames == r.n;
             for (size_t k = 0; ok && k < r.n; k++)
                 ok = rec.frames[k].value == r.frames[k].value &&
                      rec.frames[k].kind == r.frames[k].kind;
         }
-        if (!ok)
+        if (!ok) {
+            fprintf(stderr, "record %ld: kind %d/%d ptr %llx/%llx flags %u trunc %d/%d n %zu/%zu\n",
+                    good, rec.kind, r.kind, (unsigned long long)rec.ptr,
+                    (unsigned long long)r.ptr, rec.flags, rec.truncated, r.truncated,
+                    rec.n_frames, r.n);
             break;
+        }
         good++;
     }
     CHECK(st == BTP_END && good == n2, "read back %ld of %ld, %s", good, n2, btp_status_name(st));
