@@ -22,6 +22,13 @@ typedef struct cli_options {
     int strict;          /* --strict: strict CBF policy */
     int keep_going;      /* --keep-going: skip bad records */
     size_t max_frames;   /* --max-frames: frames per trace after expanding runs */
+    /* Allocation logs: */
+    const char *maps_path; /* --maps: /proc/PID/maps text to store in a log */
+    int no_zlib;           /* --no-zlib: store log blocks uncompressed */
+    strbuf *comments;      /* set when the writer keeps comment lines (format.comments):
+                              readers append the comment lines they meet (with their
+                              newlines); the writer takes them before its next record
+                              and at the end */
 } cli_options;
 
 #define CLI_DEFAULT_MAX_FRAMES ((size_t)1 << 20)
@@ -58,6 +65,7 @@ typedef struct format {
     const char *help;          /* one line for --help */
     int binary;                /* binary input/output (not line-based text) */
     int events;                /* the writer takes TRACE_FREE records (others never see them) */
+    int comments;              /* the writer keeps comment lines (cli_options.comments) */
 
     /* Optional setup/teardown of reader state (r->state). */
     int (*open)(reader *r);
