@@ -108,7 +108,7 @@ void btp_log_writer_options_init(btp_log_writer_options *opt, unsigned word_bits
     memset(opt, 0, sizeof *opt);
     opt->word_bits = word_bits;
     opt->zlib_level = 9;
-    opt->block_bytes = 256u << 10;
+    opt->block_bytes = 128u << 10;
     opt->max_nodes = 1u << 20;
     opt->max_live = 1u << 20;
 }

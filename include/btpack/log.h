@@ -63,7 +63,7 @@ typedef struct btp_log_writer_options {
     unsigned flags;       /* BTP_LOG_WRITE_* */
     int zlib_level;       /* 1..9 (default 9) */
     size_t block_bytes;   /* flush a block when its raw payload reaches this
-                             (default 256 KiB, at most BTP_LOG_MAX_BLOCK/2) */
+                             (default 128 KiB, at most BTP_LOG_MAX_BLOCK/2) */
     uint32_t max_nodes;   /* dictionary cap in tree nodes (default 1<<20,
                              at most BTP_LOG_MAX_NODES_LIMIT) */
     uint32_t max_live;    /* live allocations remembered for coding frees
@@ -267,6 +267,10 @@ typedef struct btp_log_stats {
 
 /* Statistics of what was read so far. */
 BTP_API void btp_log_reader_stats(const btp_log_reader *r, btp_log_stats *st);
+
+/* 1 when buf[0..len) starts with the trace log magic (len >= 8), else 0.
+ * For telling a log from other input; opening it checks the rest. */
+BTP_API int btp_log_probe(const void *buf, size_t len);
 
 /* Whether this build can read and write zlib-compressed blocks. */
 BTP_API int btp_log_have_zlib(void);

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""The `log` format through the real `btpack`:
+
+- every corpus: trace -> log -> trace gives the decompressed file back byte for
+  byte (comments included), with and without zlib;
+- log -> every other writable format equals trace -> that format;
+- allocation formats on small records: trace <-> log <-> json;
+- stats on a log (counts, sections, symbolized module offsets from the maps);
+- a cut and a damaged log: what is recovered, messages, exit status.
+
+usage: log_cli.py BTPACK CORPUS_DIR
+"""
+import lzma
+import os
+import subprocess
+import sys
+import tempfile
+
+BTPACK, CORPUS = sys.argv[1], sys.argv[2]
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what, file=sys.stderr)
+
+
+def run(args, data=None):
+    p = subprocess.run([BTPACK] + args, input=data, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=600)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def conv(frm, to, *args, data=None):
+    return run(["convert", "--from", frm, "--to", to] + list(args), data)
+
+
+def formats():
+    rc, out, _ = run(["--help"])
+    lines = out.decode().splitlines()
+    start = lines.index("formats:") + 1
+    fmts = []
+    for line in lines[start:]:
+        if not line.startswith("  "):
+            break
+        fmts.append((line.split()[0], "[output only]" not in line, "[input only]" not in line))
+    return fmts
+
+
+def test_corpora(tmp):
+    fmts = formats()
+    check("log" in [f[0] for f in fmts], "log listed in --help")
+    for name, word in [("sqlite3_i386", 32), ("gcc12_cc1_sqlite3", 64), ("py311_regrtest", 64)]:
+        src = os.path.join(CORPUS, name + ".trace.xz")
+        maps = os.path.join(CORPUS, name + ".maps")
+        with lzma.open(src) as f:
+            text = f.read()
+        log = os.path.join(tmp, name + ".btlog")
+        rc, out, err = conv("trace", "log", "--maps", maps, "-o", log, src)
+        check(rc == 0 and out == b"", "%s: trace -> log: %s" % (name, err))
+        size = os.path.getsize(log)
+        xz = os.path.getsize(src)
+        print("%s: log %d bytes, .trace.xz %d bytes (%.1f%%)" % (name, size, xz, 100.0 * size / xz))
+        check(size < xz, "%s: log (%d) smaller than the .trace.xz (%d)" % (name, size, xz))
+        rc, back, err = conv("log", "trace", log)
+        check(rc == 0 and back == text, "%s: log -> trace is the original file (%s)" % (name, err))
+        rc, out, err = conv("trace", "log", "--no-zlib", "-o", log + ".raw", src)
+        check(rc == 0, "%s: --no-zlib: %s" % (name, err))
+        rc, back, err = conv("log", "trace", log + ".raw")
+        check(rc == 0 and back == text, "%s: uncompressed log -> trace: %s" % (name, err))
+        check(os.path.getsize(log + ".raw") > size, "%s: --no-zlib stores more bytes" % name)
+        os.unlink(log + ".raw")
+        if name == "sqlite3_i386":
+            for to, readable, writable in fmts:
+                if not writable or to in ("log", "trace"):
+                    continue
+                rc1, a, e1 = conv("trace", to, src)
+                rc2, b, e2 = conv("log", to, log)
+                check(rc1 == 0 and rc2 == 0 and a == b,
+                      "%s: log -> %s equals trace -> %s (%s %s)" % (name, to, to, e1, e2))
+            rc, out, err = run(["stats", log, "--top", "2"])
+            s = out.decode()
+            for want in ["records         220389 (110196 allocations, 110193 frees, 0 backtraces)",
+                         "distinct stacks 499", "tree nodes", "word size       32",
+                         "top 2 allocation stacks by count:", "sqlite3-i386+0x7508d",
+                         "top 2 allocation stacks by bytes:", "live at end     4640 bytes in 3"]:
+                check(want in s, "stats shows %r:\n%s%s" % (want, s[:3000], err))
+            rc2, out2, _ = run(["stats", "--from", "log", log, "--top", "2"])
+            check(rc == 0 and rc2 == 0 and out2 == out, "stats: --from log same as sniffed")
+
+
+SMALL = (b"# stkshim v1 method=x word=64 pid=1 comm=a every=1 maxdepth=256\n"
+         b"m 32 0x1000 0x401000 0x402000 0x403000\n"
+         b"m 48 0x1040 0x401010 0x402000 0x403000\n"
+         b"f 0x1000\n"
+         b"m 32 0x1000 0x401000 0x402000 0x403000\n"
+         b"f 0xdead0\n"
+         b"f 0x1040\n"
+         b"m 0 0x2000\n"
+         b"# end alloc_calls=4 traces=4 frees=3 truncated=0 stopped_early=0\n")
+
+
+def test_small(tmp):
+    rc, log, err = conv("trace", "log", data=SMALL)
+    check(rc == 0 and log[:8] == b"\x89BTPLOG\n", "small trace -> log: %s" % err)
+    rc, back, err = conv("log", "trace", data=log)
+    check(rc == 0 and back == SMALL, "small log -> trace: %r %s" % (back, err))
+    rc, js, err = conv("log", "json", data=log)
+    rc2, js2, _ = conv("trace", "json", data=SMALL)
+    check(rc == 0 and js == js2 and b'"alloc_size":48' in js, "log -> json: %r %s" % (js, err))
+    # json (plain traces, one with an allocation size) -> log -> json
+    rc, log2, err = conv("json", "log", data=js)
+    rc, js3, err = conv("log", "json", data=log2)
+    check(rc == 0 and js3 == js, "json -> log -> json: %r %s" % (js3, err))
+    # plain traces with every frame kind and truncation, 32-bit
+    plain = ('{"word_bits":32,"frames":[{"type":"pc","addr":"0x10"},{"type":"omit","count":4},'
+             '{"type":"async","addr":"0xffffffff"}],"truncated":true}\n').encode()
+    rc, log3, err = conv("json", "log", data=plain)
+    rc, back, err = conv("log", "json", data=log3)
+    check(rc == 0 and back == plain, "plain traces through a log: %r %s" % (back, err))
+    # trace cannot hold plain traces; log holds one word size
+    rc, _, err = conv("log", "trace", data=log3)
+    check(rc == 1 and "allocation records" in err, "plain log -> trace: %s" % err)
+    mixed = plain + b'{"word_bits":64,"frames":[{"type":"ra","addr":"0x10"}],"truncated":false}\n'
+    rc, _, err = conv("json", "log", data=mixed)
+    check(rc == 1 and "one word size" in err, "two word sizes: %s" % err)
+    # empty input gives a valid empty log
+    rc, empty, err = conv("trace", "log", data=b"")
+    rc2, back, err2 = conv("log", "trace", data=empty)
+    check(rc == 0 and rc2 == 0 and back == b"", "empty log: %r %s %s" % (back, err, err2))
+    # not a log
+    rc, _, err = conv("log", "json", data=b"hello world, this is not a log at all....")
+    check(rc == 1 and "not a readable btpack log" in err, "garbage: %s" % err)
+    rc, _, err = conv("trace", "log", "--maps", os.path.join(tmp, "nope"), data=SMALL)
+    check(rc == 1 and "--maps" in err, "missing maps file: %s" % err)
+
+
+def test_damage(tmp):
+    src = os.path.join(CORPUS, "py311_regrtest.trace.xz")
+    with lzma.open(src) as f:
+        lines = [l for l in f.read().splitlines(True) if not l.startswith(b"#")]
+    rc, log, err = conv("trace", "log", "--no-zlib", src)
+    check(rc == 0, "py311 -> log: %s" % err)
+    # cut in the middle: complete blocks come out, then the error, exit 1
+    cut = log[:len(log) // 2]
+    rc, out, err = conv("log", "trace", data=cut)
+    got = [l for l in out.splitlines(True) if not l.startswith(b"#")]
+    check(rc == 1 and "ends inside a block" in err and 0 < len(got) < len(lines) and
+          got == lines[:len(got)], "cut log: %d of %d lines, %s" % (len(got), len(lines), err))
+    # a flipped byte in the middle: strict stops, --keep-going goes on
+    bad = bytearray(log)
+    bad[len(bad) // 2] ^= 0x55
+    rc, out, err = conv("log", "trace", data=bytes(bad))
+    got1 = [l for l in out.splitlines(True) if not l.startswith(b"#")]
+    check(rc == 1 and "checksum" in err and "byte offset" in err and got1 == lines[:len(got1)],
+          "flipped byte, strict: %s" % err)
+    rc, out, err = conv("log", "trace", "--keep-going", data=bytes(bad))
+    got2 = [l for l in out.splitlines(True) if not l.startswith(b"#")]
+    check(rc == 1 and len(got2) > len(got1) and set(got2) <= set(lines),
+          "flipped byte, keep going: %d then %d of %d lines: %s" %
+          (len(got1), len(got2), len(lines), err[:500]))
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    for t in [test_corpora, test_small, test_damage]:
+        t(tmp)
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
