@@ -12,6 +12,7 @@
  * the same text back. */
 #include "format.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,15 +131,26 @@ static int trace_write(writer *w, const trace *t, strbuf *out)
     take_comments(w, out);
     if (!s->records++ && !s->word_written) /* so that reading it back knows the word size */
         sb_printf(out, "# btpack word=%u\n", t->word_bits);
-    if (t->event == TRACE_FREE) {
-        sb_printf(out, "f 0x%llx\n", (unsigned long long)t->pointer);
-        return 0;
+    /* one reservation for the whole line: "m ", size, pointer, frames, '\n' */
+    if (t->n > (SIZE_MAX - 64) / 19)
+        return wr_error(w, "trace too long");
+    char *d = sb_reserve(out, 64 + 19 * t->n), *p = d;
+    if (!d)
+        return wr_error(w, "out of memory");
+    *p++ = t->event == TRACE_FREE ? 'f' : 'm';
+    *p++ = ' ';
+    if (t->event != TRACE_FREE) {
+        p = fmt_dec_u64(p, t->alloc_size);
+        *p++ = ' ';
     }
-    sb_printf(out, "m %llu 0x%llx", (unsigned long long)t->alloc_size,
-              (unsigned long long)t->pointer);
-    for (size_t i = 0; i < t->n; i++)
-        sb_printf(out, " 0x%llx", (unsigned long long)t->frames[i].value);
-    sb_addc(out, '\n');
+    p = fmt_hex_u64(p, t->pointer);
+    for (size_t i = 0; i < t->n; i++) {
+        *p++ = ' ';
+        p = fmt_hex_u64(p, t->frames[i].value);
+    }
+    *p++ = '\n';
+    out->len += (size_t)(p - d);
+    out->data[out->len] = 0;
     return 0;
 }
 
