@@ -202,8 +202,10 @@ BTP_API btp_status btp_lws_b_format(const btp_frame *frames, size_t n, uint64_t 
  * (0xffffffff followed by a 32-bit value with bit 31 set) are folded back to
  * 32 bits and counted in info->folded.
  * Returns BTP_OK, BTP_E_SYNTAX (info->error_column), BTP_E_VALUE_TOO_WIDE (a
- * value beyond the word; error_column), BTP_E_LIMIT (more than max_frames
- * frames; the first max_frames are in out), BTP_E_INVALID_ARGUMENT.
+ * value beyond the word; error_column), BTP_E_DEPTH_TOO_LARGE (more than 31
+ * frames, which the tool never prints; error_column), BTP_E_LIMIT (more
+ * than max_frames frames; the first max_frames are in out),
+ * BTP_E_INVALID_ARGUMENT. Reads only text[0..n); O(n).
  */
 BTP_API btp_status btp_lws_b_parse(const char *text, size_t n, unsigned word_bits,
                                    btp_frame *out, size_t max_frames, btp_lws_info *info);
