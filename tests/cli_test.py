@@ -12,18 +12,9 @@ import sys
 import tempfile
 import time
 
+from pycheck import check, finish
+
 BTPACK = sys.argv[1]
-passed = 0
-failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr)
 
 
 def run(args, stdin=b"", timeout=60):
@@ -348,5 +339,4 @@ def test_usage():
 for t in [test_exact_outputs, test_every_pair, test_trace_format, test_errors, test_limits,
           test_b64_input, test_cbf_streams, test_io, test_stats, test_usage]:
     t()
-print("%d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+finish()

@@ -14,18 +14,10 @@ import json
 import subprocess
 import sys
 
+from pycheck import check, finish
+
 BTPACK, VECTORS, XZ = sys.argv[1], sys.argv[2], sys.argv[3]
 CORPORA = sys.argv[4:]
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr)
 
 
 def run(args, text):
@@ -187,5 +179,4 @@ for path in CORPORA:
     check(rc == 0 and l3 == zero, "%s: cbf -> lws-b differs" % path)
     print("%s: %d traces of depth <= 31 round-tripped" % (path, len(keep)))
 
-print("%d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+finish()

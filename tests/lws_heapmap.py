@@ -11,17 +11,9 @@ import subprocess
 import sys
 import tempfile
 
+from pycheck import check, finish
+
 BTPACK, A2L, SRC, CC = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr)
 
 
 site = {}
@@ -30,7 +22,8 @@ for n, l in enumerate(open(SRC), 1):
     if m:
         site[m.group(1)] = n
 
-tmp = tempfile.mkdtemp(prefix="btpack-heapmap-")
+tmpdir = tempfile.TemporaryDirectory(prefix="btpack-heapmap-")
+tmp = tmpdir.name
 exe = os.path.join(tmp, "prog")
 subprocess.run(CC + ["-g", "-O0", "-fno-pie", "-no-pie", "-o", exe, SRC], check=True)
 js = subprocess.run([exe], capture_output=True, check=True).stdout.decode()
@@ -85,5 +78,4 @@ p = subprocess.run([BTPACK, "heapmap", "--elf", exe, "--addr2line", A2L, "--keep
                    capture_output=True)
 check(p.returncode == 1 and "total: 5307 bytes in 5 allocations" in p.stdout.decode(), "keep going")
 
-print("%d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+finish()

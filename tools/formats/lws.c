@@ -51,15 +51,7 @@ static int lws_read_line(reader *r, const char *line, size_t len, trace *t)
     if (st != BTP_OK)
         return rd_error(r, "column %zu: bad ~m# record: %s (%s) at bit %zu", start + 1,
                         btp_strerror(st), btp_status_name(st), info.error_bit);
-    lws_warn_info(r, start + 1, &info);
-    trace_reset(t, r->word_bits);
-    t->loc = r->loc;
-    t->has_alloc_size = 1;
-    t->alloc_size = info.alloc_size;
-    for (size_t i = 0; i < info.depth; i++)
-        if (rd_add_frame(r, t, f[i], 1) < 0)
-            return -1;
-    return 1;
+    return lws_record(r, start + 1, f, &info, t);
 }
 
 static int lws_write(writer *w, const trace *t, strbuf *out)
