@@ -32,6 +32,8 @@ static int lws_read_line(reader *r, const char *line, size_t len, trace *t)
 {
     lws_state *s = r->state;
     size_t start, n, peek;
+    if (lws_reader_word_bits(r) < 0)
+        return -1;
     if (s->line != r->loc.line) {
         s->line = r->loc.line;
         s->pos = 0;
@@ -45,6 +47,9 @@ static int lws_read_line(reader *r, const char *line, size_t len, trace *t)
     btp_frame f[BTP_LWS_MAX_FRAMES];
     btp_lws_info info;
     btp_status st = btp_lws_m_decode(line + start, n, r->word_bits, f, BTP_LWS_MAX_FRAMES, &info);
+    if (st == BTP_E_LIMIT)
+        return rd_error(r, "column %zu: bad ~m# record: longer than any record (%d bytes)",
+                        start + 1, BTP_LWS_BLOB_MAX);
     if (st == BTP_E_BAD_BASE64)
         return rd_error(r, "column %zu: bad ~m# record: %s at column %zu", start + 1,
                         btp_strerror(st), start + info.error_column + 1);

@@ -11,6 +11,8 @@
 static int lws_b_read_line(reader *r, const char *line, size_t len, trace *t)
 {
     size_t start = 0;
+    if (lws_reader_word_bits(r) < 0)
+        return -1;
     while (start + 3 <= len && memcmp(line + start, "~b#", 3) != 0)
         start++;
     if (start + 3 > len)

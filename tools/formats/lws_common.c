@@ -68,3 +68,12 @@ int lws_record(reader *r, size_t column, const btp_frame *f, const btp_lws_info 
             return -1;
     return 1;
 }
+
+int lws_reader_word_bits(reader *r)
+{
+    if (r->word_bits == 32 || r->word_bits == 64)
+        return 0;
+    r->fatal = 1;
+    return rd_error(r, "lws records come from 32- or 64-bit hosts: --word-bits 32 or 64, not %u",
+                    r->word_bits);
+}

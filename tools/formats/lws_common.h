@@ -16,6 +16,9 @@
  */
 int lws_check_trace(writer *w, const trace *t, uint64_t *size);
 
+/* Refuse word sizes libwebsockets does not have (rd_error, -1); 0 if fine. */
+int lws_reader_word_bits(reader *r);
+
 /* A decoded record (info->depth frames f, info->alloc_size) into t: frames
  * are return addresses, the size is kept. Warns about values showing
  * libwebsockets' 64-bit truncation signature and about 32-bit values folded
