@@ -212,6 +212,8 @@ def test_errors():
     check(rc == 1 and ":1: token 2" in err, "bad addrs token: %s" % err)
     rc, _, err = conv("addrs", "hex", b"0x10 trunc 0x20\n")
     check(rc == 1 and "last token" in err, "trunc not last: %s" % err)
+    rc, _, err = conv("json", "hex", b'{"word_bits":4294967360,"frames":[]}')
+    check(rc == 1 and "word_bits" in err, "word_bits 2^32+64 rejected: %s" % err)
     rc, _, err = conv("addrs", "hex", b"0x10000\n", "--word-bits", "16")
     check(rc == 1 and "does not fit 16 bits" in err, "--word-bits applies to addrs: %s" % err)
 
