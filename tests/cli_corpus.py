@@ -13,17 +13,9 @@ import os
 import subprocess
 import sys
 
+from pycheck import check, finish
+
 BTPACK, CORPUS = sys.argv[1], sys.argv[2]
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr)
 
 
 def btpack(frm, to, data=None, path=None):
@@ -71,5 +63,4 @@ for name, word in [("sqlite3_i386", 32), ("gcc12_cc1_sqlite3", 64), ("py311_regr
         b64 = btpack("hex", "b64", hx)
         compare(name, "trace->json->hex->b64->addrs", want, from_addrs(btpack("b64", "addrs", b64)))
 
-print("%d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+finish()
