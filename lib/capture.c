@@ -267,6 +267,16 @@ static btp_status resolve(const btp_capture_options *opt, btp_capture_method *m)
     return btp_capture_method_available(*m) ? BTP_OK : BTP_E_NO_METHOD;
 }
 
+/* Resolve the method and start a collector keeping frames from `anchor`. */
+static btp_status begin(const btp_capture_options *opt, btp_capture_method *m, btp_collector *c,
+                        btp_frame *frames, size_t cap, uintptr_t anchor)
+{
+    btp_status st = resolve(opt, m);
+    if (st == BTP_OK)
+        btp_collector_init(c, frames, cap, anchor, opt);
+    return st;
+}
+
 /* Run method m into c. For the current thread (uc NULL) `here` is the frame
  * of the public entry point, whose saved frame pointer and return address
  * start the fp walk. */
@@ -295,11 +305,10 @@ static btp_status capture_here(const btp_capture_options *opt, uintptr_t ra, uin
                                btp_frame *frames, size_t cap, size_t *n_out)
 {
     btp_capture_method m;
-    btp_status st = resolve(opt, &m);
+    btp_collector c;
+    btp_status st = begin(opt, &m, &c, frames, cap, ra);
     if (st != BTP_OK)
         return st;
-    btp_collector c;
-    btp_collector_init(&c, frames, cap, ra, opt);
     /* The fp walk starts at the entry point's frame record, whose return
      * address is the anchor: the first frame it reports is the anchor. */
     btp_regs here = {0, fp, fp};
@@ -312,38 +321,33 @@ static btp_status capture_context(const btp_capture_options *opt, const void *uc
                                   btp_frame *frames, size_t cap, size_t *n_out)
 {
     btp_capture_method m;
-    btp_status st = resolve(opt, &m);
+    btp_collector c;
+    btp_status st = begin(opt, &m, &c, frames, cap, 0);
     if (st != BTP_OK)
         return st;
     btp_regs regs;
     st = btp_regs_from_context(uc, &regs);
     if (st != BTP_OK)
         return st;
-    btp_collector c;
-    if (m == BTP_CAPTURE_FP || (m == BTP_CAPTURE_LIBUNWIND && BTP_LIBUNWIND_FROM_CONTEXT)) {
-        /* Both start at the interrupted frame itself. */
-        btp_collector_init(&c, frames, cap, 0, opt);
-        if (m == BTP_CAPTURE_FP) {
-            btp_capture_options o = opt ? *opt : (btp_capture_options){0};
-            o.flags |= BTP_CAPTURE_ASYNC_SIGNAL_SAFE;
-            st = btp_capture_fp_walk(&c, &regs, o.bounds, o.flags);
-        } else {
-            st = btp_capture_libunwind(&c, uc);
-        }
+    if (m == BTP_CAPTURE_LIBUNWIND && BTP_LIBUNWIND_FROM_CONTEXT) {
+        /* libunwind starts at the interrupted frame itself. */
+        st = btp_capture_libunwind(&c, uc);
         *n_out = btp_collector_finish(&c);
-        return st;
+        if (st == BTP_OK)
+            return BTP_OK;
+    } else if (m != BTP_CAPTURE_FP) {
+        /* libgcc / glibc (/ libunwind elsewhere) unwind from here through
+         * the signal frame: keep from the interrupted pc on. */
+        btp_collector_init(&c, frames, cap, regs.pc, opt);
+        c.drop_unanchored = 1;
+        st = run(m, &c, uc, NULL, opt);
+        int missed = btp_collector_missed_anchor(&c);
+        *n_out = btp_collector_finish(&c);
+        if (st == BTP_OK && !missed)
+            return BTP_OK;
     }
-    /* libgcc / glibc unwind from here through the signal frame: keep from
-     * the interrupted pc on. */
-    btp_collector_init(&c, frames, cap, regs.pc, opt);
-    c.drop_unanchored = 1;
-    st = run(m, &c, uc, NULL, opt);
-    int missed = btp_collector_missed_anchor(&c);
-    *n_out = btp_collector_finish(&c);
-    if (st == BTP_OK && !missed)
-        return BTP_OK;
-    /* The unwinder did not get through the signal frame: walk the frame
-     * pointers from the context instead. */
+    /* The fp method, or an unwinder that did not get through the signal
+     * frame: walk the frame pointers from the context's registers. */
     btp_collector_init(&c, frames, cap, 0, opt);
     st = btp_capture_fp_walk(&c, &regs, opt ? opt->bounds : NULL,
                              (opt ? opt->flags : 0) | BTP_CAPTURE_ASYNC_SIGNAL_SAFE);

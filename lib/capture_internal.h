@@ -15,10 +15,6 @@
 #define BTP_LIBUNWIND_FROM_CONTEXT 0
 #endif
 
-/* Frames an unwinder may report before the anchor (the library's and a
- * signal handler's own frames) before we stop looking for it. */
-#define BTP_CAPTURE_SEEK_MAX 32
-
 /*
  * Where a walker puts the addresses it finds, innermost first. It drops the
  * frames above the anchor, applies snip_pre, keeps the head of the stack in

@@ -15,10 +15,12 @@
  *  libgcc     _Unwind_Backtrace from libgcc_s (DWARF unwind tables). Sees
  *             code without frame pointers. Async-signal-safe in practice with
  *             gcc >= 12 on glibc >= 2.35 (dl_find_object), not by contract.
- *  libunwind  libunwind's local cursor (optional, Meson feature `libunwind`).
- *             From a ucontext it starts at the interrupted frame itself
- *             (unw_init_local2). Documented async-signal-safe except for its
- *             use of dl_iterate_phdr.
+ *  libunwind  libunwind's local cursor (optional, Meson feature `libunwind`;
+ *             a cursor rather than unw_backtrace() so that deep stacks stream
+ *             through the ring instead of an array). From a ucontext it
+ *             starts at the interrupted frame itself (unw_init_local2, on
+ *             x86_64). Documented async-signal-safe except for its use of
+ *             dl_iterate_phdr.
  *  glibc      backtrace() from <execinfo.h>. Sees at most
  *             BTP_CAPTURE_GLIBC_MAX_FRAMES frames (it fills an array, so the
  *             bottom of deeper stacks is lost). Not async-signal-safe: its
@@ -43,8 +45,8 @@
  * kept whole. A deeper one keeps its innermost ceil((cap-1)/2) frames, then
  * one `omit` frame counting the frames left out, then its outermost
  * floor((cap-1)/2) frames (a ring of the last frames plus a count, so nothing
- * is allocated whatever the depth). The walk itself is bounded by
- * BTP_CAPTURE_MAX_WALK frames.
+ * is allocated whatever the depth). With cap 1 only the innermost frame is
+ * kept. The walk itself is bounded by BTP_CAPTURE_MAX_WALK frames.
  *
  * Thread-safety: all capture functions may run in any number of threads at
  * once. The only state the library keeps is a per-thread cache of the
@@ -72,6 +74,10 @@ typedef enum btp_capture_method {
 #define BTP_CAPTURE_MAX_WALK 65536
 /* Frames the glibc method can see (backtrace() needs an array). */
 #define BTP_CAPTURE_GLIBC_MAX_FRAMES 512
+/* Frames an unwinder may report above the first frame to keep (the
+ * library's own, a signal handler's, the signal trampoline) before the
+ * search for that frame gives up. */
+#define BTP_CAPTURE_SEEK_MAX 32
 /* Frames the *_cbf functions collect before encoding (on the stack). */
 #define BTP_CAPTURE_CBF_MAX_FRAMES 128
 
@@ -167,8 +173,9 @@ BTP_API btp_status btp_capture(const btp_capture_options *opt, btp_frame *frames
  * context's registers; libunwind starts from the context itself; libgcc and
  * glibc unwind through the signal frame from where they are called, so they
  * must be called on the thread and inside the handler that received the
- * context, and if they do not reach the interrupted pc the fp walk is used
- * instead. Same results as btp_capture(), plus BTP_E_UNSUPPORTED when the
+ * context. If an unwinder does not reach the interrupted pc (within
+ * BTP_CAPTURE_SEEK_MAX frames) or fails, the fp walk from the context's
+ * registers is used instead. Same results as btp_capture(), plus BTP_E_UNSUPPORTED when the
  * registers cannot be read on this architecture (x86_64, i386 and aarch64
  * Linux are supported).
  */

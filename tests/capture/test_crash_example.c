@@ -118,39 +118,45 @@ static int convert_with_cli(const char *dir)
     return pclose(p) == 0 && rec.n > 0;
 }
 
+/* The record's next `map` line from *pos on: its range, file offset and
+ * path. Returns 0 when there are no more. */
+static int next_map(const char **pos, unsigned long long *lo, unsigned long long *hi,
+                    unsigned long long *off, char *file)
+{
+    for (const char *p = *pos; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        char perms[8];
+        int ok = strncmp(p, "map ", 4) == 0 &&
+                 sscanf(p + 4, "%llx-%llx %7s %llx %*s %*s %4095s", lo, hi, perms, off, file) == 5;
+        p = nl ? nl + 1 : NULL;
+        if (ok) {
+            *pos = p;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Find the mapping holding a; give the file's virtual address for it (the
  * load base is the start of the file's offset-0 mapping: PIE and shared
  * objects) and its path. */
 static int place(uint64_t a, uint64_t *vaddr, char *path, size_t cap)
 {
-    char found[4096] = "";
-    for (const char *p = rec.text; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        unsigned long long lo, hi, off;
-        char perms[8], file[4096];
-        if (strncmp(p, "map ", 4) == 0 &&
-            sscanf(p + 4, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perms, &off, file) == 5 &&
-            a >= lo && a < hi) {
+    unsigned long long lo, hi, off;
+    char file[4096], found[4096] = "";
+    for (const char *p = rec.text; next_map(&p, &lo, &hi, &off, file);)
+        if (a >= lo && a < hi) {
             snprintf(found, sizeof found, "%s", file);
             break;
         }
-        p = nl ? nl + 1 : NULL;
-    }
     if (!found[0])
         return 0;
-    for (const char *p = rec.text; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        unsigned long long lo, hi, off;
-        char perms[8], file[4096];
-        if (strncmp(p, "map ", 4) == 0 &&
-            sscanf(p + 4, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perms, &off, file) == 5 &&
-            off == 0 && strcmp(file, found) == 0) {
+    for (const char *p = rec.text; next_map(&p, &lo, &hi, &off, file);)
+        if (off == 0 && strcmp(file, found) == 0) {
             *vaddr = a - lo;
             snprintf(path, cap, "%s", found);
             return 1;
         }
-        p = nl ? nl + 1 : NULL;
-    }
     return 0;
 }
 
