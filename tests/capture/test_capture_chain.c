@@ -11,6 +11,7 @@
 #include "chain.h"
 
 #include <btpack/btpack.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -285,8 +286,29 @@ static void test_names(void)
     }
 }
 
+/* Every method from a second thread (its own stack, its own bounds). */
+static void *in_thread(void *arg)
+{
+    static result tr;
+    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_GLIBC; m++) {
+        if (!btp_capture_method_available((btp_capture_method)m) ||
+            (!CHAIN_WITH_FP && m == BTP_CAPTURE_FP))
+            continue;
+        memset(&tr, 0, sizeof tr);
+        tr.opt.method = (btp_capture_method)m;
+        tr.cap = 64;
+        chain_top(&tr);
+        CHECK(tr.st == BTP_OK, "thread: %s", btp_status_name(tr.st));
+        check_chain(btp_capture_method_name((btp_capture_method)m), tr.f, tr.n, 0);
+    }
+    return arg;
+}
+
 int main(void)
 {
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, in_thread, NULL) == 0, "pthread_create");
+    CHECK(pthread_join(t, NULL) == 0, "pthread_join");
     int ran = 0;
     for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_GLIBC; m++) {
         if (!btp_capture_method_available((btp_capture_method)m))
