@@ -78,9 +78,17 @@ int main(int argc, char **argv)
     }
     btp_crash_options opt;
     memset(&opt, 0, sizeof opt);
+    /* The environment may pick the method; without BTPACK_STACKTRACE_METHOD
+     * the crash handler's own default (fp) holds. */
     const char *env = getenv("BTPACK_STACKTRACE_METHOD");
-    if (env && env[0] && btp_capture_options_init(&opt.capture) != BTP_OK)
-        return 1;
+    const char *verbose = getenv("BTPACK_STACKTRACE_METHOD_VERBOSE");
+    if (env && env[0]) {
+        if (btp_capture_options_init(&opt.capture) != BTP_OK)
+            return 1;
+    } else if (verbose && verbose[0] && strcmp(verbose, "0") != 0) {
+        fprintf(stderr, "crash_example: the crash handler uses fp "
+                        "(BTPACK_STACKTRACE_METHOD picks another)\n");
+    }
     btp_status st = btp_crash_install(fd, &opt);
     if (st != BTP_OK) {
         fprintf(stderr, "crash_example: %s\n", btp_strerror(st));
