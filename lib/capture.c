@@ -104,7 +104,8 @@ size_t btp_collector_finish(btp_collector *c)
         /* Anchor never seen: keep everything rather than nothing. */
         flush_pending(c);
     }
-    btp_frame *ring = c->out + c->head_cap + 1;
+    /* With no ring (cap < 3) its would-be start may lie past the array. */
+    btp_frame *ring = c->ring_cap > 0 ? c->out + c->head_cap + 1 : NULL;
     uint64_t stored = c->ring_total < c->ring_cap ? c->ring_total : c->ring_cap;
     uint64_t omitted = c->ring_total - stored;
     size_t r = (size_t)stored;
@@ -132,7 +133,7 @@ size_t btp_collector_finish(btp_collector *c)
         c->out[n].value = omitted;
         n++;
     }
-    if (r > 0 && c->out + n != ring)
+    if (r > 0 && ring && c->out + n != ring)
         memmove(c->out + n, ring, r * sizeof *ring);
     n += r;
     if (n > 0 && c->out[0].kind == BTP_FRAME_RA)

@@ -46,7 +46,10 @@
  * one `omit` frame counting the frames left out, then its outermost
  * floor((cap-1)/2) frames (a ring of the last frames plus a count, so nothing
  * is allocated whatever the depth). With cap 1 only the innermost frame is
- * kept. The walk itself is bounded by BTP_CAPTURE_MAX_WALK frames.
+ * kept. snip_pre applies before this shortening; snip_post after it (the
+ * total is known only at the end), so it removes frames from the kept tail,
+ * then from the omitted count, then from the head. The walk itself is
+ * bounded by BTP_CAPTURE_MAX_WALK frames.
  *
  * Thread-safety: all capture functions may run in any number of threads at
  * once. The only state the library keeps is a per-thread cache of the

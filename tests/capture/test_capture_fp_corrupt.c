@@ -59,6 +59,74 @@ static void reset(void)
     memset(page, 0, psize);
 }
 
+/* What the library promises for a walk of `total` frames v[0..total) (the
+ * pc 0x1234, then return addresses), written the plain way: snip_pre off
+ * the top; then the innermost head and outermost tail around an omit if it
+ * does not fit; then snip_post off the kept tail, then the omitted count,
+ * then the head. */
+static size_t model(const uintptr_t *v, size_t total, size_t cap, unsigned pre, unsigned post,
+                    btp_frame *out)
+{
+    size_t first = pre < total ? pre : total;
+    size_t n = total - first;
+    size_t ring_cap = cap < 2 ? 0 : (cap - 1) / 2;
+    size_t head_cap = cap < 2 ? cap : cap - 1 - ring_cap;
+    size_t head = n < head_cap ? n : head_cap;
+    size_t tail = n - head < ring_cap ? n - head : ring_cap;
+    size_t omitted = n - head - tail;
+    size_t tail_start = n - tail; /* before snip_post shortens the tail */
+    size_t d = post < tail ? post : tail;
+    tail -= d;
+    post -= (unsigned)d;
+    d = post < omitted ? post : omitted;
+    omitted -= d;
+    post -= (unsigned)d;
+    head -= post < head ? post : head;
+    size_t k = 0;
+    for (size_t i = 0; i < head; i++)
+        out[k++] = (btp_frame){v[first + i], BTP_FRAME_RA};
+    if (omitted > 0 && k < cap)
+        out[k++] = (btp_frame){omitted, BTP_FRAME_OMIT};
+    for (size_t i = 0; i < tail; i++)
+        out[k++] = (btp_frame){v[first + tail_start + i], BTP_FRAME_RA};
+    if (k > 0 && out[0].kind == BTP_FRAME_RA)
+        out[0].kind = BTP_FRAME_PC;
+    return k;
+}
+
+/* Every small depth, capacity and snip against the model. */
+static void test_shortening(void)
+{
+    uintptr_t v[24];
+    btp_frame got[16], want[16];
+    for (size_t records = 0; records < 23; records++) {
+        reset();
+        v[0] = 0x1234;
+        for (size_t i = 0; i < records; i++) {
+            record(0x100 + i * 2 * W, i + 1 < records ? at(0x100 + (i + 1) * 2 * W) : 0,
+                   0x5000 + i);
+            v[i + 1] = 0x5000 + i;
+        }
+        for (size_t cap = 1; cap <= 12; cap++)
+            for (unsigned pre = 0; pre < 4; pre++)
+                for (unsigned post = 0; post < 4; post++) {
+                    btp_capture_options o = {0};
+                    o.method = BTP_CAPTURE_FP;
+                    o.snip_pre = pre;
+                    o.snip_post = post;
+                    btp_regs regs = {0x1234, at(0x100), records ? at(0x100) : 0};
+                    size_t n = 0;
+                    btp_status st = btp_capture_regs(&o, &regs, &bounds, got, cap, &n);
+                    size_t k = model(v, records + 1, cap, pre, post, want);
+                    int ok = st == BTP_OK && n == k;
+                    for (size_t i = 0; ok && i < n; i++)
+                        ok = got[i].kind == want[i].kind && got[i].value == want[i].value;
+                    CHECK(ok, "records %zu cap %zu pre %u post %u: %zu frames, want %zu",
+                          records, cap, pre, post, n, k);
+                }
+    }
+}
+
 int main(void)
 {
     psize = (size_t)sysconf(_SC_PAGESIZE);
@@ -154,6 +222,7 @@ int main(void)
         CHECK(n >= 1 && n <= 64, "garbage round %d: %zu", round, n);
     }
 
+    test_shortening();
     munmap(mem, 3 * psize);
     return check_finish();
 }
