@@ -288,9 +288,14 @@ btp_status btp_crash_install(int fd, const btp_crash_options *opt)
     sa.sa_sigaction = on_crash;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
-    /* Block the other crash signals while the handler runs. */
+    /* Block the other crash signals while the handler runs (a fault inside
+     * it then kills the process at once), and SIGPIPE, so that writing to a
+     * closed pipe fails with EPIPE instead of ending the process by another
+     * signal; a SIGPIPE left pending has a higher number than the crash
+     * signals, which are delivered first. */
     for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
         sigaddset(&sa.sa_mask, crash_signals[i]);
+    sigaddset(&sa.sa_mask, SIGPIPE);
     for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
         if (sigaction(crash_signals[i], &sa, NULL) != 0)
             return BTP_E_IO;

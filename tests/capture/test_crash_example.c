@@ -56,6 +56,29 @@ static int run_example(const char *how, const char *method, const char *out)
     return WIFSIGNALED(status) ? WTERMSIG(status) : -1;
 }
 
+/* Run the example with its record going to stderr, a pipe nobody reads:
+ * it must still die by SIGSEGV, not by SIGPIPE. */
+static int run_example_into_closed_pipe(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int p[2];
+        struct rlimit none = {0, 0};
+        setrlimit(RLIMIT_CORE, &none);
+        if (pipe(p) != 0 || dup2(p[1], 2) < 0)
+            _exit(126);
+        close(p[0]);
+        close(p[1]);
+        unsetenv("BTPACK_STACKTRACE_METHOD");
+        execl(example, example, "segv", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFSIGNALED(status) ? WTERMSIG(status) : -1;
+}
+
 static int read_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -255,6 +278,9 @@ int main(int argc, char **argv)
     scenario(dir, "abort", NULL, SIGABRT, 0, 0);
     if (btp_capture_method_available(BTP_CAPTURE_LIBGCC))
         scenario(dir, "abort", "libgcc", SIGABRT, 1, 0);
+
+    int sig = run_example_into_closed_pipe();
+    CHECK(sig == SIGSEGV, "record into a closed pipe: died by %d", sig);
 
     char path[4200];
     snprintf(path, sizeof path, "%s/crash.txt", dir);
