@@ -2,7 +2,7 @@
  * crash_example: installs btpack's crash handler, then crashes on purpose a
  * few calls deep, so the record it writes can be turned back into names:
  *
- *   crash_example [segv|abort] [OUT] 2>/dev/null; test $? -gt 128
+ *   crash_example [segv|abort|overflow] [OUT] 2>/dev/null; test $? -gt 128
  *   sed -n 's/^cbf //p' OUT | btpack convert --from hex --to addrs
  *   # then, per address, the `map` line holding it gives file and offset
  *   # for addr2line -f -e FILE (see include/btpack/capture.h)
@@ -15,6 +15,7 @@
 #include <btpack/btpack.h>
 
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 
 int *crash_target(void);
 void crash_level3(int how);
+unsigned crash_recurse(unsigned depth);
 void crash_level2(int how);
 void crash_level1(int how);
 
@@ -40,11 +42,26 @@ NOINL int *crash_target(void)
     return bad_address;
 }
 
+/* Runs until the stack overflows (the handler then runs on its alternate
+ * stack, and the record shows the deep stack as head, omit, tail). */
+NOINL unsigned crash_recurse(unsigned depth)
+{
+    volatile char pad[1024];
+    pad[0] = (char)depth;
+    if (depth == UINT32_MAX) /* never: stack runs out long before */
+        return 0;
+    unsigned r = crash_recurse(depth + 1) + pad[0];
+    BARRIER();
+    return r;
+}
+
 /* Not instrumented, so that under ASan the store itself faults. */
 __attribute__((no_sanitize_address)) NOINL void crash_level3(int how)
 {
-    if (how)
+    if (how == 1)
         abort();
+    if (how == 2)
+        crash_recurse(0);
     *(volatile int *)crash_target() = 42;
     BARRIER();
 }
@@ -63,9 +80,15 @@ NOINL void crash_level1(int how)
 
 int main(int argc, char **argv)
 {
-    int how = argc > 1 && strcmp(argv[1], "abort") == 0;
-    if (argc > 1 && !how && strcmp(argv[1], "segv") != 0) {
-        fprintf(stderr, "usage: crash_example [segv|abort] [OUT]\n");
+    static const char *const modes[] = {"segv", "abort", "overflow"};
+    int how = -1;
+    for (int i = 0; i < 3; i++)
+        if (argc < 2 || strcmp(argv[1], modes[i]) == 0) {
+            how = i;
+            break;
+        }
+    if (how < 0) {
+        fprintf(stderr, "usage: crash_example [segv|abort|overflow] [OUT]\n");
         return 2;
     }
     int fd = 2;

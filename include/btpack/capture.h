@@ -73,8 +73,10 @@ typedef enum btp_capture_method {
     BTP_CAPTURE_GLIBC = 4
 } btp_capture_method;
 
-/* Upper bound on frames any method walks (bounded work on corrupt stacks). */
-#define BTP_CAPTURE_MAX_WALK 65536
+/* Upper bound on frames any method walks (bounded work on corrupt stacks;
+ * large enough for an 8 MiB stack of the smallest frames, so the bottom of
+ * an overflowed stack is still found). */
+#define BTP_CAPTURE_MAX_WALK (1u << 20)
 /* Frames the glibc method can see (backtrace() needs an array). */
 #define BTP_CAPTURE_GLIBC_MAX_FRAMES 512
 /* Frames an unwinder may report above the first frame to keep (the

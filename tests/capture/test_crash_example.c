@@ -30,6 +30,7 @@ typedef struct record {
     uint64_t addr[MAXA];
     int is_pc[MAXA];
     size_t n;
+    int omit; /* the converted trace holds an omit */
 } record;
 
 static record rec;
@@ -126,11 +127,14 @@ static int convert_with_cli(const char *dir)
         return 0;
     char line[8192];
     rec.n = 0;
+    rec.omit = 0;
     if (fgets(line, sizeof line, p)) {
         for (char *tok = strtok(line, " \n"); tok && rec.n < MAXA; tok = strtok(NULL, " \n")) {
             int pc = strncmp(tok, "pc:", 3) == 0;
             if (pc)
                 tok += 3;
+            if (strncmp(tok, "omit:", 5) == 0)
+                rec.omit = 1;
             if (strncmp(tok, "0x", 2) != 0)
                 continue; /* omit:N, trunc */
             rec.addr[rec.n] = strtoull(tok, NULL, 16);
@@ -214,8 +218,8 @@ static size_t example_names(char names[][128], size_t max)
 
 static void check_chain(const char *what, int from_pc)
 {
-    char names[16][128];
-    size_t k = example_names(names, 16);
+    static char names[MAXA][128];
+    size_t k = example_names(names, MAXA);
     static const char *const want[] = {"crash_level3", "crash_level2", "crash_level1", "main"};
     /* Find crash_level3, then the rest must follow it. */
     size_t at = 0;
@@ -278,6 +282,10 @@ int main(int argc, char **argv)
     scenario(dir, "abort", NULL, SIGABRT, 0, 0);
     if (btp_capture_method_available(BTP_CAPTURE_LIBGCC))
         scenario(dir, "abort", "libgcc", SIGABRT, 1, 0);
+    /* A stack overflow: the handler runs on its alternate stack and the
+     * record keeps the top and the bottom of the deep stack. */
+    scenario(dir, "overflow", NULL, SIGSEGV, 1, 0);
+    CHECK(rec.omit, "overflow: no omit in the record");
 
     int sig = run_example_into_closed_pipe();
     CHECK(sig == SIGSEGV, "record into a closed pipe: died by %d", sig);
