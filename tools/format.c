@@ -4,6 +4,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+/* Declared as a printf-style function so the compiler checks every caller's
+ * format string against its arguments. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 0)))
+#endif
 static void set_msg(char *msg, size_t cap, const char *fmt, va_list ap)
 {
     vsnprintf(msg, cap, fmt, ap);
