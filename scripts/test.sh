@@ -31,6 +31,8 @@ if [ "$sanitize" = 1 ]; then
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
 else
     build=${BTPACK_BUILD_DIR:-build}
+    # Explicit, so reconfiguring a directory once set up otherwise resets them.
+    opts+=(-Db_sanitize=none -Db_lundef=true)
 fi
 
 if [ -f "$build/build.ninja" ]; then

@@ -29,6 +29,10 @@ typedef struct cli_options {
                               readers append the comment lines they meet (with their
                               newlines); the writer takes them before its next record
                               and at the end */
+    int alloc_size_set;  /* --alloc-size given: */
+    uint64_t alloc_size; /* the size of traces whose input has none (lws default 0) */
+    int allow_truncated; /* --allow-truncated: write truncated traces into lws anyway */
+    int lws_optimal;     /* --lws-optimal: smallest lws encoding, not libwebsockets' */
 } cli_options;
 
 #define CLI_DEFAULT_MAX_FRAMES ((size_t)1 << 20)
@@ -50,12 +54,15 @@ typedef struct reader {
     src_loc err_loc;
     char msg[320];
     int fatal;                 /* the input cannot be read any further */
+    int more;                  /* read_line: the line holds another record; call
+                                  again with the same line (set per call) */
 } reader;
 
 typedef struct writer {
     const struct format *fmt;
     const cli_options *opt;
     void *state;               /* the format's own, from its begin() */
+    const char *in_name;       /* the input's name, for warnings */
     src_loc err_loc;
     char msg[320];
 } writer;
@@ -114,6 +121,8 @@ int wr_error(writer *w, const char *fmt, ...);
  * names the frame. Returns 0 or -1. */
 int rd_add_frame(reader *r, trace *t, btp_frame f, uint64_t copies);
 
+/* 0..15 for a hex digit of either case, -1 for anything else. */
+int hex_digit(char c);
 /* Parse "0x" followed by 1..16 hex digits (any case) filling s[0..n)
  * exactly. Returns 0 or -1. */
 int parse_hex_u64(const char *s, size_t n, uint64_t *out);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "addr2line.h"
 #include "diag.h"
 
 typedef struct site {
@@ -232,69 +233,39 @@ static const char *sym_lookup(const symbols *sy, uint64_t a)
     return NULL;
 }
 
-/* Quote for a POSIX shell. */
-static void sh_quote(strbuf *sb, const char *s)
-{
-    sb_addc(sb, '\'');
-    for (; *s; s++) {
-        if (*s == '\'')
-            sb_adds(sb, "'\\''");
-        else
-            sb_addc(sb, *s);
-    }
-    sb_addc(sb, '\'');
-}
-
 /* Run addr2line on `file` for lookups[0..n) (file-relative addresses) and
- * store the answers under the original addresses. */
+ * store what it knows under the original addresses. */
 static void run_addr2line(symbols *sy, const char *file, const uint64_t *orig,
                           const uint64_t *lookup, size_t n)
 {
     if (!n || access(file, R_OK) != 0)
         return;
-    char tmp[] = "/tmp/btpack-a2l-XXXXXX";
-    int fd = mkstemp(tmp);
-    if (fd < 0)
-        return;
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        close(fd);
-        unlink(tmp);
+    symbol *syms = calloc(n, sizeof *syms);
+    if (!syms || addr2line_run("addr2line", file, lookup, n, syms) < 0) {
+        free(syms);
         return;
     }
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "0x%llx\n", (unsigned long long)lookup[i]);
-    fclose(f);
-    strbuf cmd = STRBUF_INIT;
-    sb_adds(&cmd, "addr2line -f -C -e ");
-    sh_quote(&cmd, file);
-    sb_printf(&cmd, " < %s 2>/dev/null", tmp);
-    FILE *p = cmd.oom ? NULL : popen(cmd.data, "r");
-    if (p) {
-        char fn[512], loc[1024];
-        for (size_t i = 0; i < n && fgets(fn, sizeof fn, p) && fgets(loc, sizeof loc, p); i++) {
-            fn[strcspn(fn, "\n")] = 0;
-            loc[strcspn(loc, "\n")] = 0;
-            if (strcmp(fn, "??") == 0)
-                continue;
-            if (grow((void **)&sy->addr, &sy->cap, sizeof *sy->addr, sy->n + 1, 0) < 0)
-                break;
-            char **t = realloc(sy->text, sy->cap * sizeof *t);
-            if (!t)
-                break;
-            sy->text = t;
-            size_t len = strlen(fn) + strlen(loc) + 4;
-            char *s = malloc(len);
-            if (!s)
-                break;
-            snprintf(s, len, "%s %s", fn, strncmp(loc, "??", 2) == 0 ? "" : loc);
-            sy->addr[sy->n] = orig[i];
-            sy->text[sy->n++] = s;
-        }
-        pclose(p);
+    for (size_t i = 0; i < n; i++) {
+        if (!syms[i].function || strcmp(syms[i].function, "??") == 0)
+            continue;
+        if (grow((void **)&sy->addr, &sy->cap, sizeof *sy->addr, sy->n + 1, 0) < 0)
+            break;
+        char **t = realloc(sy->text, sy->cap * sizeof *t);
+        if (!t)
+            break;
+        sy->text = t;
+        const char *loc = syms[i].location && strncmp(syms[i].location, "??", 2) != 0
+                              ? syms[i].location : "";
+        size_t len = strlen(syms[i].function) + strlen(loc) + 2;
+        char *s = malloc(len);
+        if (!s)
+            break;
+        snprintf(s, len, "%s%s%s", syms[i].function, *loc ? " " : "", loc);
+        sy->addr[sy->n] = orig[i];
+        sy->text[sy->n++] = s;
     }
-    unlink(tmp);
-    sb_free(&cmd);
+    symbols_free(syms, n);
+    free(syms);
 }
 
 static void symbolize(symbols *sy, const site *const *shown, size_t n_shown)

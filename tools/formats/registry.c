@@ -7,6 +7,7 @@
 
 extern const format fmt_json, fmt_hex, fmt_b64, fmt_cbf, fmt_addrs, fmt_trace;
 extern const format fmt_log;
+extern const format fmt_lws, fmt_lws_b;
 
 static const format *const formats[] = {
     &fmt_json,
@@ -16,6 +17,8 @@ static const format *const formats[] = {
     &fmt_addrs,
     &fmt_trace,
     &fmt_log,
+    &fmt_lws,
+    &fmt_lws_b,
 };
 
 const format *format_find(const char *name)
