@@ -19,11 +19,6 @@ typedef struct site {
     uint64_t hash;
 } site;
 
-typedef struct live_ptr {
-    uint64_t ptr, size;
-    uint32_t site; /* site index + 1; 0 = empty slot */
-} live_ptr;
-
 typedef struct profile {
     site *sites;
     size_t n_sites, cap_sites;
@@ -32,9 +27,6 @@ typedef struct profile {
     uint32_t *seg_map;        /* stack id of the current segment -> site + 1 */
     size_t seg_cap;
     uint32_t segment;
-    live_ptr *live;
-    size_t live_cap, live_n;
-    int oom;
 } profile;
 
 static uint64_t hash_frames(const btp_frame *f, size_t n)
@@ -115,72 +107,17 @@ static uint32_t site_of(profile *p, const btp_log_record *rec)
     return p->seg_map[rec->stack_id] = (uint32_t)p->n_sites;
 }
 
-static uint64_t mix_ptr(uint64_t v)
+/* A free the log matched with its allocation: that allocation is no longer
+ * live. (Frees it could not match, of pointers it never saw allocated or
+ * forgot past its live table cap, leave the allocation counted as live.) */
+static void free_matched(profile *p, const btp_log_record *rec)
 {
-    v ^= v >> 33;
-    v *= 0xff51afd7ed558ccdull;
-    return v ^ (v >> 33);
-}
-
-static live_ptr *live_slot(profile *p, uint64_t ptr)
-{
-    size_t m = p->live_cap - 1, i = mix_ptr(ptr) & m;
-    while (p->live[i].site && p->live[i].ptr != ptr)
-        i = (i + 1) & m;
-    return &p->live[i];
-}
-
-static int live_add(profile *p, uint64_t ptr, uint64_t size, uint32_t s)
-{
-    if ((p->live_n + 1) * 2 > p->live_cap) {
-        size_t oc = p->live_cap, nc = oc ? oc * 2 : 4096;
-        live_ptr *old = p->live, *t = calloc(nc, sizeof *t);
-        if (!t)
-            return -1;
-        p->live = t;
-        p->live_cap = nc;
-        for (size_t i = 0; i < oc; i++)
-            if (old[i].site)
-                *live_slot(p, old[i].ptr) = old[i];
-        free(old);
-    }
-    live_ptr *l = live_slot(p, ptr);
-    if (l->site) { /* the same pointer again without a free: the old block is gone */
-        p->sites[l->site - 1].live_count--;
-        p->sites[l->site - 1].live_bytes -= l->size;
-    } else {
-        p->live_n++;
-    }
-    *l = (live_ptr){ptr, size, s};
-    p->sites[s - 1].live_count++;
-    p->sites[s - 1].live_bytes += size;
-    return 0;
-}
-
-static void live_del(profile *p, uint64_t ptr)
-{
-    if (!p->live_cap)
+    if (!rec->matched || rec->segment != p->segment || rec->stack_id >= p->seg_cap ||
+        !p->seg_map[rec->stack_id])
         return;
-    live_ptr *l = live_slot(p, ptr);
-    if (!l->site)
-        return;
-    p->sites[l->site - 1].live_count--;
-    p->sites[l->site - 1].live_bytes -= l->size;
-    /* backward-shift deletion */
-    size_t m = p->live_cap - 1, i = (size_t)(l - p->live), j = i;
-    p->live[i].site = 0;
-    p->live_n--;
-    for (;;) {
-        j = (j + 1) & m;
-        if (!p->live[j].site)
-            return;
-        size_t home = mix_ptr(p->live[j].ptr) & m;
-        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-            p->live[i] = p->live[j];
-            p->live[j].site = 0;
-            i = j;
-        }
-    }
+    site *s = &p->sites[p->seg_map[rec->stack_id] - 1];
+    s->live_count--;
+    s->live_bytes -= rec->size;
 }
 
 /* ---- symbolization ---------------------------------------------------- */
@@ -394,7 +331,7 @@ int log_stats(const char *path, const strbuf *data, const cli_options *opt, cons
                 continue;
         }
         if (rec.kind == BTP_LOG_FREE) {
-            live_del(&p, rec.ptr);
+            free_matched(&p, &rec);
             continue;
         }
         uint32_t s = site_of(&p, &rec);
@@ -406,13 +343,10 @@ int log_stats(const char *path, const strbuf *data, const cli_options *opt, cons
         if (rec.kind == BTP_LOG_ALLOC) {
             p.sites[s - 1].count++;
             p.sites[s - 1].bytes += rec.size;
+            p.sites[s - 1].live_count++;
+            p.sites[s - 1].live_bytes += rec.size;
             total_count++;
             total_bytes += rec.size;
-            if (!(rec.flags & BTP_LOG_REC_PTR_UNKNOWN) && live_add(&p, rec.ptr, rec.size, s) < 0) {
-                diag(DIAG_ERROR, NULL, NULL, "out of memory");
-                rc = EXIT_BAD_INPUT;
-                break;
-            }
         }
     }
     btp_log_stats s;
@@ -450,8 +384,8 @@ int log_stats(const char *path, const strbuf *data, const cli_options *opt, cons
            traces ? (double)s.file_bytes / (double)traces : 0.0);
     printf("allocated       %llu bytes in %llu allocations\n", (unsigned long long)total_bytes,
            (unsigned long long)total_count);
-    printf("live at end     %llu bytes in %llu allocations\n", (unsigned long long)live_bytes,
-           (unsigned long long)live_count);
+    printf("live at end     %llu bytes in %llu allocations (not freed in the log)\n",
+           (unsigned long long)live_bytes, (unsigned long long)live_count);
     symbols sy = {0};
     sy.elf = elf;
     const void *md;
@@ -490,7 +424,6 @@ int log_stats(const char *path, const strbuf *data, const cli_options *opt, cons
     free(p.sites);
     free(p.by_hash);
     free(p.seg_map);
-    free(p.live);
     btp_log_reader_close(r);
     return rc;
 }

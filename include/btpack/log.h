@@ -156,7 +156,8 @@ typedef struct btp_log_record {
     btp_log_kind kind;
     unsigned flags;          /* BTP_LOG_REC_* */
     uint64_t index;          /* 0-based position of the record in the log */
-    uint64_t size;           /* ALLOC: requested size */
+    uint64_t size;           /* ALLOC: requested size; FREE: the freed allocation's
+                                size when `matched` */
     uint64_t ptr;            /* the pointer allocated or freed */
     int truncated;           /* TRACE: the stack was cut */
     const btp_frame *frames; /* ALLOC, TRACE: the stack, innermost first; valid until
@@ -164,7 +165,11 @@ typedef struct btp_log_record {
     size_t n_frames;
     uint32_t segment;        /* segment the record is in */
     uint32_t stack_id;       /* ALLOC, TRACE: stack number within the segment (equal
-                                numbers in one segment = equal stacks) */
+                                numbers in one segment = equal stacks); FREE: the
+                                freed allocation's, when `matched` */
+    int matched;             /* FREE: the log names the allocation it frees (a free
+                                of a pointer it had not seen allocated, or forgot
+                                past max_live, is not matched) */
 } btp_log_record;
 
 typedef struct btp_log_reader btp_log_reader; /* opaque: it rebuilds the dictionary */

@@ -8,31 +8,9 @@
 
 #include "check.h"
 #include "log_synth.h"
+#include "membuf.h"
 
 #define N_RECORDS 3000
-
-typedef struct membuf {
-    unsigned char *p;
-    size_t len, cap;
-} membuf;
-
-static btp_status sink(void *ctx, const void *data, size_t len)
-{
-    membuf *b = ctx;
-    if (b->cap - b->len < len) {
-        size_t c = b->cap ? b->cap : 4096;
-        while (c - b->len < len)
-            c *= 2;
-        unsigned char *p = realloc(b->p, c);
-        if (!p)
-            return BTP_E_OUT_OF_MEMORY;
-        b->p = p;
-        b->cap = c;
-    }
-    memcpy(b->p + b->len, data, len);
-    b->len += len;
-    return BTP_OK;
-}
 
 static synth_rec want[N_RECORDS];
 
@@ -97,7 +75,7 @@ static void make_log(membuf *log, unsigned flags, uint32_t max_nodes, uint32_t m
     opt.max_live = max_live;
     btp_log_writer *w;
     log->len = 0;
-    btp_status st = btp_log_writer_open(&w, sink, log, &opt);
+    btp_status st = btp_log_writer_open(&w, mb_sink, log, &opt);
     CHECK(st == BTP_OK, "open: %s", btp_strerror(st));
     if (st)
         return;
@@ -296,7 +274,7 @@ static void test_stored(const char *path)
     unsigned char tmp[4096];
     size_t n;
     while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-        sink(&m, tmp, n);
+        mb_put(&m, tmp, n);
     fclose(f);
     find_blocks(&m);
     outcome o = read_all(&m, 0);

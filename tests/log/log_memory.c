@@ -10,34 +10,13 @@
 
 #include "check.h"
 #include "log_synth.h"
+#include "membuf.h"
 
 static size_t out_bytes;
 static btp_status count_sink(void *ctx, const void *data, size_t len)
 {
     (void)ctx, (void)data;
     out_bytes += len;
-    return BTP_OK;
-}
-
-typedef struct membuf {
-    unsigned char *p;
-    size_t len, cap;
-} membuf;
-static btp_status mem_sink(void *ctx, const void *data, size_t len)
-{
-    membuf *b = ctx;
-    if (b->cap - b->len < len) {
-        size_t c = b->cap ? b->cap : 1 << 16;
-        while (c - b->len < len)
-            c *= 2;
-        unsigned char *p = realloc(b->p, c);
-        if (!p)
-            return BTP_E_OUT_OF_MEMORY;
-        b->p = p;
-        b->cap = c;
-    }
-    memcpy(b->p + b->len, data, len);
-    b->len += len;
     return BTP_OK;
 }
 
@@ -82,7 +61,7 @@ int main(void)
 
     /* 2. the same caps on a smaller stream with frees, read back exactly */
     membuf log = {0};
-    st = btp_log_writer_open(&w, mem_sink, &log, &opt);
+    st = btp_log_writer_open(&w, mb_sink, &log, &opt);
     synth_init(&s, 5, 64, 0);
     const long n2 = 200000;
     for (long i = 0; i < n2 && st == BTP_OK; i++) {
