@@ -512,10 +512,12 @@ btp_status btp_log_reader_open(btp_log_reader **out, const void *buf, size_t len
         if (r->len - at < LOG_BLOCK_HEADER_SIZE ||
             log_block_header_parse(r->buf + at, &h) != BTP_OK || h.kind != LOG_BLOCK_META)
             break;
+        btp_log_stats before = r->st;
         if (load_block(r) != BTP_OK) { /* let next() meet it again */
             r->pos = at;
             r->error = BTP_OK;
             r->final = 0;
+            r->st = before;
             break;
         }
     }

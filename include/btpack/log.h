@@ -227,11 +227,13 @@ BTP_API uint64_t btp_log_reader_lost_records(const btp_log_reader *r);
 
 /*
  * Go to block number `block` (0-based, counting every block in the file):
- * the next btp_log_reader_next() returns that block's first record. The
- * reader re-reads the blocks of the segment before it (dictionary and live
- * allocations depend on them) without returning their records.
- * Returns BTP_OK, BTP_END (fewer blocks), or an error met on the way (as
- * btp_log_reader_next()). Clears a sticky error.
+ * the next btp_log_reader_next() returns that block's first record (for a
+ * metadata block, the first record after it). The reader starts over and
+ * decodes the blocks before it without returning their records (the
+ * dictionary and live allocations depend on them), so a seek costs a read
+ * of the log up to the block. Statistics and lost-record counts restart.
+ * Returns BTP_OK, BTP_END (no record block at or after it), or an error met
+ * on the way (as btp_log_reader_next()). Clears a sticky error.
  */
 BTP_API btp_status btp_log_reader_seek_block(btp_log_reader *r, uint64_t block);
 
