@@ -113,9 +113,11 @@ static int log_read_next(reader *r, trace *t)
         t->truncated = rec.truncated;
         break;
     }
+    /* trace_add directly (the library checked the frames); rd_add_frame
+     * only to word a failure (such as --max-frames) */
     for (size_t i = 0; i < rec.n_frames; i++)
-        if (rd_add_frame(r, t, rec.frames[i], 1) < 0)
-            return -1;
+        if (trace_add(t, rec.frames[i], 1) != BTP_OK)
+            return rd_add_frame(r, t, rec.frames[i], 1);
     return 1;
 }
 
