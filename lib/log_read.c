@@ -164,8 +164,8 @@ static btp_status push_live(btp_log_reader *r, uint64_t ptr, uint64_t size, uint
 static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
 {
     log_model *m = &r->model;
-    int tainted = 0; /* a free of an unknown allocation went into an unknown bin */
     log_model_block(m);
+    m->block_seq0 = r->seq;
     if (count > sec[BTP_LOG_SEC_TAGS].len)
         return BTP_E_CORRUPT;
     if (count > r->recs_cap) {
@@ -209,13 +209,16 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
                 d->size = e.size;
                 d->stack = e.stack;
                 d->matched = 1;
-                bin *b = log_model_bin(m, log_size_class(e.size, m->word_bits), 1);
+                bin *b = e.seq >= m->block_seq0
+                             ? log_model_bin(m, log_size_class(e.size, m->word_bits), 1)
+                             : NULL;
                 if (b)
                     bin_push(b, e.ptr, e.known);
             } else if (rank < (uint64_t)m->live.count + r->unknown_live) {
+                /* an allocation from before this block: never binned, so
+                 * the bins stay exact */
                 r->unknown_live--;
                 d->flags = BTP_LOG_REC_PTR_UNKNOWN;
-                tainted = 1;
             } else {
                 return BTP_E_CORRUPT;
             }
@@ -226,41 +229,41 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
         if (sec[BTP_LOG_SEC_STACKS].bad || sid >= r->tree.n_stacks)
             return BTP_E_CORRUPT;
         d->stack = (uint32_t)sid;
+        const stack_memo *last = log_model_memo(m, d->stack);
+        uint64_t base = last ? last->ptr : m->prev_ptr;
+        int base_known = last ? last->ptr_known : m->prev_known;
         if (tag & TAG_SIZE_SAME) {
-            if (!log_model_memo_get(m, d->stack, &d->size))
+            if (!last)
                 return BTP_E_CORRUPT;
+            d->size = last->size;
         } else {
             d->size = log_rd_varint(&sec[BTP_LOG_SEC_SIZES]);
             if (sec[BTP_LOG_SEC_SIZES].bad)
                 return BTP_E_CORRUPT;
         }
-        btp_status st = log_model_memo_set(m, d->stack, d->size);
-        if (st != BTP_OK)
-            return st;
+        btp_status st;
         unsigned k = tag >> TAG_BIN_SHIFT;
         int known;
         if (k > TAG_BIN_MAX)
             return BTP_E_CORRUPT;
         if (k) {
             bin *b = log_model_bin(m, log_size_class(d->size, m->word_bits), 0);
-            if (tainted) {
-                known = 0;
-            } else {
-                if (!b || k > b->n)
-                    return BTP_E_CORRUPT;
-                bin_entry e = bin_take(b, k - 1);
-                d->ptr = e.ptr;
-                known = e.known;
-            }
+            if (!b || k > b->n)
+                return BTP_E_CORRUPT;
+            bin_entry e = bin_take(b, k - 1);
+            d->ptr = e.ptr;
+            known = e.known;
         } else {
             uint64_t delta = log_rd_varint(&sec[BTP_LOG_SEC_PTRS]);
             if (sec[BTP_LOG_SEC_PTRS].bad)
                 return BTP_E_CORRUPT;
-            d->ptr = m->prev_ptr + (uint64_t)log_unzigzag(delta);
-            known = m->prev_known;
+            d->ptr = base + (uint64_t)log_unzigzag(delta);
+            known = base_known;
+            base = m->prev_ptr = d->ptr;
+            base_known = m->prev_known = known;
         }
-        m->prev_ptr = d->ptr;
-        m->prev_known = known;
+        if ((st = log_model_memo_set(m, d->stack, d->size, base, base_known)) != BTP_OK)
+            return st;
         if (!known) {
             d->flags |= BTP_LOG_REC_PTR_UNKNOWN;
             d->ptr = 0;
