@@ -1,0 +1,536 @@
+#!/usr/bin/env python3
+"""Differential test: the btpack CLI against an independent model of the
+formats (tests/refmodel.py, written from spec/cbf.md and spec/lws.md).
+
+usage: differential.py BTPACK [VECTOR_DIR]
+
+1. The model is first checked against the golden vectors (so a wrong model
+   cannot pass silently).
+2. Random and adversarial traces (fixed seed) are encoded by both, in every
+   direction the contract makes exact: CBF json->hex (our minimal encoder),
+   hex->json (default and strict policies), lws json->lws / lws-b,
+   lws->json, lws-b->lws.
+3. Valid encodings are mutated (bit flips, truncations, insertions,
+   deletions) and both must agree on accept/reject, on the frames, and on
+   the error class and offset.
+
+BTPACK_DIFF_CASES (environment) scales the number of random cases (default
+1.0; sanitizer builds may set it lower). Prints "N passed, N failed".
+"""
+import base64
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import refmodel as M  # noqa: E402
+import pycheck  # noqa: E402
+from pycheck import check, finish  # noqa: E402
+
+BTPACK = sys.argv[1]
+VECTORS = (sys.argv[2] if len(sys.argv) > 2 else
+           os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "vectors"))
+SCALE = float(os.environ.get("BTPACK_DIFF_CASES", "1.0"))
+MAX_FRAMES = 200000
+rng = random.Random(20261121)
+
+# At most this many disagreements of one kind are printed in full.
+shown = {}
+
+
+def report(kind, cond, what):
+    if not cond:
+        shown[kind] = shown.get(kind, 0) + 1
+        if shown[kind] > int(os.environ.get('BTPACK_DIFF_SHOW', '5')):
+            pycheck.failed += 1  # counted; the summary at the end names the kind
+            return
+    check(cond, "%s: %s" % (kind, what))
+
+
+# ---------------------------------------------------------------------------
+# Running the CLI on many records at once
+# ---------------------------------------------------------------------------
+
+LINE_RE = re.compile(r"^btpack: (?:warning: )?<stdin>:(\d+): (.*)$")
+
+
+def run_batch(args, lines):
+    """Run `btpack convert ARGS --keep-going` on one record per line.
+    Returns, per input line, ("ok", output line) or ("err", message)."""
+    data = "".join(l + "\n" for l in lines).encode()
+    p = subprocess.run([BTPACK, "convert", "--keep-going", "--max-frames", str(MAX_FRAMES)]
+                       + args, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=300)
+    errs = {}
+    for l in p.stderr.decode("utf-8", "replace").splitlines():
+        m = LINE_RE.match(l)
+        if m and l.endswith("trace skipped"):
+            errs[int(m.group(1))] = m.group(2)
+    out = p.stdout.decode().split("\n")
+    if out and out[-1] == "":
+        out.pop()
+    res = []
+    k = 0
+    for i in range(len(lines)):
+        if i + 1 in errs:
+            res.append(("err", errs[i + 1]))
+        elif k < len(out):
+            res.append(("ok", out[k]))
+            k += 1
+        else:
+            res.append(("err", "no output"))
+    check(k == len(out), "%s: %d outputs for %d good records" % (args, len(out), k))
+    check(p.returncode == (1 if errs else 0) or (p.returncode == 1 and not errs),
+          "%s: exit status %d" % (args, p.returncode))
+    return res
+
+
+def fr_json(f):
+    kind, v = f
+    if kind == "omit":
+        return {"type": "omit", "count": v}
+    return {"type": kind, "addr": "0x%x" % v}
+
+
+def fr_from_json(x):
+    if x["type"] == "omit":
+        return ("omit", x["count"])
+    return (x["type"], int(x["addr"], 16))
+
+
+def trace_json(wb, frames, truncated=False, alloc_size=None):
+    d = {"word_bits": wb, "frames": [fr_json(f) for f in frames], "truncated": truncated}
+    if alloc_size is not None:
+        d["alloc_size"] = alloc_size
+    return json.dumps(d, separators=(",", ":"))
+
+
+CBF_ERR_RE = re.compile(r"byte offset (\d+): .*\((\w+)\)")
+LWS_ERR_RE = re.compile(r"\((\w+)\) at bit (\d+)")
+
+
+# ---------------------------------------------------------------------------
+# 1. The model against the golden vectors
+# ---------------------------------------------------------------------------
+
+def load(name):
+    with open(os.path.join(VECTORS, name)) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def model_vs_vectors():
+    for v in load("cbf-public.jsonl"):
+        if v["kind"] == "valid":
+            F = [fr_from_json(x) for x in v["frames"]]
+            wb, t = v["word_bits"], v["truncated"]
+            ours = M.cbf_encode(F, wb, t)
+            report("model cbf spec_hex", ours.hex() == v["spec_hex"], v["id"])
+            report("model cbf swift_hex", M.cbf_encode(F, wb, t, swift=True).hex()
+                   == v["swift_hex"], v["id"])
+            report("model cbf min_len", len(ours) <= v["min_len"], v["id"])
+            for key in ("swift_hex", "spec_hex", "min_hex", "verbose_hex", "alt_hex"):
+                for pol in (M.DEFAULT, M.STRICT, M.SWIFT):
+                    r = M.cbf_decode(bytes.fromhex(v[key]), pol)
+                    if pol == M.STRICT and key == "swift_hex" and v["swift_first_relative"]:
+                        report("model cbf strict relative first",
+                               r.error == ("first_address_relative", 1), v["id"])
+                        continue
+                    report("model cbf decode", r.error is None and r.frames() == F
+                           and (r.terminator == "trunc") == t, "%s %s" % (v["id"], key))
+        else:
+            d = bytes.fromhex(v["hex"])
+            pol = M.STRICT if v["error"] == "first_address_relative" else M.DEFAULT
+            r = M.cbf_decode(d, pol)
+            report("model cbf malformed", r.error == (v["error"], v["error_offset"]), v["id"])
+            if v["frames_before_error"] is not None:
+                report("model cbf frames before error",
+                       r.frames() == [fr_from_json(x) for x in v["frames_before_error"]],
+                       v["id"])
+            sw = M.cbf_decode(d, M.SWIFT)
+            report("model cbf swift_frames", sw.frames() == [
+                fr_from_json(x) for x in v["swift_frames"] if x["type"] != "truncated"],
+                v["id"])
+    wide = ("edge-16bit-omit-70000", "edge-16bit-addr-3bytes", "edge-32bit-addr-8bytes")
+    for v in load("cbf-edge-cases.jsonl"):
+        d = bytes.fromhex(v["hex"])
+        cols = [("strict", M.STRICT), ("lenient", M.SWIFT),
+                ("strict" if v["id"] in wide else "lenient", M.DEFAULT)]
+        for col, pol in cols:
+            e = v[col]
+            r = M.cbf_decode(d, pol)
+            if "error" in e:
+                report("model cbf edge", r.error == (e["error"], e["error_offset"]), v["id"])
+                continue
+            runs = [[fr_from_json(x), x.get("copies", 1)] for x in e["frames_rle"]
+                    if x["type"] != "truncated"]
+            report("model cbf edge", r.error is None and M._rle_runs(r.runs) == runs
+                   and r.terminator == e["terminator"] and r.consumed == e["consumed"],
+                   "%s %s" % (v["id"], col))
+    for v in load("lws-public.jsonl"):
+        wb = v["word_bits"]
+        if v["kind"] != "valid":
+            continue
+        F = [int(x, 16) for x in v["frames"]]
+        S = v["alloc_size"]
+        exact = v["roundtrip_exact"]
+        if exact and v.get("comp_len", 99) >= 21:
+            b = M.lws_encode(F, S, wb)
+            report("model lws blob", b.hex() == v["blob_hex"], v["note"])
+            report("model lws m_line", M.m_line(b) == v["m_line"], v["note"])
+            report("model lws b_line", M.b_line(F, S) == v["b_line"], v["note"])
+        if exact or wb == 32:
+            try:
+                got = M.lws_decode(bytes.fromhex(v["blob_hex"]), wb)
+            except M.LwsError as e:
+                got = str(e)
+            report("model lws decode", got == (F, S), v["note"])
+        cl = v.get("clang_build_encoding")
+        if isinstance(cl, str) and cl.startswith("{"):
+            cl = json.loads(cl)
+        if isinstance(cl, dict) and exact:
+            try:
+                got = M.lws_decode(bytes.fromhex(cl["blob_hex"]), wb)
+            except M.LwsError as e:
+                got = str(e)
+            report("model lws clang decode", got == (F, S), v["note"])
+
+
+# ---------------------------------------------------------------------------
+# 2. CBF
+# ---------------------------------------------------------------------------
+
+def interesting(wb):
+    m = (1 << wb) - 1
+    base = [0, 1, 2, 0x7f, 0x80, 0xff, 0x100, 0x7fff, 0x8000, 0xffff, 0x10000,
+            0x7fffffff, 0x80000000, 0xffffffff, 0x100000000, 0x7fffffffffffffff,
+            0x8000000000000000, 0xffffffffffffffff, 0x7fffff, 0x800000, 0x7fffffffff,
+            0x8000000000, 0x7fffffffffff, 0x800000000000]
+    out = set()
+    for b in base:
+        for d in (-2, -1, 0, 1, 2):
+            out.add((b + d) & m)
+    return sorted(out)
+
+
+def rand_addr(wb, prev):
+    m = (1 << wb) - 1
+    r = rng.random()
+    if r < 0.3:
+        return rng.choice(interesting(wb))
+    if r < 0.6:
+        bits = rng.randint(0, wb)
+        d = rng.getrandbits(bits) if bits else 0
+        return (prev + (d if rng.random() < 0.5 else -d)) & m
+    if r < 0.7:  # sign boundaries of a relative delta
+        k = rng.choice([8, 16, 24, 32, 40, 48, 56])
+        k = min(k, wb)
+        return (prev + rng.choice([1 << (k - 1), -(1 << (k - 1)), (1 << (k - 1)) - 1,
+                                  -(1 << (k - 1)) - 1])) & m
+    return rng.getrandbits(wb)
+
+
+OMITS = [1, 2, 31, 32, 33, 255, 256, 257, 65535, 65536, 0xffffffff, 0x100000000,
+         1 << 63, (1 << 64) - 1]
+
+
+def rand_trace(wb, allow_wide=False):
+    frames = []
+    prev = 0
+    for _ in range(rng.choice([0, 1, 2, 3, 5, 8, 20])):
+        r = rng.random()
+        if r < 0.15:
+            c = rng.choice(OMITS) if rng.random() < 0.7 else rng.randint(1, 1 << rng.randint(1, 64))
+            if c > (1 << wb) - 1 and not allow_wide:
+                c &= (1 << wb) - 1
+                c = c or 1
+            f = ("omit", c)
+        else:
+            kind = rng.choice(["ra", "ra", "ra", "pc", "async"])
+            a = rand_addr(wb, prev)
+            prev = a
+            f = (kind, a)
+        reps = 1
+        if rng.random() < 0.25:
+            reps = rng.choice([2, 3, 8, 9, 10, 255, 256, 257, 300, rng.randint(1, 300)])
+        frames.extend([f] * reps)
+    return frames, rng.random() < 0.2
+
+
+def cbf_encode_cases(n):
+    """json -> hex: our encoder must give the model's minimal bytes."""
+    cases = []
+    for i in range(n):
+        wb = rng.choice([16, 32, 64])
+        frames, t = rand_trace(wb, allow_wide=(i % 10 == 0))
+        cases.append((wb, frames, t))
+    # Runs longer than the word's maximum count, and the biggest omit.
+    cases.append((16, [("ra", 0x1234)] * 70000, False))
+    cases.append((16, [("pc", 0x10)] + [("ra", 0xfff0)] * 65537, True))
+    cases.append((16, [("omit", 0xffff)] * 3 + [("omit", 0x10000)], False))
+    cases.append((32, [("omit", 0xffffffff), ("ra", 0x80000000)] * 2, False))
+    cases.append((64, [("omit", (1 << 64) - 1), ("ra", (1 << 64) - 1)], False))
+    res = run_batch(["--from", "json", "--to", "hex"],
+                    [trace_json(wb, f, t) for wb, f, t in cases])
+    for (wb, frames, t), (st, out) in zip(cases, res):
+        try:
+            want = M.cbf_encode(frames, wb, t).hex()
+        except M.ValueTooWide:
+            want = None
+        desc = trace_json(wb, frames[:12], t)[:300]
+        if want is None:
+            report("cbf encode: value beyond the word accepted", st == "err"
+                   and "does not fit" in out, "%s -> %s" % (desc, out[:80]))
+        else:
+            report("cbf encode bytes", st == "ok" and out == want,
+                   "%s: ours %s, model %s" % (desc, out[:160], want[:160]))
+    return cases
+
+
+def rand_stream(wb):
+    """A CBF stream of random instructions, valid or not."""
+    W = wb // 8
+    out = bytearray([M.WORD_CODE[wb]])
+    for _ in range(rng.randint(0, 12)):
+        r = rng.random()
+        if r < 0.45:
+            nb = rng.randint(1, min(8, W + (1 if rng.random() < 0.1 else 0)))
+            op = rng.choice([0x10, 0x20, 0x30]) | rng.choice([0, 8]) | (nb - 1)
+            out.append(op)
+            out += bytes(rng.choice([0, 0xff, 0x7f, 0x80, rng.randrange(256)]) for _ in range(nb))
+        elif r < 0.6:
+            out.append(0x40 | rng.randrange(32))
+        elif r < 0.7:
+            nb = rng.randint(1, W + (2 if rng.random() < 0.15 else 0))
+            out.append(0x60 | (nb - 1))
+            out += bytes(rng.choice([0, 0, 0xff, rng.randrange(256)]) for _ in range(nb))
+        elif r < 0.8:
+            out.append(0x80 | rng.randrange(8))
+        elif r < 0.9:
+            nb = rng.randint(1, W + (1 if rng.random() < 0.15 else 0))
+            out.append(0x88 | (nb - 1))
+            out += bytes(rng.choice([0, 0, 0xff, rng.randrange(256)]) for _ in range(nb))
+        elif r < 0.95:
+            out.append(rng.choice([0, 1]))
+        else:
+            out.append(rng.randrange(256))
+    if rng.random() < 0.7:
+        out.append(rng.choice([0, 1]))
+    return bytes(out)
+
+
+def mutate(data):
+    d = bytearray(data)
+    r = rng.random()
+    if r < 0.35 and d:
+        i = rng.randrange(len(d) * 8)
+        d[i >> 3] ^= 0x80 >> (i & 7)
+    elif r < 0.55 and d:
+        del d[rng.randrange(len(d)):]
+    elif r < 0.75:
+        d.insert(rng.randrange(len(d) + 1), rng.randrange(256))
+    elif r < 0.9 and d:
+        del d[rng.randrange(len(d))]
+    elif d:
+        d[rng.randrange(len(d))] = rng.randrange(256)
+    return bytes(d)
+
+
+def cbf_decode_cases(encoded, n):
+    streams = list(encoded)
+    for _ in range(n):
+        streams.append(rand_stream(rng.choice([16, 32, 64])))
+    for _ in range(n):
+        streams.append(mutate(rng.choice(encoded)))
+    for _ in range(n // 4):
+        streams.append(mutate(mutate(rng.choice(encoded))))
+    # Hand-made corners: empty, info bytes, huge reps, zero counts, wide forms.
+    streams += [bytes.fromhex(h) for h in (
+        "00", "01", "02", "03", "04", "07", "ff", "0288", "0280", "024080", "02600000",
+        "021810880000", "0218108fffffffffffffffff8fffffffffffffffff00",
+        "0018108affffff00", "00181089ffff89ffff00", "0018106201117000", "001aff123400",
+        "011f123456789abcdef000", "0267ffffffffffffffff00", "027f" + "00" * 24 + "01" + "00" * 7,
+        "027f" + "00" * 32, "0218100002182000", "021810011820", "02100f", "0010", "00207f80")]
+    streams = [s for s in streams if s]  # an empty line is skipped, not an empty stream
+    for pol, args in ((M.DEFAULT, []), (M.STRICT, ["--strict"])):
+        res = run_batch(["--from", "hex", "--to", "json"] + args, [s.hex() for s in streams])
+        for s, (st, out) in zip(streams, res):
+            r = M.cbf_decode(s, pol)
+            frames = r.frames(MAX_FRAMES)
+            what = "%s%s" % (s.hex()[:120], " strict" if args else "")
+            if frames is None:
+                # More frames than the CLI expands: it must refuse the trace.
+                report("cbf decode: limit", st == "err", what)
+                continue
+            if r.error is not None:
+                m = CBF_ERR_RE.search(out) if st == "err" else None
+                got = (m.group(2), int(m.group(1))) if m else (st, out[:100])
+                report("cbf decode error", got == r.error,
+                       "%s: ours %s, model %s" % (what, got, r.error))
+                continue
+            if st != "ok":
+                report("cbf decode accepts", False, "%s: ours %s, model %s" % (
+                    what, out[:100], frames[:4]))
+                continue
+            d = json.loads(out)
+            got = ([fr_from_json(x) for x in d["frames"]], d["truncated"], d["word_bits"])
+            want = (frames, r.terminator == "trunc", r.word_bits)
+            report("cbf decode frames", got == want, "%s: ours %s, model %s" % (
+                what, str(got)[:200], str(want)[:200]))
+
+
+# ---------------------------------------------------------------------------
+# 3. lws
+# ---------------------------------------------------------------------------
+
+def lws_values(wb, depth):
+    m = (1 << wb) - 1
+    vals = []
+    for i in range(depth):
+        r = rng.random()
+        if vals and r < 0.45:
+            # A delta of some width from one of the frames 1..9 back.
+            j = max(0, i - rng.randint(1, 9))
+            bits = rng.randint(0, min(40, wb))
+            d = rng.getrandbits(bits) if bits else 0
+            v = (vals[j] + (d if rng.random() < 0.5 else -d)) & m
+        elif vals and r < 0.55:
+            v = rng.choice(vals)  # an exact repeat
+        elif vals and r < 0.6 and len(vals) >= 2:
+            a, b = rng.sample(vals, 2)  # a tie between two references
+            v = (a + b) // 2 if (a + b) % 2 == 0 else a
+        elif r < 0.75:
+            v = rng.choice(interesting(wb))
+        else:
+            top = rng.choice([20, 24, 31, 32, 33, 40, 47, 48, 56, 63, 64] if wb == 64
+                             else [8, 20, 24, 31, 32])
+            v = rng.getrandbits(top)
+            if wb == 64 and top == 64 and rng.random() < 0.5 and vals:
+                v = (vals[-1] + rng.getrandbits(20)) & m  # near a bit-63 neighbour
+        vals.append(v & m)
+    return vals
+
+
+def lws_size(wb):
+    r = rng.random()
+    if r < 0.3:
+        return rng.choice([0, 1, 2, 0x7f, 0x7fffffff, 0x80000000, 0xffffffff,
+                           0x100000000, (1 << 63) - 1, 1 << 63, (1 << 64) - 1])
+    return rng.getrandbits(rng.randint(0, wb))
+
+
+def lws_cases(n):
+    cases = []
+    for i in range(n):
+        wb = rng.choice([32, 64])
+        depth = rng.choice([0, 1, 2, 3, 4, 9, 10, 17, 30, 31, rng.randint(0, 31)])
+        if i % 40 == 0:
+            depth = 32
+        vals = lws_values(wb, depth)
+        size = lws_size(wb) & ((1 << wb) - 1)
+        cases.append((wb, vals, size))
+    # Ties, threshold and references at distance 8/9 by construction.
+    cases.append((64, [0x100, 0x400000, 0x400000, 0x400001], 5))
+    cases.append((64, [0x1000] + [0x500000 + 0x100 * k for k in range(10)], 3))
+    cases.append((64, [0x10, 0x805, 0x816], 3))
+    cases.append((64, [0x10, 0x804, 0x815], 3))
+    cases.append((32, [0x10, 0x80000000, 0x7fffffff, 0x80000001], 1))
+    cases.append((64, [0x8000000000000000, 0x10], 1))
+    cases.append((64, [0x10, 0x8000000000000010, 0xffffffffffffffff], 1))
+    cases.append((64, [0x10, 0x7fffffffffffffff, 0xfffffffffffffff0], 1))
+
+    wbs = {wb for wb, _, _ in cases}
+    blobs = []
+    for wb in sorted(wbs):
+        sub = [c for c in cases if c[0] == wb]
+        lines = [trace_json(wb, [("ra", v) for v in vals], False, size)
+                 for _, vals, size in sub]
+        res_m = run_batch(["--from", "json", "--to", "lws", "--word-bits", str(wb)], lines)
+        res_b = run_batch(["--from", "json", "--to", "lws-b", "--word-bits", str(wb)], lines)
+        for (_, vals, size), (sm, om), (sb, ob) in zip(sub, res_m, res_b):
+            what = "%d-bit %s size %#x" % (wb, [hex(v) for v in vals][:10], size)
+            try:
+                blob = M.lws_encode(vals, size, wb)
+            except (ValueError, M.Unrepresentable, M.ValueTooWide) as e:
+                report("lws encode refuses", sm == "err", "%s: model %r, ours %s" % (
+                    what, e, om[:80]))
+                report("lws-b refuses", sb == "err" or len(vals) <= 31,
+                       "%s: %s" % (what, ob[:80]))
+                continue
+            blobs.append((wb, blob, vals, size))
+            report("lws encode bytes", sm == "ok" and om == M.m_line(blob),
+                   "%s: ours %s, model %s" % (what, om[:120], M.m_line(blob)))
+            report("lws-b line", sb == "ok" and ob == M.b_line(vals, size),
+                   "%s: ours %s" % (what, ob[:120]))
+        # lws-b -> lws must give the same record.
+        good = [b for b in blobs if b[0] == wb]
+        res = run_batch(["--from", "lws-b", "--to", "lws", "--word-bits", str(wb)],
+                        [M.b_line(v, s) for _, _, v, s in good])
+        for (_, blob, vals, size), (st, out) in zip(good, res):
+            report("lws-b -> lws", st == "ok" and out == M.m_line(blob),
+                   "%s: ours %s" % (M.b_line(vals, size)[:100], out[:100]))
+    return blobs
+
+
+def lws_decode_cases(blobs, n):
+    items = [(wb, b) for wb, b, _, _ in blobs]
+    for _ in range(n):
+        wb, b = rng.choice(items)
+        m = mutate(b)
+        if rng.random() < 0.5 and len(m) >= 2:
+            m = m[:-2] + len(m).to_bytes(2, "big")  # keep the trailer right
+        items.append((wb, m))
+    for _ in range(n // 4):
+        ln = rng.randint(0, 40)
+        raw = bytes(rng.randrange(256) for _ in range(ln))
+        items.append((rng.choice([32, 64]), raw + (ln + 2).to_bytes(2, "big")))
+    items.append((64, b""))  # `~m#` alone
+    items.append((64, b"\x05"))
+    for wb in (32, 64):
+        sub = [b for w, b in items if w == wb]
+        res = run_batch(["--from", "lws", "--to", "json", "--word-bits", str(wb)],
+                        [M.m_line(b) for b in sub])
+        for b, (st, out) in zip(sub, res):
+            what = "%d-bit %s" % (wb, b.hex()[:100])
+            try:
+                want = M.lws_decode(b, wb)
+            except M.LwsError as e:
+                want = e
+            if isinstance(want, M.LwsError):
+                m = LWS_ERR_RE.search(out) if st == "err" else None
+                got = (m.group(1), int(m.group(2))) if m else (st, out[:100])
+                report("lws decode error", got == (want.cls, want.bit),
+                       "%s: ours %s, model %s" % (what, got, (want.cls, want.bit)))
+                continue
+            if st != "ok":
+                report("lws decode accepts", False, "%s: ours %s, model %s" % (
+                    what, out[:100], want))
+                continue
+            d = json.loads(out)
+            got = ([fr_from_json(x) for x in d["frames"]], d.get("alloc_size"))
+            report("lws decode values", got == ([("ra", v) for v in want[0]], want[1]),
+                   "%s: ours %s, model %s" % (what, str(got)[:160], str(want)[:160]))
+
+
+def main():
+    model_vs_vectors()
+    n = max(20, int(400 * SCALE))
+    encoded = [M.cbf_encode(f, wb, t) for wb, f, t in cbf_encode_cases(n)
+               if all(k != "omit" or v <= (1 << wb) - 1 for k, v in f)]
+    # Swift's encoding of the same traces (first address relative) too.
+    sw = []
+    for _ in range(n // 4):
+        wb = rng.choice([16, 32, 64])
+        f, t = rand_trace(wb)
+        sw.append(M.cbf_encode(f, wb, t, swift=True))
+    cbf_decode_cases([e for e in encoded if len(e) < 4000] + sw, n)
+    blobs = lws_cases(n)
+    lws_decode_cases(blobs, n)
+    for kind, k in sorted(shown.items()):
+        print("disagreements: %s: %d" % (kind, k), file=sys.stderr)
+    finish()
+
+
+main()
