@@ -2,7 +2,7 @@
 """Differential test: the btpack CLI against an independent model of the
 formats (tests/refmodel.py, written from spec/cbf.md and spec/lws.md).
 
-usage: differential.py BTPACK [VECTOR_DIR]
+usage: differential.py BTPACK VECTOR_DIR [LIBBTPACK_SO]
 
 1. The model is first checked against the golden vectors (so a wrong model
    cannot pass silently).
@@ -13,6 +13,11 @@ usage: differential.py BTPACK [VECTOR_DIR]
 3. Valid encodings are mutated (bit flips, truncations, insertions,
    deletions) and both must agree on accept/reject, on the frames, and on
    the error class and offset.
+4. Given the shared library, what the CLI does not expose is compared
+   through ctypes: the Swift decoding policy and the Swift encoder mode
+   (and the default and strict policies once more, with the stream length
+   consumed). A library that cannot be loaded into Python (a sanitizer
+   build) skips this part and says so; nothing is counted for it.
 
 BTPACK_DIFF_CASES (environment) scales the number of random cases (default
 1.0; sanitizer builds may set it lower). Prints "N passed, N failed".
@@ -31,8 +36,8 @@ import pycheck  # noqa: E402
 from pycheck import check, finish  # noqa: E402
 
 BTPACK = sys.argv[1]
-VECTORS = (sys.argv[2] if len(sys.argv) > 2 else
-           os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "vectors"))
+VECTORS = sys.argv[2]
+LIBRARY = sys.argv[3] if len(sys.argv) > 3 else None
 SCALE = float(os.environ.get("BTPACK_DIFF_CASES", "1.0"))
 MAX_FRAMES = 200000
 rng = random.Random(20261121)
@@ -379,6 +384,7 @@ def cbf_decode_cases(encoded, n):
             want = (frames, r.terminator == "trunc", r.word_bits)
             report("cbf decode frames", got == want, "%s: ours %s, model %s" % (
                 what, str(got)[:200], str(want)[:200]))
+    return streams
 
 
 # ---------------------------------------------------------------------------
@@ -464,13 +470,27 @@ def lws_cases(n):
                    "%s: ours %s, model %s" % (what, om[:120], M.m_line(blob)))
             report("lws-b line", sb == "ok" and ob == M.b_line(vals, size),
                    "%s: ours %s" % (what, ob[:120]))
-        # lws-b -> lws must give the same record.
+        # lws-b -> lws must give the same record; on 32-bit also from the
+        # line libwebsockets' x86_64 tool prints (values >= 2^31
+        # sign-extended, spec/lws.md section 4).
         good = [b for b in blobs if b[0] == wb]
-        res = run_batch(["--from", "lws-b", "--to", "lws", "--word-bits", str(wb)],
-                        [M.b_line(v, s) for _, _, v, s in good])
-        for (_, blob, vals, size), (st, out) in zip(good, res):
+        lines = [M.b_line(v, s) for _, _, v, s in good]
+        if wb == 32:
+            lines += [M.b_line([v | 0xffffffff00000000 if v >> 31 else v for v in vals], s)
+                      for _, _, vals, s in good]
+            good = good + good
+        res = run_batch(["--from", "lws-b", "--to", "lws", "--word-bits", str(wb)], lines)
+        for (_, blob, vals, size), line, (st, out) in zip(good, lines, res):
             report("lws-b -> lws", st == "ok" and out == M.m_line(blob),
-                   "%s: ours %s" % (M.b_line(vals, size)[:100], out[:100]))
+                   "%s: ours %s" % (line[:100], out[:100]))
+        # The ~m# reader: URL-safe alphabet and missing padding, as the tool
+        # accepts them, inside a log line.
+        lines = ["I: heap ~m#%s end" % M.m_line(b)[3:].replace("+", "-").replace("/", "_")
+                 .rstrip("=") for _, b, _, _ in good]
+        res = run_batch(["--from", "lws", "--to", "lws-b", "--word-bits", str(wb)], lines)
+        for (_, blob, vals, size), line, (st, out) in zip(good, lines, res):
+            report("lws url-safe unpadded", st == "ok" and out == M.b_line(vals, size),
+                   "%s: ours %s" % (line[:100], out[:100]))
     return blobs
 
 
@@ -514,10 +534,107 @@ def lws_decode_cases(blobs, n):
                    "%s: ours %s, model %s" % (what, str(got)[:160], str(want)[:160]))
 
 
+# ---------------------------------------------------------------------------
+# 4. The library itself (Swift policy and encoder mode)
+# ---------------------------------------------------------------------------
+
+def load_library():
+    import ctypes
+    if not LIBRARY:
+        return None, "no library given"
+    # A sanitizer build's library aborts the process that loads it without
+    # its runtime preloaded, so try in a child first.
+    p = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                        LIBRARY], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    if p.returncode != 0:
+        lines = p.stderr.decode("utf-8", "replace").strip().splitlines()
+        return None, "cannot load %s: %s" % (LIBRARY, lines[-1][:200] if lines else p.returncode)
+    lib = ctypes.CDLL(LIBRARY)
+
+    class Frame(ctypes.Structure):
+        _fields_ = [("value", ctypes.c_uint64), ("kind", ctypes.c_int)]
+
+    class Info(ctypes.Structure):
+        _fields_ = [("word_bits", ctypes.c_uint), ("truncated", ctypes.c_int),
+                    ("terminator", ctypes.c_int), ("consumed", ctypes.c_size_t),
+                    ("frames", ctypes.c_size_t), ("error_offset", ctypes.c_size_t)]
+
+    lib.btp_status_name.restype = ctypes.c_char_p
+    lib.btp_cbf_decode.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint,
+                                   ctypes.POINTER(Frame), ctypes.c_size_t,
+                                   ctypes.POINTER(Info)]
+    lib.btp_cbf_encode.argtypes = [ctypes.POINTER(Frame), ctypes.c_size_t, ctypes.c_int,
+                                   ctypes.c_uint, ctypes.c_uint, ctypes.c_char_p,
+                                   ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t),
+                                   ctypes.POINTER(ctypes.c_size_t)]
+    lib.Frame, lib.Info = Frame, Info
+    return lib, None
+
+
+KIND_NUM = {"pc": 0, "ra": 1, "async": 2, "omit": 3}
+NUM_KIND = {v: k for k, v in KIND_NUM.items()}
+POLICY_BITS = {M.DEFAULT: 0, M.STRICT: 7, M.SWIFT: 8}
+LIB_LIMIT = 100000
+
+
+def library_cases(lib, traces, streams):
+    import ctypes
+    for wb, frames, t in traces:
+        if len(frames) > 5000:
+            continue
+        arr = (lib.Frame * max(1, len(frames)))(*[
+            lib.Frame(v, KIND_NUM[k]) for k, v in frames])
+        cap = 2 + 9 * len(frames)
+        buf = ctypes.create_string_buffer(cap)
+        ln = ctypes.c_size_t(0)
+        st = lib.btp_cbf_encode(arr, len(frames), int(t), wb, 2, buf, cap, ctypes.byref(ln), None)
+        try:
+            want = M.cbf_encode(frames, wb, t, swift=True)
+        except M.ValueTooWide:
+            want = None
+        what = trace_json(wb, frames[:10], t)[:200]
+        if want is None:
+            report("lib swift encoder refuses", lib.btp_status_name(st) == b"value_too_wide", what)
+        else:
+            got = buf.raw[:ln.value] if st == 0 else lib.btp_status_name(st)
+            report("lib swift encoder bytes", got == want, "%s: ours %s, model %s" % (
+                what, got.hex()[:120] if isinstance(got, bytes) else got, want.hex()[:120]))
+    out = (lib.Frame * LIB_LIMIT)()
+    for s in streams:
+        for pol in (M.DEFAULT, M.STRICT, M.SWIFT):
+            info = lib.Info()
+            st = lib.btp_cbf_decode(s, len(s), POLICY_BITS[pol], out, LIB_LIMIT,
+                                    ctypes.byref(info))
+            name = lib.btp_status_name(st).decode()
+            r = M.cbf_decode(s, pol)
+            got_frames = [(NUM_KIND[out[i].kind], out[i].value) for i in range(info.frames)]
+            what = "%s policy %s" % (s.hex()[:100], POLICY_BITS[pol])
+            want_frames = r.frames(LIB_LIMIT)
+            if want_frames is None:
+                report("lib decode limit", name == "limit" or (r.error and r.error[0] == name),
+                       "%s: %s" % (what, name))
+                continue
+            if r.error:
+                report("lib decode error", (name, info.error_offset) == r.error
+                       and got_frames == want_frames,
+                       "%s: ours %s@%d %s, model %s %s" % (
+                           what, name, info.error_offset, str(got_frames)[:80], r.error,
+                           str(want_frames)[:80]))
+            else:
+                term = {0: None, 1: "end", 2: "trunc"}.get(info.terminator, "?")
+                report("lib decode", name == "ok" and got_frames == want_frames
+                       and term == r.terminator and info.consumed == r.consumed,
+                       "%s: ours %s %s %s %d, model %s %s %d" % (
+                           what, name, str(got_frames)[:80], term, info.consumed,
+                           str(want_frames)[:80], r.terminator, r.consumed))
+
+
 def main():
     model_vs_vectors()
     n = max(20, int(400 * SCALE))
-    encoded = [M.cbf_encode(f, wb, t) for wb, f, t in cbf_encode_cases(n)
+    global LAST_TRACES
+    LAST_TRACES = cbf_encode_cases(n)
+    encoded = [M.cbf_encode(f, wb, t) for wb, f, t in LAST_TRACES
                if all(k != "omit" or v <= (1 << wb) - 1 for k, v in f)]
     # Swift's encoding of the same traces (first address relative) too.
     sw = []
@@ -525,9 +642,14 @@ def main():
         wb = rng.choice([16, 32, 64])
         f, t = rand_trace(wb)
         sw.append(M.cbf_encode(f, wb, t, swift=True))
-    cbf_decode_cases([e for e in encoded if len(e) < 4000] + sw, n)
+    streams = cbf_decode_cases([e for e in encoded if len(e) < 4000] + sw, n)
     blobs = lws_cases(n)
     lws_decode_cases(blobs, n)
+    lib, why = load_library()
+    if lib is None:
+        print("library checks skipped (Swift policy and encoder mode): %s" % why)
+    else:
+        library_cases(lib, LAST_TRACES, streams)
     for kind, k in sorted(shown.items()):
         print("disagreements: %s: %d" % (kind, k), file=sys.stderr)
     finish()
