@@ -294,6 +294,34 @@ def cbf_encode_cases(n):
     return cases
 
 
+def cbf_text_and_binary(traces):
+    """The other CBF containers: Swift's base64 (no padding out; padding and
+    the URL-safe alphabet in) and raw streams back to back."""
+    traces = [c for c in traces if len(c[1]) < 5000 and all(
+        k != "omit" or v <= (1 << c[0]) - 1 for k, v in c[1])]
+    enc = [M.cbf_encode(f, wb, t) for wb, f, t in traces]
+    res = run_batch(["--from", "json", "--to", "b64"],
+                    [trace_json(wb, f, t) for wb, f, t in traces])
+    for e, (st, out) in zip(enc, res):
+        want = base64.b64encode(e).decode().rstrip("=")
+        report("cbf b64 out", st == "ok" and out == want, "%s: %s" % (want[:80], out[:80]))
+    lines = [base64.urlsafe_b64encode(e).decode() if i % 2 else base64.b64encode(e).decode()
+             for i, e in enumerate(enc)]
+    res = run_batch(["--from", "b64", "--to", "json"], lines)
+    for (wb, f, t), (st, out) in zip(traces, res):
+        d = json.loads(out) if st == "ok" else {}
+        report("cbf b64 in", st == "ok" and [fr_from_json(x) for x in d["frames"]] == f
+               and d["truncated"] == t, "%s: %s" % (trace_json(wb, f[:8], t)[:100], out[:100]))
+    p = subprocess.run([BTPACK, "convert", "--from", "cbf", "--to", "json", "--max-frames",
+                        str(MAX_FRAMES)], input=b"".join(enc), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=300)
+    got = [json.loads(l) for l in p.stdout.decode().splitlines()]
+    want = [{"word_bits": wb, "frames": [fr_json(x) for x in f], "truncated": t}
+            for wb, f, t in traces]
+    report("cbf binary streams back to back", p.returncode == 0 and got == want,
+           "%d streams in, %d out: %s" % (len(want), len(got), p.stderr[:200]))
+
+
 def rand_stream(wb):
     """A CBF stream of random instructions, valid or not."""
     W = wb // 8
@@ -399,7 +427,7 @@ def lws_values(wb, depth):
         if vals and r < 0.45:
             # A delta of some width from one of the frames 1..9 back.
             j = max(0, i - rng.randint(1, 9))
-            bits = rng.randint(0, min(40, wb))
+            bits = rng.randint(0, wb)
             d = rng.getrandbits(bits) if bits else 0
             v = (vals[j] + (d if rng.random() < 0.5 else -d)) & m
         elif vals and r < 0.55:
@@ -509,7 +537,9 @@ def lws_decode_cases(blobs, n):
     items.append((64, b""))  # `~m#` alone
     items.append((64, b"\x05"))
     for wb in (32, 64):
-        sub = [b for w, b in items if w == wb]
+        # Every blob at both word sizes: a 64-bit record read as 32-bit must
+        # fail where a count exceeds 32 bits, and agree everywhere else.
+        sub = [b for _, b in items]
         res = run_batch(["--from", "lws", "--to", "json", "--word-bits", str(wb)],
                         [M.m_line(b) for b in sub])
         for b, (st, out) in zip(sub, res):
@@ -636,6 +666,7 @@ def main():
     LAST_TRACES = cbf_encode_cases(n)
     encoded = [M.cbf_encode(f, wb, t) for wb, f, t in LAST_TRACES
                if all(k != "omit" or v <= (1 << wb) - 1 for k, v in f)]
+    cbf_text_and_binary(LAST_TRACES)
     # Swift's encoding of the same traces (first address relative) too.
     sw = []
     for _ in range(n // 4):
