@@ -24,6 +24,7 @@ btpack_ensure_deps() {
     btpack_want 'command -v nm' binutils
     btpack_want 'pkg-config --exists zlib' zlib1g-dev
     btpack_want 'pkg-config --exists liblzma' liblzma-dev
+    btpack_want 'pkg-config --exists libunwind' libunwind-dev  # optional capture method
     if [ ${#btpack_need_pkgs[@]} -eq 0 ]; then
         return 0
     fi
