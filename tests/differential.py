@@ -326,6 +326,12 @@ def rand_stream(wb):
     """A CBF stream of random instructions, valid or not."""
     W = wb // 8
     out = bytearray([M.WORD_CODE[wb]])
+
+    def ext(opcode, most):
+        """An external omit/rep count of 1..most bytes, often zeros."""
+        nb = rng.randint(1, most)
+        out.append(opcode | (nb - 1))
+        out.extend(rng.choice([0, 0, 0xff, rng.randrange(256)]) for _ in range(nb))
     for _ in range(rng.randint(0, 12)):
         r = rng.random()
         if r < 0.45:
@@ -336,15 +342,11 @@ def rand_stream(wb):
         elif r < 0.6:
             out.append(0x40 | rng.randrange(32))
         elif r < 0.7:
-            nb = rng.randint(1, W + (2 if rng.random() < 0.15 else 0))
-            out.append(0x60 | (nb - 1))
-            out += bytes(rng.choice([0, 0, 0xff, rng.randrange(256)]) for _ in range(nb))
+            ext(0x60, W + (2 if rng.random() < 0.15 else 0))
         elif r < 0.8:
             out.append(0x80 | rng.randrange(8))
         elif r < 0.9:
-            nb = rng.randint(1, W + (1 if rng.random() < 0.15 else 0))
-            out.append(0x88 | (nb - 1))
-            out += bytes(rng.choice([0, 0, 0xff, rng.randrange(256)]) for _ in range(nb))
+            ext(0x88, W + (1 if rng.random() < 0.15 else 0))
         elif r < 0.95:
             out.append(rng.choice([0, 1]))
         else:

@@ -93,6 +93,20 @@ def cbf_decode(data, policy=DEFAULT):
         r.consumed = off
         return r
 
+    def ext_count(nb):
+        """The external count of nb bytes after the opcode at pos: (count,
+        None) or (None, error class), checks in the order of D8."""
+        if nb > W and "accept_wide" not in policy:
+            return None, "count_too_wide"
+        if pos + 1 + nb > n:
+            return None, "truncated_operand"
+        cnt = int.from_bytes(data[pos + 1:pos + 1 + nb], "big")
+        if cnt >= 1 << 64:
+            return None, "count_too_wide"
+        if cnt == 0 and "reject_zero_count" in policy:
+            return None, "zero_count"
+        return cnt, None
+
     while pos < n:
         op = data[pos]
         at = pos
@@ -126,17 +140,10 @@ def cbf_decode(data, policy=DEFAULT):
             continue
         if op < 0x80:  # omit
             if op & 0x20:
-                nb = (op & 0x1f) + 1
-                if nb > W and "accept_wide" not in policy:
-                    return fail("count_too_wide", at)
-                if pos + 1 + nb > n:
-                    return fail("truncated_operand", at)
-                cnt = int.from_bytes(data[pos + 1:pos + 1 + nb], "big")
-                if cnt >= 1 << 64:
-                    return fail("count_too_wide", at)
-                if cnt == 0 and "reject_zero_count" in policy:
-                    return fail("zero_count", at)
-                pos += 1 + nb
+                cnt, err = ext_count((op & 0x1f) + 1)
+                if err:
+                    return fail(err, at)
+                pos += 1 + (op & 0x1f) + 1
             else:
                 cnt = (op & 0x1f) + 1
                 pos += 1
@@ -148,15 +155,10 @@ def cbf_decode(data, policy=DEFAULT):
         if last is None:
             return fail("rep_without_frame", at)
         if op & 8:
-            nb = (op & 7) + 1
-            if nb > W and "accept_wide" not in policy:
-                return fail("count_too_wide", at)
-            if pos + 1 + nb > n:
-                return fail("truncated_operand", at)
-            cnt = int.from_bytes(data[pos + 1:pos + 1 + nb], "big")
-            if cnt == 0 and "reject_zero_count" in policy:
-                return fail("zero_count", at)
-            pos += 1 + nb
+            cnt, err = ext_count((op & 7) + 1)
+            if err:
+                return fail(err, at)
+            pos += 1 + (op & 7) + 1
         else:
             cnt = (op & 7) + 1
             pos += 1
