@@ -62,6 +62,11 @@ def report(kind, cond, what):
 LINE_RE = re.compile(r"^btpack: (?:warning: )?<stdin>:(\d+): (.*)$")
 
 
+# Warnings of the last run_batch, by input line index (0-based).
+WARNINGS = {}
+SUSPECTS = [0]  # records the model flags as truncated by libwebsockets
+
+
 def run_batch(args, lines):
     """Run `btpack convert ARGS --keep-going` on one record per line.
     Returns, per input line, ("ok", output line) or ("err", message)."""
@@ -70,10 +75,13 @@ def run_batch(args, lines):
                        + args, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=300)
     errs = {}
+    WARNINGS.clear()
     for l in p.stderr.decode("utf-8", "replace").splitlines():
         m = LINE_RE.match(l)
         if m and l.endswith("trace skipped"):
             errs[int(m.group(1))] = m.group(2)
+        elif m:
+            WARNINGS.setdefault(int(m.group(1)) - 1, []).append(m.group(2))
     out = p.stdout.decode().split("\n")
     if out and out[-1] == "":
         out.pop()
@@ -536,6 +544,10 @@ def lws_decode_cases(blobs, n):
         ln = rng.randint(0, 40)
         raw = bytes(rng.randrange(256) for _ in range(ln))
         items.append((rng.choice([32, 64]), raw + (ln + 2).to_bytes(2, "big")))
+    # Every blob of the vectors, libwebsockets' truncated records included.
+    for v in load("lws-public.jsonl"):
+        if v.get("blob_hex"):
+            items.append((v["word_bits"], bytes.fromhex(v["blob_hex"])))
     items.append((64, b""))  # `~m#` alone
     items.append((64, b"\x05"))
     for wb in (32, 64):
@@ -544,12 +556,25 @@ def lws_decode_cases(blobs, n):
         sub = [b for _, b in items]
         res = run_batch(["--from", "lws", "--to", "json", "--word-bits", str(wb)],
                         [M.m_line(b) for b in sub])
-        for b, (st, out) in zip(sub, res):
+        for k, (b, (st, out)) in enumerate(zip(sub, res)):
             what = "%d-bit %s" % (wb, b.hex()[:100])
+            suspect = set()
             try:
-                want = M.lws_decode(b, wb)
+                want = M.lws_decode(b, wb, suspect)
             except M.LwsError as e:
                 want = e
+            if st == "ok":
+                # The warning names the frames (1-based) that look truncated.
+                warned = set()
+                for w in WARNINGS.get(k, []):
+                    m = re.search(r"frames? ([\d,]+) shows? libwebsockets' 64-bit", w)
+                    if m:
+                        warned.update(int(x) - 1 for x in m.group(1).split(","))
+                    if "allocation size shows" in w:
+                        warned.add("size")
+                SUSPECTS[0] += bool(suspect)
+                report("lws truncation signature", warned == suspect, "%s: ours %s, model %s" % (
+                    what, sorted(map(str, warned)), sorted(map(str, suspect))))
             if isinstance(want, M.LwsError):
                 m = LWS_ERR_RE.search(out) if st == "err" else None
                 got = (m.group(1), int(m.group(2))) if m else (st, out[:100])
@@ -683,6 +708,7 @@ def main():
         print("library checks skipped (Swift policy and encoder mode): %s" % why)
     else:
         library_cases(lib, LAST_TRACES, streams)
+    print("records showing libwebsockets' truncation: %d" % SUSPECTS[0])
     for kind, k in sorted(shown.items()):
         print("disagreements: %s: %d" % (kind, k), file=sys.stderr)
     finish()

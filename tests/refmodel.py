@@ -380,8 +380,18 @@ def lws_encode(values, alloc_size, word_bits):
     return w.blob()
 
 
-def lws_decode(blob, word_bits):
-    """-> (values, alloc_size); raises LwsError(class, bit)."""
+def _truncated_form(x, n):
+    """A field of n bits as libwebsockets' 64-bit encoder writes a value
+    needing n >= 33 bits: its `1 << k` is an int shift, so bit k >= 32 holds
+    bit k - 32 of the value and bit 31 holds "any of bits 31..63" (set)."""
+    return n >= 33 and (x >> 31) & 1 and x >> 32 == x & ((1 << (n - 32)) - 1)
+
+
+def lws_decode(blob, word_bits, suspect=None):
+    """-> (values, alloc_size); raises LwsError(class, bit). A set given as
+    suspect receives, on a 64-bit word, the indexes of frames showing
+    libwebsockets' truncation (spec/lws.md section 4) and "size"."""
+    sus = set()
     if len(blob) < 2:
         raise LwsError("length_mismatch", 0)
     trailer = int.from_bytes(blob[-2:], "big")
@@ -416,6 +426,8 @@ def lws_decode(blob, word_bits):
         if kind == 0:
             n = count()
             values.append(read(n))
+            if _truncated_form(values[-1], n):
+                sus.add(i)
         else:
             ref_at = pos[0]
             ri = read(3)
@@ -427,8 +439,16 @@ def lws_decode(blob, word_bits):
             d = read(q)
             r = values[i - 1 - ri]
             values.append((r - d if sign else r + d) & mask)
+            if _truncated_form(d, q) or i - 1 - ri in sus:
+                sus.add(i)
+        if values[-1] >> 31 == (1 << 33) - 1:
+            sus.add(i)
     n = count()
     size = read(n)
+    if _truncated_form(size, n) or size >> 31 == (1 << 33) - 1:
+        sus.add("size")
+    if suspect is not None and word_bits == 64:
+        suspect.update(sus)
     return values, size
 
 
