@@ -344,7 +344,29 @@ def _wide_delta(values, i, word_bits):
     return best
 
 
-def lws_encode(values, alloc_size, word_bits):
+def _optimal_choice(values, i):
+    """btpack's optimal mode (spec/lws.md section 5): the cheapest of the
+    literal (10 + n bits) and a delta from any of the 8 frames before it,
+    frame 0 included (16 + q bits); the literal on ties, then the earliest
+    reference. Plain differences; the wrap only for a value with bit 63 set."""
+    v = values[i]
+    best = None if v >> 63 else (sigbits(v) + 10, ("lit",))
+    for j in range(max(0, i - 8), i):
+        r = values[j]
+        d = abs(v - r)
+        sign = 0 if v > r else 1
+        if d >= 1 << 63 and v >> 63:
+            d = (1 << 64) - d
+            sign ^= 1
+        if d >= 1 << 63:
+            continue
+        cost = sigbits(d) + 16
+        if best is None or cost < best[0]:
+            best = (cost, ("delta", j, sign, d))
+    return best[1] if best else None
+
+
+def lws_encode(values, alloc_size, word_bits, optimal=False):
     if len(values) > 31:
         raise ValueError("depth_too_large")
     mask = (1 << word_bits) - 1
@@ -354,7 +376,9 @@ def lws_encode(values, alloc_size, word_bits):
     w = _BitWriter(word_bits)
     w.field(len(values), 5)
     for i, v in enumerate(values):
-        c = lws_choice(values, i)
+        c = _optimal_choice(values, i) if optimal else lws_choice(values, i)
+        if c is None:
+            raise Unrepresentable(i)
         if c[0] == "lit" and v >> 63:
             c = _wide_delta(values, i, word_bits) if i > 0 else None
             if c is None:
