@@ -641,6 +641,67 @@ POLICY_BITS = {M.DEFAULT: 0, M.STRICT: 7, M.SWIFT: 8}
 LIB_LIMIT = 100000
 
 
+def library_capped(lib, arr, wb, frames, t):
+    """A short buffer (D10): without TRUNCATE_ON_FULL the exact size needed
+    and nothing else; with it the instructions that fit, whole, then trunc."""
+    import ctypes
+    full = M.cbf_encode(frames, wb, t)
+    what = trace_json(wb, frames[:10], t)[:160]
+    caps = sorted({0, 1, 2, 3, len(full) - 1, len(full), len(full) + 1}
+                  | {rng.randint(0, len(full)) for _ in range(4)})
+    if len(full) < 40:
+        caps = range(0, len(full) + 2)
+    for cap in caps:
+        if cap < 0:
+            continue
+        buf = ctypes.create_string_buffer(max(cap, 1))
+        ln, need = ctypes.c_size_t(99), ctypes.c_size_t(0)
+        st = lib.btp_status_name(lib.btp_cbf_encode(arr, len(frames), int(t), wb, 0, buf, cap,
+                                                    ctypes.byref(ln), ctypes.byref(need)))
+        if cap >= len(full):
+            report("lib encode fits", st == b"ok" and buf.raw[:ln.value] == full,
+                   "%s cap %d: %s" % (what, cap, st))
+        else:
+            report("lib encode needed", st == b"buffer_too_small" and ln.value == 0
+                   and need.value == len(full), "%s cap %d: %s len %d needed %d, model %d" % (
+                       what, cap, st, ln.value, need.value, len(full)))
+        st = lib.btp_status_name(lib.btp_cbf_encode(arr, len(frames), int(t), wb, 1, buf, cap,
+                                                    ctypes.byref(ln), None))
+        if cap < 2:
+            report("lib truncate-on-full needs 2 bytes", st == b"invalid_argument",
+                   "%s cap %d: %s" % (what, cap, st))
+            continue
+        want = M.cbf_encode_capped(frames, wb, t, cap)
+        want_st = b"ok" if want == full else b"buffer_too_small"
+        report("lib truncate-on-full bytes", st == want_st and buf.raw[:ln.value] == want,
+               "%s cap %d: ours %s %s, model %s" % (what, cap, st, buf.raw[:ln.value].hex()[:80],
+                                                    want.hex()[:80]))
+
+
+def library_lws(lib, blobs):
+    """btp_lws_encode into every short buffer: buffer_too_small with the
+    length needed, nothing written past cap."""
+    import ctypes
+    lib.btp_lws_encode.argtypes = [ctypes.POINTER(lib.Frame), ctypes.c_size_t, ctypes.c_uint64,
+                                   ctypes.c_uint, ctypes.c_uint, ctypes.c_char_p,
+                                   ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t),
+                                   ctypes.POINTER(ctypes.c_size_t)]
+    for wb, blob, vals, size, optimal in blobs[:200]:
+        arr = (lib.Frame * max(1, len(vals)))(*[lib.Frame(v, KIND_NUM["ra"]) for v in vals])
+        for cap in sorted({0, 1, len(blob) // 2, len(blob) - 1, len(blob)}):
+            buf = ctypes.create_string_buffer(b"\xaa" * (len(blob) + 8))
+            ln = ctypes.c_size_t(0)
+            st = lib.btp_status_name(lib.btp_lws_encode(arr, len(vals), size, wb, int(optimal),
+                                                        buf, cap, ctypes.byref(ln), None))
+            what = "%d-bit %s cap %d" % (wb, blob.hex()[:60], cap)
+            if cap == len(blob):
+                report("lib lws encode", st == b"ok" and buf.raw[:cap] == blob, what)
+            else:
+                report("lib lws short buffer", st == b"buffer_too_small" and ln.value == len(blob)
+                       and buf.raw[cap:len(blob) + 8] == b"\xaa" * (len(blob) + 8 - cap),
+                       "%s: %s len %d" % (what, st, ln.value))
+
+
 def library_cases(lib, traces, streams):
     import ctypes
     for wb, frames, t in traces:
@@ -663,6 +724,8 @@ def library_cases(lib, traces, streams):
             got = buf.raw[:ln.value] if st == 0 else lib.btp_status_name(st)
             report("lib swift encoder bytes", got == want, "%s: ours %s, model %s" % (
                 what, got.hex()[:120] if isinstance(got, bytes) else got, want.hex()[:120]))
+        if want is not None:
+            library_capped(lib, arr, wb, frames, t)
     out = (lib.Frame * LIB_LIMIT)()
     for s in streams:
         for pol in (M.DEFAULT, M.STRICT, M.SWIFT):
@@ -715,6 +778,7 @@ def main():
         print("library checks skipped (Swift policy and encoder mode): %s" % why)
     else:
         library_cases(lib, LAST_TRACES, streams)
+        library_lws(lib, blobs)
     print("records showing libwebsockets' truncation: %d" % SUSPECTS[0])
     for kind, k in sorted(shown.items()):
         print("disagreements: %s: %d" % (kind, k), file=sys.stderr)

@@ -199,9 +199,31 @@ def cbf_encode(frames, word_bits, truncated=False, swift=False, runs=None):
     """Our encoder's choices (spec/cbf.md D9), or with swift=True Swift's
     (first address relative, omit inline only up to 31). frames: list of
     (kind, value); or give runs: list of [frame, copies]."""
+    info, instrs, term = cbf_instructions(frames, word_bits, truncated, swift, runs)
+    return info + b"".join(instrs) + term
+
+
+def cbf_encode_capped(frames, word_bits, truncated, cap):
+    """Our encoder with BTP_CBF_ENC_TRUNCATE_ON_FULL into cap bytes (D10):
+    the whole stream if it fits; else the instructions that fit before the
+    last byte, each whole, then `trunc`."""
+    info, instrs, term = cbf_instructions(frames, word_bits, truncated)
+    out = info
+    if len(out) + sum(map(len, instrs)) + 1 <= cap:
+        return out + b"".join(instrs) + term
+    for ins in instrs:
+        if len(out) + len(ins) > cap - 1:
+            break
+        out += ins
+    return out + b"\x01"
+
+
+def cbf_instructions(frames, word_bits, truncated=False, swift=False, runs=None):
+    """-> (information byte, [instruction bytes], terminator)."""
     mask = (1 << word_bits) - 1
     wmax = mask  # the largest external count that fits the word
-    out = bytearray([WORD_CODE[word_bits]])
+    info = bytes([WORD_CODE[word_bits]])
+    instrs = []
     prev = 0
     seen = False
     if runs is None:
@@ -215,11 +237,10 @@ def cbf_encode(frames, word_bits, truncated=False, swift=False, runs=None):
             if v > mask:
                 raise ValueTooWide(v)
             if v <= (31 if swift else 32):
-                out.append(0x40 | (v - 1))
+                instrs.append(bytes([0x40 | (v - 1)]))
             else:
                 nb = _ubytes(v)
-                out.append(0x60 | (nb - 1))
-                out += v.to_bytes(nb, "big")
+                instrs.append(bytes([0x60 | (nb - 1)]) + v.to_bytes(nb, "big"))
         else:
             if v > mask:
                 raise ValueTooWide(v)
@@ -232,22 +253,20 @@ def cbf_encode(frames, word_bits, truncated=False, swift=False, runs=None):
                 absolute = na < nr
             nb = na if absolute else nr
             val = v if absolute else delta
-            out.append(KIND_BASE[kind] | (8 if absolute else 0) | (nb - 1))
-            out += (val & ((1 << (8 * nb)) - 1)).to_bytes(nb, "big")
+            instrs.append(bytes([KIND_BASE[kind] | (8 if absolute else 0) | (nb - 1)])
+                          + (val & ((1 << (8 * nb)) - 1)).to_bytes(nb, "big"))
             prev = v
             seen = True
         extra = copies - 1
         while extra > 0:
             k = min(extra, wmax)
             if k <= 8:
-                out.append(0x80 | (k - 1))
+                instrs.append(bytes([0x80 | (k - 1)]))
             else:
                 nb = _ubytes(k)
-                out.append(0x88 | (nb - 1))
-                out += k.to_bytes(nb, "big")
+                instrs.append(bytes([0x88 | (nb - 1)]) + k.to_bytes(nb, "big"))
             extra -= k
-    out.append(1 if truncated else 0)
-    return bytes(out)
+    return info, instrs, bytes([1 if truncated else 0])
 
 
 def _rle_runs(runs):
