@@ -395,7 +395,9 @@ def cbf_decode_cases(encoded, n):
         "021810880000", "0218108fffffffffffffffff8fffffffffffffffff00",
         "0018108affffff00", "00181089ffff89ffff00", "0018106201117000", "001aff123400",
         "011f123456789abcdef000", "0267ffffffffffffffff00", "027f" + "00" * 24 + "01" + "00" * 7,
-        "027f" + "00" * 32, "0218100002182000", "021810011820", "02100f", "0010", "00207f80")]
+        "027f" + "00" * 32, "0218100002182000", "021810011820", "02100f", "0010", "00207f80",
+        "0218108fffffffffffffffff8700", "0218108fffffffffffffffff8fffffffffffffffff8000",
+        "0218108ffffffffffffffffe808000", "0244" + "8f" + "ff" * 8 + "8000")]
     streams = [s for s in streams if s]  # an empty line is skipped, not an empty stream
     for pol, args in ((M.DEFAULT, []), (M.STRICT, ["--strict"])):
         res = run_batch(["--from", "hex", "--to", "json"] + args, [s.hex() for s in streams])
@@ -726,6 +728,34 @@ def library_cases(lib, traces, streams):
                 what, got.hex()[:120] if isinstance(got, bytes) else got, want.hex()[:120]))
         if want is not None:
             library_capped(lib, arr, wb, frames, t)
+    lib.btp_cbf_decoder_init.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                         ctypes.c_uint]
+    lib.btp_cbf_decoder_next.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.btp_cbf_decoder_error_offset.argtypes = [ctypes.c_void_p]
+    lib.btp_cbf_decoder_error_offset.restype = ctypes.c_size_t
+
+    class Run(ctypes.Structure):
+        _fields_ = [("frame", lib.Frame), ("count", ctypes.c_uint64)]
+
+    dec = ctypes.create_string_buffer(1024)  # more than sizeof(btp_cbf_decoder)
+    for s in streams:
+        # The cursor's runs: reps merged into the run they repeat, a run
+        # capped at 2^64-1 copies (spec/cbf.md section 2).
+        for pol in (M.DEFAULT, M.STRICT, M.SWIFT):
+            r = M.cbf_decode(s, pol)
+            st = lib.btp_cbf_decoder_init(dec, s, len(s), POLICY_BITS[pol])
+            runs = []
+            run = Run()
+            while st == 0 and len(runs) < 10000:
+                st = lib.btp_cbf_decoder_next(dec, ctypes.byref(run))
+                if st == 0:
+                    runs.append([(NUM_KIND[run.frame.kind], run.frame.value), run.count])
+            name = lib.btp_status_name(st).decode()
+            err = None if name == "end" else (name, lib.btp_cbf_decoder_error_offset(dec))
+            report("lib decoder runs", runs == r.runs and err == r.error,
+                   "%s policy %d: ours %s %s, model %s %s" % (
+                       s.hex()[:80], POLICY_BITS[pol], str(runs)[:100], err,
+                       str(r.runs)[:100], r.error))
     out = (lib.Frame * LIB_LIMIT)()
     for s in streams:
         for pol in (M.DEFAULT, M.STRICT, M.SWIFT):

@@ -162,7 +162,12 @@ def cbf_decode(data, policy=DEFAULT):
         else:
             cnt = (op & 7) + 1
             pos += 1
-        r.runs[-1][1] += cnt
+        if cnt:
+            if r.runs[-1][1] + cnt > (1 << 64) - 1:
+                # A run holds at most 2^64-1 copies: the rep starts another.
+                r.runs.append([last, cnt])
+            else:
+                r.runs[-1][1] += cnt
     r.consumed = pos
     return r
 
