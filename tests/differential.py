@@ -185,6 +185,25 @@ def model_vs_vectors():
     for v in load("lws-public.jsonl"):
         wb = v["word_bits"]
         if v["kind"] != "valid":
+            # What the tool printed, where it did not read out of bounds.
+            res = v["lws_decoder_result"]
+            if v.get("sanitizer_findings"):
+                continue
+            blob = M.m_parse(v["m_line"])
+            try:
+                got = "OK: " + M.b_line(*M.lws_decode(blob, wb)) if blob is not None else \
+                    "bad base64"
+            except M.LwsError as e:
+                got = e.cls
+            if res.startswith("OK: "):
+                ok = got == res
+            elif "base64" in res:
+                ok = got == "bad base64"
+            elif "length wrong" in res:
+                ok = got == "length_mismatch"
+            else:
+                ok = not got.startswith("OK")
+            report("model lws malformed", ok, "%s: %s, tool %s" % (v["note"], got, res))
             continue
         F = [int(x, 16) for x in v["frames"]]
         S = v["alloc_size"]

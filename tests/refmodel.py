@@ -504,5 +504,20 @@ def m_line(blob):
     return "~m#" + base64.b64encode(blob).decode("ascii")
 
 
+def m_parse(text):
+    """The blob of a `~m#` record as libwebsockets' decode tool reads it:
+    the lead-in skipped if byte 0 is '~' and byte 2 is '#'; either base64
+    alphabet, white space anywhere, padding optional. None if not base64."""
+    if len(text) >= 3 and text[0] == "~" and text[2] == "#":
+        text = text[3:]
+    p = "".join(text.split()).replace("-", "+").replace("_", "/").rstrip("=")
+    if len(p) % 4 == 1:
+        return None
+    try:
+        return base64.b64decode(p + "=" * (-len(p) % 4), validate=True)
+    except ValueError:
+        return None
+
+
 def b_line(values, size):
     return "~b#size: %d, " % size + "".join("0x%x " % v for v in values)
