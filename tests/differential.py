@@ -541,10 +541,14 @@ def lws_cases(n):
         # sign-extended, spec/lws.md section 4).
         good = [b[:4] for b in blobs if b[0] == wb and not b[4]]
         lines = [M.b_line(v, s) for _, _, v, s in good]
+        # Upper-case hex digits and a trailing CR, as the parser allows.
+        lines += [M.b_line(v, s).replace("0x", "0X").upper().replace("0X", "0x").replace(
+            "~B#SIZE: ", "~b#size: ") + "\r" for _, _, v, s in good]
+        good = good + good
         if wb == 32:
             lines += [M.b_line([v | 0xffffffff00000000 if v >> 31 else v for v in vals], s)
-                      for _, _, vals, s in good]
-            good = good + good
+                      for _, _, vals, s in good[:len(good) // 2]]
+            good = good + good[:len(good) // 2]
         res = run_batch(["--from", "lws-b", "--to", "lws", "--word-bits", str(wb)], lines)
         for (_, blob, vals, size), line, (st, out) in zip(good, lines, res):
             report("lws-b -> lws", st == "ok" and out == M.m_line(blob),
