@@ -727,6 +727,45 @@ def library_lws(lib, blobs):
                        "%s: %s len %d" % (what, st, ln.value))
 
 
+def library_long_runs(lib):
+    """Runs no JSON line can carry, given to the streaming encoder as
+    add(frame, copies): a run longer than the word's largest count becomes
+    several reps (D9), also across calls, in O(1) per call."""
+    import ctypes
+    lib.btp_cbf_encoder_init.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                         ctypes.c_uint, ctypes.c_uint]
+    lib.btp_cbf_encoder_add.argtypes = [ctypes.c_void_p, lib.Frame, ctypes.c_uint64]
+    lib.btp_cbf_encoder_finish.argtypes = [ctypes.c_void_p, ctypes.c_int,
+                                           ctypes.POINTER(ctypes.c_size_t)]
+    big = [1, 2, 8, 9, 0xffff, 0x10000, 0x10001, 0x20000, 0xffffffff, 0x100000000,
+           0x100000001, 0x2fffffffe, (1 << 63) + 5, (1 << 64) - 1]
+    cases = []
+    for wb in (16, 32, 64):
+        for _ in range(30):
+            runs = []
+            for _ in range(rng.randint(1, 4)):
+                f = ("omit", rng.choice([1, 32, 33, 0xffff])) if rng.random() < 0.2 else (
+                    rng.choice(["pc", "ra", "async"]), rng.choice(interesting(wb)))
+                if runs and rng.random() < 0.4:
+                    f = runs[-1][0]  # the same frame across calls
+                # Bounded so that the encoding stays small: at most a few
+                # hundred reps of the word's largest count.
+                runs.append([f, rng.choice([c for c in big if c >> wb < 300])])
+            cases.append((wb, runs, rng.random() < 0.3))
+    enc = ctypes.create_string_buffer(1024)  # more than sizeof(btp_cbf_encoder)
+    for wb, runs, t in cases:
+        want = M.cbf_encode(None, wb, t, runs=[list(r) for r in runs])
+        buf = ctypes.create_string_buffer(len(want) + 16)
+        st = lib.btp_cbf_encoder_init(enc, buf, len(want) + 16, wb, 0)
+        for (k, v), c in runs:
+            st = st or lib.btp_cbf_encoder_add(enc, lib.Frame(v, KIND_NUM[k]), c)
+        ln = ctypes.c_size_t(0)
+        st = st or lib.btp_cbf_encoder_finish(enc, int(t), ctypes.byref(ln))
+        report("lib long runs", st == 0 and buf.raw[:ln.value] == want,
+               "%d-bit %s: ours %s %s, model %s" % (wb, runs, lib.btp_status_name(st),
+                                                  buf.raw[:ln.value].hex()[:80], want.hex()[:80]))
+
+
 def library_cases(lib, traces, streams):
     import ctypes
     for wb, frames, t in traces:
@@ -832,6 +871,7 @@ def main():
     else:
         library_cases(lib, LAST_TRACES, streams)
         library_lws(lib, blobs)
+        library_long_runs(lib)
     print("records showing libwebsockets' truncation: %d" % SUSPECTS[0])
     for kind, k in sorted(shown.items()):
         print("disagreements: %s: %d" % (kind, k), file=sys.stderr)
