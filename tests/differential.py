@@ -1,26 +1,32 @@
 #!/usr/bin/env python3
-"""Differential test: the btpack CLI against an independent model of the
-formats (tests/refmodel.py, written from spec/cbf.md and spec/lws.md).
+"""Differential test: the btpack CLI and library against an independent
+model of the formats (tests/refmodel.py, written from spec/cbf.md,
+spec/lws.md and the format notes, not from lib/).
 
 usage: differential.py BTPACK VECTOR_DIR [LIBBTPACK_SO]
 
 1. The model is first checked against the golden vectors (so a wrong model
    cannot pass silently).
 2. Random and adversarial traces (fixed seed) are encoded by both, in every
-   direction the contract makes exact: CBF json->hex (our minimal encoder),
-   hex->json (default and strict policies), lws json->lws / lws-b,
-   lws->json, lws-b->lws.
+   direction the contract makes exact: CBF json->hex/b64/cbf (our minimal
+   encoder), hex/b64/cbf->json (default and strict policies); lws
+   json->lws (libwebsockets' choices and --lws-optimal), json->lws-b,
+   lws->json at both word sizes (with the truncation warning), lws-b->lws
+   (also upper-case digits, CR, and the x86_64 tool's sign-extended
+   32-bit values), URL-safe unpadded ~m# records inside log text.
 3. Valid encodings are mutated (bit flips, truncations, insertions,
    deletions) and both must agree on accept/reject, on the frames, and on
    the error class and offset.
 4. Given the shared library, what the CLI does not expose is compared
-   through ctypes: the Swift decoding policy and the Swift encoder mode
-   (and the default and strict policies once more, with the stream length
-   consumed). A library that cannot be loaded into Python (a sanitizer
-   build) skips this part and says so; nothing is counted for it.
+   through ctypes: the Swift decoding policy and encoder mode, the
+   decoder cursor's runs, short buffers (needed size, truncate-on-full),
+   runs of up to 2^64 copies given to the streaming encoder, and the lws
+   encoder's needed size. A library that cannot be loaded into Python (a
+   sanitizer build) skips this part and says so; nothing is counted for it.
 
 BTPACK_DIFF_CASES (environment) scales the number of random cases (default
-1.0; sanitizer builds may set it lower). Prints "N passed, N failed".
+1.0), BTPACK_DIFF_SHOW how many disagreements of one kind are printed
+(default 5). Prints "N passed, N failed".
 """
 import base64
 import json
