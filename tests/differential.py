@@ -24,9 +24,10 @@ usage: differential.py BTPACK VECTOR_DIR [LIBBTPACK_SO]
    encoder's needed size. A library that cannot be loaded into Python (a
    sanitizer build) skips this part and says so; nothing is counted for it.
 
-BTPACK_DIFF_CASES (environment) scales the number of random cases (default
-1.0), BTPACK_DIFF_SHOW how many disagreements of one kind are printed
-(default 5). Prints "N passed, N failed".
+Environment: BTPACK_DIFF_CASES scales the number of random cases (default
+1.0), BTPACK_DIFF_SEED sets the seed, BTPACK_DIFF_SHOW how many
+disagreements of one kind are printed (default 5).
+Prints "N passed, N failed".
 """
 import base64
 import json
@@ -46,7 +47,7 @@ VECTORS = sys.argv[2]
 LIBRARY = sys.argv[3] if len(sys.argv) > 3 else None
 SCALE = float(os.environ.get("BTPACK_DIFF_CASES", "1.0"))
 MAX_FRAMES = 200000
-rng = random.Random(20261121)
+rng = random.Random(int(os.environ.get("BTPACK_DIFF_SEED", "20261121")))
 
 # At most this many disagreements of one kind are printed in full.
 shown = {}
