@@ -1,0 +1,72 @@
+/*
+ * The benchmark's codec table. Each way of storing backtraces is one entry:
+ * it encodes a whole corpus into one buffer and decodes that buffer back
+ * into the corpus's flat frame array. The driver (btpack_bench.c) times
+ * both, checks the decoded frames against the originals, and divides.
+ *
+ * Per-trace codecs record where each trace's encoding ends in `ends`; that
+ * index is the container's business and is not counted in the size (the
+ * same for every per-trace codec). Whole-corpus codecs leave it unused and
+ * carry trace boundaries inside their stream.
+ */
+#ifndef BTPACK_BENCH_CODEC_H
+#define BTPACK_BENCH_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "corpus.h"
+
+/* Encoded corpus: data[0..len), trace i's encoding ends at ends[i]. */
+typedef struct bench_encoded {
+    uint8_t *data;
+    size_t cap;
+    size_t len;
+    size_t *ends; /* ntraces entries, allocated by the driver */
+} bench_encoded;
+
+/* Scratch memory a codec may keep between repetitions (freed by the
+ * driver): grow it with bench_scratch_reserve outside the hot loops. */
+typedef struct bench_scratch {
+    void *p;
+    size_t cap;
+} bench_scratch;
+
+/* Returns s->p with at least `size` bytes, or NULL when out of memory. */
+void *bench_scratch_reserve(bench_scratch *s, size_t size);
+
+typedef struct bench_codec {
+    const char *name;
+    const char *what; /* one line for --list and the README */
+    /* NULL when usable in this build, else why not (printed as n/a). */
+    const char *(*unavailable)(void);
+    /* Upper bound on the encoded size of corpus c. */
+    size_t (*bound)(const bench_corpus *c);
+    /* Encode c into out (out->cap >= bound(c)); set out->len and, for
+     * per-trace codecs, out->ends. Return 0, or -1 with a message in err. */
+    int (*encode)(const bench_corpus *c, bench_encoded *out, bench_scratch *s, char *err,
+                  size_t errlen);
+    /* Decode `in` into frames[0..c->nframes) (trace i at c->start[i]):
+     * exactly c->nframes frames or an error. The encoded bytes are treated
+     * as untrusted: every read is bounds-checked. */
+    int (*decode)(const bench_corpus *c, const bench_encoded *in, uint64_t *frames,
+                  bench_scratch *s, char *err, size_t errlen);
+} bench_codec;
+
+/* Codec families; each file exports its entries. */
+extern const bench_codec bench_codec_raw, bench_codec_varint;
+extern const bench_codec bench_codec_cbf, bench_codec_cbf_swift;
+extern const bench_codec bench_codec_zlib_raw, bench_codec_xz_raw;
+
+/* The whole-corpus raw stream (corpus README): per trace a little-endian
+ * u16 depth, then the frames as little-endian words. */
+size_t bench_raw_stream_size(const bench_corpus *c);
+void bench_raw_stream_write(const bench_corpus *c, uint8_t *out);
+int bench_raw_stream_read(const bench_corpus *c, const uint8_t *in, size_t len,
+                          uint64_t *frames);
+
+/* Report an error from a codec: formats into err, returns -1. */
+int bench_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif
