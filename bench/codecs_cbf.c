@@ -44,29 +44,25 @@ static int cbf_encode_swift(const bench_corpus *c, bench_encoded *out, bench_scr
 }
 
 static int cbf_decode(const bench_corpus *c, const bench_encoded *in, uint64_t *frames,
-                      bench_scratch *s, char *err, size_t errlen)
+                            bench_scratch *s, char *err, size_t errlen)
 {
+    btp_frame *tmp = bench_scratch_reserve(s, (c->max_depth ? c->max_depth : 1) * sizeof *tmp);
+    if (!tmp)
+        return bench_fail(err, errlen, "out of memory");
     size_t pos = 0;
     for (size_t i = 0; i < c->ntraces; i++) {
         size_t end = in->ends[i];
         if (end < pos || end > in->len)
             return bench_fail(err, errlen, "cbf: bad trace index");
-        btp_cbf_decoder d;
-        btp_cbf_run run;
-        btp_status st = btp_cbf_decoder_init(&d, in->data + pos, end - pos,
-                                             BTP_CBF_POLICY_DEFAULT);
+        size_t want = c->start[i + 1] - c->start[i];
+        btp_cbf_info info;
+        btp_status st = btp_cbf_decode(in->data + pos, end - pos, BTP_CBF_POLICY_DEFAULT, tmp,
+                                       want, &info);
+        if (st != BTP_OK || info.frames != want || info.consumed != end - pos)
+            return bench_fail(err, errlen, "cbf: trace %zu: %s", i, btp_strerror(st));
         uint64_t *f = frames + c->start[i];
-        size_t room = c->start[i + 1] - c->start[i];
-        while (st == BTP_OK && (st = btp_cbf_decoder_next(&d, &run)) == BTP_OK) {
-            if (run.count > room || run.frame.kind == BTP_FRAME_OMIT)
-                return bench_fail(err, errlen, "cbf: trace %zu decodes to other frames", i);
-            room -= (size_t)run.count;
-            for (uint64_t k = 0; k < run.count; k++)
-                *f++ = run.frame.value;
-        }
-        if (st != BTP_END || room != 0 || btp_cbf_decoder_consumed(&d) != end - pos)
-            return bench_fail(err, errlen, "cbf: trace %zu: %s", i,
-                              st == BTP_END ? "wrong length" : btp_strerror(st));
+        for (size_t k = 0; k < want; k++)
+            f[k] = tmp[k].value;
         pos = end;
     }
     return 0;
