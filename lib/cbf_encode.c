@@ -86,10 +86,19 @@ static void emit_rep(btp_cbf_encoder *e, uint64_t copies)
 }
 
 /* Write the pending repeats of the last frame. An external count must fit
- * the word, so on 16/32-bit words a long run takes several `rep`s. */
+ * the word, so on 16/32-bit words a long run takes several `rep`s. Once
+ * nothing more can be written, the remaining full chunks are only counted,
+ * at once: a run of 2^64 copies on a 16-bit word would otherwise loop 2^48
+ * times. */
 static void flush_reps(btp_cbf_encoder *e)
 {
     while (e->pending) {
+        if (e->closed && e->pending > e->mask) {
+            uint64_t chunks = e->pending / e->mask;
+            e->needed += (size_t)(chunks * (1 + e->word_bits / 8));
+            e->pending -= chunks * e->mask;
+            continue;
+        }
         uint64_t chunk = e->pending < e->mask ? e->pending : e->mask;
         emit_rep(e, chunk);
         e->pending -= chunk;

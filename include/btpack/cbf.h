@@ -72,7 +72,10 @@ BTP_API btp_status btp_cbf_encoder_init(btp_cbf_encoder *enc, void *buf, size_t 
 
 /*
  * Append `copies` (>= 1) copies of `frame`. Runs of identical frames, given
- * in one call or across calls, become `rep` instructions.
+ * in one call or across calls, become `rep` instructions (several on a
+ * 16/32-bit word when the run is longer than the word's maximum count;
+ * once the buffer is full the rest are only counted, so any run costs
+ * O(cap) work at most).
  * Returns:
  *  BTP_OK
  *  BTP_E_VALUE_TOO_WIDE   the address does not fit the word, or an omit
@@ -118,16 +121,19 @@ BTP_API btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncat
 /* ------------------------------------------------------------------ */
 
 /* Decoder policy flags. The default (0) reads everything Swift writes
- * (relative first address, missing `end`, zero external counts) and stops
- * at `end`/`trunc`, leaving any further bytes to the caller (streams stored
- * back to back). */
+ * (relative first address, missing `end`, zero external counts: an omit of
+ * 0 comes back as an OMIT frame of value 0, a rep of 0 adds nothing) and
+ * stops at `end`/`trunc`, leaving any further bytes to the caller (streams
+ * stored back to back). spec/cbf.md describes the policies. */
 enum {
     BTP_CBF_REJECT_RELATIVE_FIRST = 1u << 0, /* first address must be absolute */
     BTP_CBF_REJECT_ZERO_COUNT = 1u << 1,     /* external omit/rep count of 0 */
     BTP_CBF_REJECT_TRAILING = 1u << 2,       /* bytes after end/trunc */
     /* Swift compatibility: an address operand longer than the word keeps
-     * its low bytes, and an external count longer than the word is taken
-     * whole if it fits 64 bits, instead of failing. */
+     * its low bytes, and an external count longer than the word (up to
+     * the 32 bytes omit can announce) is taken whole if its value fits 64
+     * bits, instead of failing; a larger count is still
+     * BTP_E_COUNT_TOO_WIDE (Swift would keep its low bytes). */
     BTP_CBF_ACCEPT_WIDE = 1u << 3
 };
 #define BTP_CBF_POLICY_DEFAULT 0u
