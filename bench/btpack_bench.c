@@ -26,6 +26,9 @@ static const bench_codec *const codecs[] = {
     &bench_codec_varint,
     &bench_codec_cbf,
     &bench_codec_cbf_swift,
+    &bench_codec_lws,
+    &bench_codec_lws_optimal,
+    &bench_codec_lws_bitwise,
     &bench_codec_zlib_raw,
     &bench_codec_xz_raw,
 };
@@ -36,6 +39,7 @@ typedef struct result {
     int ok;
     const char *why; /* when !ok */
     size_t bytes;
+    size_t nframes;        /* frames of the corpus it ran on */
     double enc_ns, dec_ns; /* median per run, whole corpus */
 } result;
 
@@ -184,6 +188,7 @@ static int measure(const options *o, const bench_codec *k, const bench_corpus *c
     if (verify(c, dec, k->name, err, errlen) != 0)
         goto out;
     r->dec_ns = median(times, n);
+    r->nframes = c->nframes;
     r->ok = 1;
     rc = 0;
 out:
@@ -202,9 +207,14 @@ static const result *find(const result *res, const char *name)
     return NULL;
 }
 
+/* Per frame for times (each codec over the frames it ran on), whole bytes
+ * for sizes (targets on sizes compare codecs over the same traces). */
 static double metric_of(const result *r, enum metric m)
 {
-    return m == ENCODE_NS ? r->enc_ns : m == DECODE_NS ? r->dec_ns : (double)r->bytes;
+    double frames = r->nframes ? (double)r->nframes : 1;
+    return m == ENCODE_NS ? r->enc_ns / frames
+           : m == DECODE_NS ? r->dec_ns / frames
+                            : (double)r->bytes;
 }
 
 static void print_targets(FILE *f, const result *res, const bench_corpus *c)
@@ -220,9 +230,8 @@ static void print_targets(FILE *f, const result *res, const bench_corpus *c)
         double x = metric_of(a, t->metric), y = metric_of(b, t->metric);
         int pass = t->strict ? x * t->factor < y : x * t->factor <= y;
         const char *unit = t->metric == BYTES ? "bytes" : "ns/frame";
-        double div = t->metric == BYTES || !c->nframes ? 1 : (double)c->nframes;
         fprintf(f, "  %s  %s: %s %.3f, %s %.3f %s (ratio %.2f)\n", pass ? "PASS" : "FAIL",
-                t->text, t->a, x / div, t->b, y / div, unit, x > 0 ? y / x : 0.0);
+                t->text, t->a, x, t->b, y, unit, x > 0 ? y / x : 0.0);
     }
 }
 
@@ -243,7 +252,7 @@ static void json_string(const char *s)
 }
 
 static void print_row(const options *o, const bench_corpus *c, const bench_codec *k,
-                      const result *r)
+                      const result *r, int subset)
 {
     double frames = (double)c->nframes, traces = (double)c->ntraces;
     if (o->json) {
@@ -260,19 +269,38 @@ static void print_row(const options *o, const bench_corpus *c, const bench_codec
             printf(",\"bytes_per_frame\":null,\"bytes_per_trace\":null,"
                    "\"encode_ns_per_frame\":null,\"decode_ns_per_frame\":null}\n");
     } else if (r->ok && c->nframes) {
-        printf("%-12s %12.3f %12.1f %16.2f %16.2f\n", k->name, r->bytes / frames,
-               r->bytes / traces, r->enc_ns / frames, r->dec_ns / frames);
+        printf("%-12s %12.3f %12.1f %16.2f %16.2f%s\n", k->name, r->bytes / frames,
+               r->bytes / traces, r->enc_ns / frames, r->dec_ns / frames, subset ? "  *" : "");
     } else {
         printf("%-12s %12s %12s %16s %16s   (%s)\n", k->name, "n/a", "n/a", "n/a", "n/a",
-               r->why ? r->why : "empty corpus");
+               r->why ? r->why : "no frames");
     }
     fflush(stdout);
+}
+
+/* The corpus a codec runs on: all of c, or its traces of at most
+ * k->max_depth frames (made once, kept in *sub). NULL when out of memory. */
+static const bench_corpus *corpus_for(const bench_codec *k, const bench_corpus *c,
+                                      bench_corpus *sub, size_t *sub_depth)
+{
+    if (!k->max_depth || c->max_depth <= k->max_depth)
+        return c;
+    if (*sub_depth != k->max_depth) {
+        if (*sub_depth)
+            bench_corpus_free(sub);
+        *sub_depth = 0;
+        if (bench_corpus_subset(c, k->max_depth, sub) != 0)
+            return NULL;
+        *sub_depth = k->max_depth;
+    }
+    return sub;
 }
 
 static int run_corpus(const options *o, const char *path)
 {
     char err[512];
-    bench_corpus c;
+    bench_corpus c, sub;
+    size_t sub_depth = 0;
     double t0 = now_ns();
     if (bench_corpus_load(path, &c, err, sizeof err) != 0) {
         fprintf(stderr, "btpack_bench: %s: %s\n", path, err);
@@ -291,12 +319,27 @@ static int run_corpus(const options *o, const char *path)
         memset(&res[i], 0, sizeof res[i]);
         if (!selected(o, codecs[i]->name))
             continue;
-        if (measure(o, codecs[i], &c, &res[i], err, sizeof err) != 0) {
+        const bench_corpus *cc = corpus_for(codecs[i], &c, &sub, &sub_depth);
+        if (!cc) {
+            fprintf(stderr, "btpack_bench: out of memory\n");
+            rc = -1;
+            break;
+        }
+        if (measure(o, codecs[i], cc, &res[i], err, sizeof err) != 0) {
             fprintf(stderr, "btpack_bench: %s: %s: %s\n", c.name, codecs[i]->name, err);
             res[i].why = "failed";
             rc = -1;
         }
-        print_row(o, &c, codecs[i], &res[i]);
+        print_row(o, cc, codecs[i], &res[i], cc != &c);
+    }
+    if (sub_depth) {
+        /* Say which traces the starred rows left out. */
+        fprintf(o->json ? stderr : stdout,
+                "* %s: over the %zu traces (%zu frames) of at most %zu frames; the other "
+                "%zu (%zu frames) are deeper than the format holds\n",
+                c.name, sub.ntraces, sub.nframes, sub_depth, c.ntraces - sub.ntraces,
+                c.nframes - sub.nframes);
+        bench_corpus_free(&sub);
     }
     /* JSON Lines on stdout hold rows only; the verdicts go to stderr. */
     print_targets(o->json ? stderr : stdout, res, &c);

@@ -38,6 +38,9 @@ void *bench_scratch_reserve(bench_scratch *s, size_t size);
 typedef struct bench_codec {
     const char *name;
     const char *what; /* one line for --list and the README */
+    /* Deepest trace the format holds (0: any). The driver runs the codec
+     * on the traces of at most this many frames and reports the rest. */
+    size_t max_depth;
     /* NULL when usable in this build, else why not (printed as n/a). */
     const char *(*unavailable)(void);
     /* Upper bound on the encoded size of corpus c. */
@@ -57,6 +60,7 @@ typedef struct bench_codec {
 extern const bench_codec bench_codec_raw, bench_codec_varint;
 extern const bench_codec bench_codec_cbf, bench_codec_cbf_swift;
 extern const bench_codec bench_codec_zlib_raw, bench_codec_xz_raw;
+extern const bench_codec bench_codec_lws, bench_codec_lws_optimal, bench_codec_lws_bitwise;
 
 /* The whole-corpus raw stream (corpus README): per trace a little-endian
  * u16 depth, then the frames as little-endian words. */

@@ -96,12 +96,21 @@ static int xz_encode(const bench_corpus *c, bench_encoded *out, bench_scratch *s
     if (!raw)
         return bench_fail(err, errlen, "out of memory");
     bench_raw_stream_write(c, raw);
-    size_t len = 0;
-    lzma_ret r = lzma_easy_buffer_encode(9, LZMA_CHECK_CRC64, NULL, raw, n, out->data, &len,
-                                         out->cap);
-    if (r != LZMA_OK)
+    /* The streaming encoder, as `xz -9` uses: the single-call buffer
+     * encoder also stores the block's sizes and so comes out a few bytes
+     * longer than what xz writes. */
+    lzma_stream z = LZMA_STREAM_INIT;
+    if (lzma_easy_encoder(&z, 9, LZMA_CHECK_CRC64) != LZMA_OK)
+        return bench_fail(err, errlen, "liblzma: cannot start the encoder");
+    z.next_in = raw;
+    z.avail_in = n;
+    z.next_out = out->data;
+    z.avail_out = out->cap;
+    lzma_ret r = lzma_code(&z, LZMA_FINISH);
+    out->len = out->cap - z.avail_out;
+    lzma_end(&z);
+    if (r != LZMA_STREAM_END)
         return bench_fail(err, errlen, "liblzma: encode failed (%d)", (int)r);
-    out->len = len;
     return 0;
 }
 

@@ -338,6 +338,35 @@ int bench_corpus_load(const char *path, bench_corpus *c, char *errbuf, size_t er
     return 0;
 }
 
+int bench_corpus_subset(const bench_corpus *c, size_t max_depth, bench_corpus *out)
+{
+    memset(out, 0, sizeof *out);
+    memcpy(out->name, c->name, sizeof out->name);
+    out->word_bits = c->word_bits;
+    out->frames = malloc((c->nframes ? c->nframes : 1) * sizeof *out->frames);
+    out->bframes = malloc((c->nframes ? c->nframes : 1) * sizeof *out->bframes);
+    out->start = malloc((c->ntraces + 1) * sizeof *out->start);
+    out->alloc_size = malloc((c->ntraces ? c->ntraces : 1) * sizeof *out->alloc_size);
+    if (!out->frames || !out->bframes || !out->start || !out->alloc_size) {
+        bench_corpus_free(out);
+        return -1;
+    }
+    out->start[0] = 0;
+    for (size_t i = 0; i < c->ntraces; i++) {
+        size_t n = c->start[i + 1] - c->start[i];
+        if (n > max_depth)
+            continue;
+        memcpy(out->frames + out->nframes, c->frames + c->start[i], n * sizeof *c->frames);
+        memcpy(out->bframes + out->nframes, c->bframes + c->start[i], n * sizeof *c->bframes);
+        out->nframes += n;
+        out->alloc_size[out->ntraces] = c->alloc_size[i];
+        out->start[++out->ntraces] = out->nframes;
+        if (n > out->max_depth)
+            out->max_depth = n;
+    }
+    return 0;
+}
+
 void bench_corpus_free(bench_corpus *c)
 {
     free(c->frames);

@@ -34,6 +34,10 @@ typedef struct bench_corpus {
 /* Load path into *c. Returns 0, or -1 after writing a message to errbuf. */
 int bench_corpus_load(const char *path, bench_corpus *c, char *errbuf, size_t errlen);
 
+/* The traces of c with at most max_depth frames, as a corpus of its own
+ * (same name and word size). Returns 0, or -1 when out of memory. */
+int bench_corpus_subset(const bench_corpus *c, size_t max_depth, bench_corpus *out);
+
 void bench_corpus_free(bench_corpus *c);
 
 #endif
