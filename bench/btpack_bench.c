@@ -29,6 +29,8 @@ static const bench_codec *const codecs[] = {
     &bench_codec_lws,
     &bench_codec_lws_optimal,
     &bench_codec_lws_bitwise,
+    &bench_codec_log,
+    &bench_codec_log_zlib,
     &bench_codec_zlib_raw,
     &bench_codec_xz_raw,
 };

@@ -22,8 +22,8 @@ from pycheck import check, finish  # noqa: E402
 
 KEYS = ["corpus", "codec", "bytes_per_frame", "bytes_per_trace", "encode_ns_per_frame",
         "decode_ns_per_frame"]
-CODECS = ["raw", "varint", "cbf", "cbf-swift", "lws", "lws-optimal", "lws-bitwise",
-          "zlib-raw", "xz-raw"]
+CODECS = ["raw", "varint", "cbf", "cbf-swift", "lws", "lws-optimal", "lws-bitwise", "log",
+          "log-zlib", "zlib-raw", "xz-raw"]
 
 
 def run(bench, *args):
@@ -84,7 +84,7 @@ def rows_of(stdout):
 def main():
     bench, corpora = sys.argv[1], sys.argv[2:]
     listed = run(bench, "--list").stdout
-    available = [c for c in CODECS if c + " " in listed and "[built without" not in
+    available = [c for c in CODECS if "[" not in
                  next(l for l in listed.splitlines() if l.startswith(c + " "))]
     with tempfile.TemporaryDirectory() as tmp:
         for path in corpora:

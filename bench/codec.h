@@ -61,6 +61,7 @@ extern const bench_codec bench_codec_raw, bench_codec_varint;
 extern const bench_codec bench_codec_cbf, bench_codec_cbf_swift;
 extern const bench_codec bench_codec_zlib_raw, bench_codec_xz_raw;
 extern const bench_codec bench_codec_lws, bench_codec_lws_optimal, bench_codec_lws_bitwise;
+extern const bench_codec bench_codec_log, bench_codec_log_zlib;
 
 /* The whole-corpus raw stream (corpus README): per trace a little-endian
  * u16 depth, then the frames as little-endian words. */
