@@ -67,7 +67,7 @@ int rd_add_frame(reader *r, trace *t, btp_frame f, uint64_t copies)
     }
 }
 
-static int hex_digit(char c)
+int hex_digit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
