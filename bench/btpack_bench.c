@@ -136,7 +136,7 @@ static int measure(const options *o, const bench_codec *k, const bench_corpus *c
                    char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    if (k->unavailable && (r->why = k->unavailable()) != NULL)
+    if ((r->why = k->unavailable) != NULL)
         return 0;
     int rc = -1;
     bench_scratch s = {0};
@@ -152,14 +152,14 @@ static int measure(const options *o, const bench_codec *k, const bench_corpus *c
     }
 
     double t0 = now_ns();
-    if (k->encode(c, &enc, &s, err, errlen) != 0)
+    if (bench_encode(k, c, &enc, &s, err, errlen) != 0)
         goto out;
     double warm = now_ns() - t0;
     size_t len = enc.len;
     int n = reps_for(o, warm);
     for (int i = 0; i < n; i++) {
         t0 = now_ns();
-        if (k->encode(c, &enc, &s, err, errlen) != 0)
+        if (bench_encode(k, c, &enc, &s, err, errlen) != 0)
             goto out;
         times[i] = now_ns() - t0;
         if (enc.len != len) {
@@ -174,7 +174,7 @@ static int measure(const options *o, const bench_codec *k, const bench_corpus *c
      * leftovers. */
     memset(dec, 0xa5, c->nframes * sizeof *dec);
     t0 = now_ns();
-    if (k->decode(c, &enc, dec, &s, err, errlen) != 0)
+    if (bench_decode(k, c, &enc, dec, &s, err, errlen) != 0)
         goto out;
     warm = now_ns() - t0;
     if (verify(c, dec, k->name, err, errlen) != 0)
@@ -183,7 +183,7 @@ static int measure(const options *o, const bench_codec *k, const bench_corpus *c
     n = reps_for(o, warm);
     for (int i = 0; i < n; i++) {
         t0 = now_ns();
-        if (k->decode(c, &enc, dec, &s, err, errlen) != 0)
+        if (bench_decode(k, c, &enc, dec, &s, err, errlen) != 0)
             goto out;
         times[i] = now_ns() - t0;
     }
@@ -372,7 +372,7 @@ int main(int argc, char **argv)
             o.json = 1;
         } else if (strcmp(a, "--list") == 0) {
             for (size_t k = 0; k < NCODECS; k++) {
-                const char *why = codecs[k]->unavailable ? codecs[k]->unavailable() : NULL;
+                const char *why = codecs[k]->unavailable;
                 printf("%-12s %s%s%s%s\n", codecs[k]->name, codecs[k]->what, why ? " [" : "",
                        why ? why : "", why ? "]" : "");
             }

@@ -35,6 +35,23 @@ typedef struct bench_scratch {
 /* Returns s->p with at least `size` bytes, or NULL when out of memory. */
 void *bench_scratch_reserve(bench_scratch *s, size_t size);
 
+/* Per-trace codecs give only these two; the driver runs the loop over the
+ * traces, keeps `ends` and checks the bounds. `param` is the codec entry's
+ * (e.g. encoder flags).
+ * Encode trace i of c into out[0..cap) (cap >= bound/ntraces worth):
+ * *len gets the bytes written. Returns 0 or a btp_status. */
+typedef int (*bench_trace_encode_fn)(const bench_corpus *c, size_t i, unsigned param,
+                                     uint8_t *out, size_t cap, size_t *len);
+/* Decode in[0..len) as trace i into out[0..depth of trace i). Returns 0
+ * only if exactly that trace came out (its depth, and its allocation size
+ * where the format has one), BENCH_MISMATCH if something else did, or the
+ * decoder's btp_status (BTP_E_OUT_OF_MEMORY if scratch s cannot grow).
+ * The bytes are untrusted: reads are bounds-checked. */
+typedef int (*bench_trace_decode_fn)(const bench_corpus *c, size_t i, unsigned param,
+                                     const uint8_t *in, size_t len, uint64_t *out,
+                                     bench_scratch *s);
+#define BENCH_MISMATCH (-1)
+
 typedef struct bench_codec {
     const char *name;
     const char *what; /* one line for --list and the README */
@@ -42,11 +59,15 @@ typedef struct bench_codec {
      * on the traces of at most this many frames and reports the rest. */
     size_t max_depth;
     /* NULL when usable in this build, else why not (printed as n/a). */
-    const char *(*unavailable)(void);
+    const char *unavailable;
     /* Upper bound on the encoded size of corpus c. */
     size_t (*bound)(const bench_corpus *c);
-    /* Encode c into out (out->cap >= bound(c)); set out->len and, for
-     * per-trace codecs, out->ends. Return 0, or -1 with a message in err. */
+    /* Either a per-trace codec (these two and param)... */
+    bench_trace_encode_fn encode_trace;
+    bench_trace_decode_fn decode_trace;
+    unsigned param;
+    /* ...or a whole-corpus one. Encode c into out (out->cap >= bound(c)),
+     * set out->len. Return 0, or -1 with a message in err. */
     int (*encode)(const bench_corpus *c, bench_encoded *out, bench_scratch *s, char *err,
                   size_t errlen);
     /* Decode `in` into frames[0..c->nframes) (trace i at c->start[i]):
@@ -55,6 +76,19 @@ typedef struct bench_codec {
     int (*decode)(const bench_corpus *c, const bench_encoded *in, uint64_t *frames,
                   bench_scratch *s, char *err, size_t errlen);
 } bench_codec;
+
+/* Encode or decode a whole corpus with a codec of either kind (the driver's
+ * entry points; return 0 or -1 with a message). */
+int bench_encode(const bench_codec *k, const bench_corpus *c, bench_encoded *out,
+                 bench_scratch *s, char *err, size_t errlen);
+int bench_decode(const bench_codec *k, const bench_corpus *c, const bench_encoded *in,
+                 uint64_t *frames, bench_scratch *s, char *err, size_t errlen);
+
+/* Frames in trace i. */
+static inline size_t bench_depth(const bench_corpus *c, size_t i)
+{
+    return c->start[i + 1] - c->start[i];
+}
 
 /* Codec families; each file exports its entries. */
 extern const bench_codec bench_codec_raw, bench_codec_varint;

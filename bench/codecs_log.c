@@ -99,39 +99,24 @@ static int log_decode(const bench_corpus *c, const bench_encoded *in, uint64_t *
     return rc;
 }
 
-static const char *log_zlib_unavailable(void)
-{
-    return BENCH_HAVE_ZLIB ? NULL : "built without zlib";
-}
+#define LOG_CODEC(encode_fn, why) \
+    .unavailable = why, .bound = log_bound, .encode = encode_fn, .decode = log_decode
+#define LOG_PLAIN LOG_CODEC(log_encode_plain, NULL)
+#define LOG_ZLIB LOG_CODEC(log_encode_zlib, BENCH_HAVE_ZLIB ? NULL : "built without zlib")
 #else
 /* A library without the trace log (include/btpack/log.h): n/a rows. */
-static const char *log_unavailable(void)
-{
-    return "library without trace logs";
-}
-#define log_zlib_unavailable log_unavailable
-#define log_bound NULL
-#define log_encode_plain NULL
-#define log_encode_zlib NULL
-#define log_decode NULL
+#define LOG_PLAIN .unavailable = "library without trace logs"
+#define LOG_ZLIB LOG_PLAIN
 #endif
 
 const bench_codec bench_codec_log = {
     .name = "log",
-#if !BENCH_HAVE_LOG
-    .unavailable = log_unavailable,
-#endif
     .what = "btpack trace log of the corpus's traces (frames only), blocks uncompressed",
-    .bound = log_bound,
-    .encode = log_encode_plain,
-    .decode = log_decode,
+    LOG_PLAIN,
 };
 
 const bench_codec bench_codec_log_zlib = {
     .name = "log-zlib",
     .what = "the same trace log with zlib level 9 blocks (the default)",
-    .unavailable = log_zlib_unavailable,
-    .bound = log_bound,
-    .encode = log_encode_zlib,
-    .decode = log_decode,
+    LOG_ZLIB,
 };

@@ -20,56 +20,27 @@ static size_t lws_bound(const bench_corpus *c)
     return c->ntraces * BTP_LWS_BLOB_MAX;
 }
 
-static int lws_encode_flags(const bench_corpus *c, bench_encoded *out, unsigned flags,
-                            char *err, size_t errlen)
+/* param: the encoder flags. */
+static int lws_encode(const bench_corpus *c, size_t i, unsigned param, uint8_t *out, size_t cap,
+                      size_t *len)
 {
-    size_t len = 0;
-    for (size_t i = 0; i < c->ntraces; i++) {
-        size_t n;
-        btp_status st = btp_lws_encode(c->bframes + c->start[i], c->start[i + 1] - c->start[i],
-                                       c->alloc_size[i], c->word_bits, flags, out->data + len,
-                                       out->cap - len, &n, NULL);
-        if (st != BTP_OK)
-            return bench_fail(err, errlen, "lws: trace %zu: %s", i, btp_strerror(st));
-        len += n;
-        out->ends[i] = len;
-    }
-    out->len = len;
-    return 0;
+    return btp_lws_encode(c->bframes + c->start[i], bench_depth(c, i), c->alloc_size[i],
+                          c->word_bits, param, out, cap, len, NULL);
 }
 
-static int lws_encode_default(const bench_corpus *c, bench_encoded *out, bench_scratch *s,
-                              char *err, size_t errlen)
-{
-    return lws_encode_flags(c, out, 0, err, errlen);
-}
-
-static int lws_encode_optimal(const bench_corpus *c, bench_encoded *out, bench_scratch *s,
-                              char *err, size_t errlen)
-{
-    return lws_encode_flags(c, out, BTP_LWS_ENC_OPTIMAL, err, errlen);
-}
-
-static int lws_decode(const bench_corpus *c, const bench_encoded *in, uint64_t *frames,
-                      bench_scratch *s, char *err, size_t errlen)
+static int lws_decode(const bench_corpus *c, size_t i, unsigned param, const uint8_t *in,
+                      size_t len, uint64_t *out, bench_scratch *s)
 {
     btp_frame tmp[BTP_LWS_MAX_FRAMES];
-    size_t pos = 0;
-    for (size_t i = 0; i < c->ntraces; i++) {
-        size_t end = in->ends[i], want = c->start[i + 1] - c->start[i];
-        if (end < pos || end > in->len || want > BTP_LWS_MAX_FRAMES)
-            return bench_fail(err, errlen, "lws: bad trace index");
-        btp_lws_info info;
-        btp_status st = btp_lws_decode(in->data + pos, end - pos, c->word_bits, tmp,
-                                       BTP_LWS_MAX_FRAMES, &info);
-        if (st != BTP_OK || info.depth != want || info.alloc_size != c->alloc_size[i])
-            return bench_fail(err, errlen, "lws: trace %zu: %s", i,
-                              st == BTP_OK ? "other depth or size" : btp_strerror(st));
-        uint64_t *f = frames + c->start[i];
-        for (size_t k = 0; k < want; k++)
-            f[k] = tmp[k].value;
-        pos = end;
-    }
+    size_t want = bench_depth(c, i);
+    btp_lws_info info;
+    btp_status st = btp_lws_decode(in, len, c->word_bits, tmp, BTP_LWS_MAX_FRAMES, &info);
+    if (st != BTP_OK)
+        return st;
+    if (info.depth != want || info.alloc_size != c->alloc_size[i])
+        return BENCH_MISMATCH;
+    for (size_t k = 0; k < want; k++)
+        out[k] = tmp[k].value;
     return 0;
 }
 
@@ -133,23 +104,16 @@ static long bitwise_decode(const uint8_t *p, size_t len, unsigned word_bits, uin
     return (long)depth;
 }
 
-static int lws_bitwise_decode(const bench_corpus *c, const bench_encoded *in, uint64_t *frames,
-                              bench_scratch *s, char *err, size_t errlen)
+static int lws_bitwise_decode(const bench_corpus *c, size_t i, unsigned param,
+                              const uint8_t *in, size_t len, uint64_t *out, bench_scratch *s)
 {
-    size_t pos = 0;
-    for (size_t i = 0; i < c->ntraces; i++) {
-        size_t end = in->ends[i], want = c->start[i + 1] - c->start[i];
-        uint64_t vals[BTP_LWS_MAX_FRAMES], size;
-        if (end < pos || end > in->len)
-            return bench_fail(err, errlen, "lws-bitwise: bad trace index");
-        long depth = bitwise_decode(in->data + pos, end - pos, c->word_bits, vals, &size);
-        if (depth < 0 || (size_t)depth != want || size != c->alloc_size[i])
-            return bench_fail(err, errlen, "lws-bitwise: trace %zu does not decode", i);
-        uint64_t *f = frames + c->start[i];
-        for (size_t k = 0; k < want; k++)
-            f[k] = vals[k];
-        pos = end;
-    }
+    uint64_t vals[BTP_LWS_MAX_FRAMES], size;
+    size_t want = bench_depth(c, i);
+    long depth = bitwise_decode(in, len, c->word_bits, vals, &size);
+    if (depth < 0 || (size_t)depth != want || size != c->alloc_size[i])
+        return BENCH_MISMATCH;
+    for (size_t k = 0; k < want; k++)
+        out[k] = vals[k];
     return 0;
 }
 
@@ -159,8 +123,9 @@ const bench_codec bench_codec_lws = {
             "traces of <= 31 frames, alloc size included",
     .max_depth = BTP_LWS_MAX_FRAMES,
     .bound = lws_bound,
-    .encode = lws_encode_default,
-    .decode = lws_decode,
+    .encode_trace = lws_encode,
+    .decode_trace = lws_decode,
+    .param = 0,
 };
 
 const bench_codec bench_codec_lws_optimal = {
@@ -168,8 +133,9 @@ const bench_codec bench_codec_lws_optimal = {
     .what = "the same bitstream with the smallest choices (BTP_LWS_ENC_OPTIMAL)",
     .max_depth = BTP_LWS_MAX_FRAMES,
     .bound = lws_bound,
-    .encode = lws_encode_optimal,
-    .decode = lws_decode,
+    .encode_trace = lws_encode,
+    .decode_trace = lws_decode,
+    .param = BTP_LWS_ENC_OPTIMAL,
 };
 
 const bench_codec bench_codec_lws_bitwise = {
@@ -178,6 +144,7 @@ const bench_codec bench_codec_lws_bitwise = {
             "encode is lws's)",
     .max_depth = BTP_LWS_MAX_FRAMES,
     .bound = lws_bound,
-    .encode = lws_encode_default,
-    .decode = lws_bitwise_decode,
+    .encode_trace = lws_encode,
+    .decode_trace = lws_bitwise_decode,
+    .param = 0,
 };

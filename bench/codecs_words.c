@@ -5,9 +5,6 @@
  * description), plus the whole-corpus raw stream the stream compressors
  * take as input.
  */
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "codec.h"
@@ -17,32 +14,6 @@
 #else
 #define HOST_LE 0
 #endif
-
-int bench_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-void *bench_scratch_reserve(bench_scratch *s, size_t size)
-{
-    if (size <= s->cap)
-        return s->p;
-    void *p = realloc(s->p, size ? size : 1);
-    if (!p)
-        return NULL;
-    s->p = p;
-    s->cap = size;
-    return p;
-}
-
-static size_t trace_depth(const bench_corpus *c, size_t i)
-{
-    return c->start[i + 1] - c->start[i];
-}
 
 /* ---- little-endian words ---------------------------------------------- */
 
@@ -103,36 +74,25 @@ static size_t raw_bound(const bench_corpus *c)
     return c->nframes * (c->word_bits / 8);
 }
 
-static int raw_encode(const bench_corpus *c, bench_encoded *out, bench_scratch *s, char *err,
-                      size_t errlen)
+static int raw_encode(const bench_corpus *c, size_t i, unsigned param, uint8_t *out, size_t cap,
+                      size_t *len)
 {
     unsigned bytes = c->word_bits / 8;
-    size_t len = 0;
-    for (size_t i = 0; i < c->ntraces; i++) {
-        size_t n = trace_depth(c, i);
-        if (n * bytes > out->cap - len)
-            return bench_fail(err, errlen, "raw: output full");
-        words_write(out->data + len, c->frames + c->start[i], n, bytes);
-        len += n * bytes;
-        out->ends[i] = len;
-    }
-    out->len = len;
+    size_t n = bench_depth(c, i);
+    if (n * bytes > cap)
+        return BTP_E_BUFFER_TOO_SMALL;
+    words_write(out, c->frames + c->start[i], n, bytes);
+    *len = n * bytes;
     return 0;
 }
 
-static int raw_decode(const bench_corpus *c, const bench_encoded *in, uint64_t *frames,
-                      bench_scratch *s, char *err, size_t errlen)
+static int raw_decode(const bench_corpus *c, size_t i, unsigned param, const uint8_t *in,
+                      size_t len, uint64_t *out, bench_scratch *s)
 {
     unsigned bytes = c->word_bits / 8;
-    size_t pos = 0;
-    for (size_t i = 0; i < c->ntraces; i++) {
-        size_t end = in->ends[i];
-        if (end < pos || end > in->len || (end - pos) % bytes != 0 ||
-            (end - pos) / bytes != trace_depth(c, i))
-            return bench_fail(err, errlen, "raw: trace %zu has the wrong length", i);
-        words_read(frames + c->start[i], in->data + pos, (end - pos) / bytes, bytes);
-        pos = end;
-    }
+    if (len % bytes != 0 || len / bytes != bench_depth(c, i))
+        return BENCH_MISMATCH;
+    words_read(out, in, len / bytes, bytes);
     return 0;
 }
 
@@ -140,8 +100,8 @@ const bench_codec bench_codec_raw = {
     .name = "raw",
     .what = "fixed-width little-endian words, 4 or 8 bytes a frame (memcpy)",
     .bound = raw_bound,
-    .encode = raw_encode,
-    .decode = raw_decode,
+    .encode_trace = raw_encode,
+    .decode_trace = raw_decode,
 };
 
 /* ---- varint: zigzag-delta LEB128 per trace ------------------------------ */
@@ -160,13 +120,21 @@ static size_t varint_bound(const bench_corpus *c)
 /* Each frame minus the previous one (frame 0 minus 0), wrapped to the word,
  * zigzag-encoded in the word so small negative steps stay small, then
  * LEB128: 7 bits a byte, low first, high bit = more follows. */
-static size_t varint_encode_trace(uint8_t *out, const uint64_t *f, size_t n, unsigned bits)
+static int varint_encode(const bench_corpus *c, size_t i, unsigned param, uint8_t *out,
+                         size_t cap, size_t *len)
 {
+    unsigned bits = c->word_bits;
+    const uint64_t *f = c->frames + c->start[i];
+    size_t n = bench_depth(c, i);
+    /* One check per trace for the worst case, as a packer into a caller's
+     * buffer would do. */
+    if (n * leb_max(bits) > cap)
+        return BTP_E_BUFFER_TOO_SMALL;
     uint64_t mask = btp_word_mask(bits);
     uint64_t prev = 0;
     uint8_t *p = out;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t d = (f[i] - prev) & mask;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t d = (f[k] - prev) & mask;
         uint64_t sign = (d >> (bits - 1)) ? mask : 0;
         uint64_t z = ((d << 1) ^ sign) & mask;
         while (z >= 0x80) {
@@ -174,44 +142,27 @@ static size_t varint_encode_trace(uint8_t *out, const uint64_t *f, size_t n, uns
             z >>= 7;
         }
         *p++ = (uint8_t)z;
-        prev = f[i];
+        prev = f[k];
     }
-    return (size_t)(p - out);
-}
-
-static int varint_encode(const bench_corpus *c, bench_encoded *out, bench_scratch *s, char *err,
-                         size_t errlen)
-{
-    unsigned most = leb_max(c->word_bits);
-    size_t len = 0;
-    for (size_t i = 0; i < c->ntraces; i++) {
-        size_t n = trace_depth(c, i);
-        /* One check per trace for the worst case, as a packer into a
-         * caller's buffer would do. */
-        if (n * most > out->cap - len)
-            return bench_fail(err, errlen, "varint: output full");
-        len += varint_encode_trace(out->data + len, c->frames + c->start[i], n, c->word_bits);
-        out->ends[i] = len;
-    }
-    out->len = len;
+    *len = (size_t)(p - out);
     return 0;
 }
 
-/* Decode in[0..len) into exactly `want` frames. Returns 0 or -1 (truncated
- * varint, a value wider than the word, or the wrong frame count). */
-static int varint_decode_trace(const uint8_t *in, size_t len, uint64_t *f, size_t want,
-                               unsigned bits)
+/* Fails on a truncated varint, one longer than the word needs, a value
+ * wider than the word, or another number of frames. */
+static int varint_decode(const bench_corpus *c, size_t i, unsigned param, const uint8_t *in,
+                         size_t len, uint64_t *f, bench_scratch *s)
 {
+    unsigned bits = c->word_bits, most = leb_max(bits);
     uint64_t mask = btp_word_mask(bits);
-    unsigned most = leb_max(bits);
     uint64_t prev = 0;
-    size_t pos = 0, n = 0;
+    size_t pos = 0, n = 0, want = bench_depth(c, i);
     while (pos < len) {
         uint64_t z = 0;
         unsigned shift = 0, k = 0;
         for (;;) {
             if (pos >= len || k == most)
-                return -1;
+                return BENCH_MISMATCH;
             uint8_t b = in[pos++];
             z |= (uint64_t)(b & 0x7f) << shift;
             shift += 7;
@@ -220,27 +171,12 @@ static int varint_decode_trace(const uint8_t *in, size_t len, uint64_t *f, size_
                 break;
         }
         if (z > mask || n == want)
-            return -1;
+            return BENCH_MISMATCH;
         uint64_t d = (z >> 1) ^ ((z & 1) ? mask : 0);
         prev = (prev + d) & mask;
         f[n++] = prev;
     }
-    return n == want ? 0 : -1;
-}
-
-static int varint_decode(const bench_corpus *c, const bench_encoded *in, uint64_t *frames,
-                         bench_scratch *s, char *err, size_t errlen)
-{
-    size_t pos = 0;
-    for (size_t i = 0; i < c->ntraces; i++) {
-        size_t end = in->ends[i];
-        if (end < pos || end > in->len ||
-            varint_decode_trace(in->data + pos, end - pos, frames + c->start[i],
-                                trace_depth(c, i), c->word_bits) != 0)
-            return bench_fail(err, errlen, "varint: trace %zu is malformed", i);
-        pos = end;
-    }
-    return 0;
+    return n == want ? 0 : BENCH_MISMATCH;
 }
 
 const bench_codec bench_codec_varint = {
@@ -248,8 +184,8 @@ const bench_codec bench_codec_varint = {
     .what = "zigzag-delta LEB128 per trace (the scheme of LLVM gwp_asan's stack-trace "
             "compressor)",
     .bound = varint_bound,
-    .encode = varint_encode,
-    .decode = varint_decode,
+    .encode_trace = varint_encode,
+    .decode_trace = varint_decode,
 };
 
 /* ---- the whole-corpus raw stream ---------------------------------------- */
@@ -263,7 +199,7 @@ void bench_raw_stream_write(const bench_corpus *c, uint8_t *out)
 {
     unsigned bytes = c->word_bits / 8;
     for (size_t i = 0; i < c->ntraces; i++) {
-        size_t n = trace_depth(c, i); /* <= BENCH_MAX_DEPTH, fits u16 */
+        size_t n = bench_depth(c, i); /* <= BENCH_MAX_DEPTH, fits u16 */
         put_le(out, n, 2);
         words_write(out + 2, c->frames + c->start[i], n, bytes);
         out += 2 + n * bytes;
@@ -279,7 +215,7 @@ int bench_raw_stream_read(const bench_corpus *c, const uint8_t *in, size_t len, 
             return -1;
         size_t n = (size_t)get_le(in + pos, 2);
         pos += 2;
-        if (n != trace_depth(c, i) || (len - pos) / bytes < n)
+        if (n != bench_depth(c, i) || (len - pos) / bytes < n)
             return -1;
         words_read(frames + c->start[i], in + pos, n, bytes);
         pos += n * bytes;
