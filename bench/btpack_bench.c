@@ -231,9 +231,10 @@ static void print_targets(FILE *f, const result *res, const bench_corpus *c)
         }
         double x = metric_of(a, t->metric), y = metric_of(b, t->metric);
         int pass = t->strict ? x * t->factor < y : x * t->factor <= y;
-        const char *unit = t->metric == BYTES ? "bytes" : "ns/frame";
-        fprintf(f, "  %s  %s: %s %.3f, %s %.3f %s (ratio %.2f)\n", pass ? "PASS" : "FAIL",
-                t->text, t->a, x, t->b, y, unit, x > 0 ? y / x : 0.0);
+        int bytes = t->metric == BYTES;
+        fprintf(f, "  %s  %s: %s %.*f, %s %.*f %s (ratio %.2f)\n", pass ? "PASS" : "FAIL",
+                t->text, t->a, bytes ? 0 : 3, x, t->b, bytes ? 0 : 3, y,
+                bytes ? "bytes" : "ns/frame", x > 0 ? y / x : 0.0);
     }
 }
 
