@@ -38,15 +38,22 @@ static inline int bw_overflowed(const bit_writer *w)
  * entered, so unused bits of the last byte are zero. */
 static inline void bw_put(bit_writer *w, uint64_t v, unsigned n)
 {
-    for (unsigned i = n; i-- > 0;) {
-        size_t p = w->pos++;
+    /* Up to a byte's worth of bits per step (what is left of the current
+     * byte), not one bit: at most 9 steps for 64 bits. */
+    while (n) {
+        size_t p = w->pos;
+        unsigned off = (unsigned)(p & 7), take = 8 - off;
+        if (take > n)
+            take = n;
+        n -= take;
+        w->pos += take;
         if (p >= w->cap_bits)
-            continue;
-        uint8_t bit = (uint8_t)(0x80u >> (p & 7));
-        if ((p & 7) == 0)
-            w->buf[p >> 3] = 0;
-        if ((v >> i) & 1)
-            w->buf[p >> 3] |= bit;
+            continue; /* counted, not stored: cap_bits is a whole number of bytes */
+        unsigned bits = (unsigned)(v >> n) & ((1u << take) - 1); /* the next `take` bits */
+        uint8_t *b = &w->buf[p >> 3];
+        if (off == 0)
+            *b = 0;
+        *b = (uint8_t)(*b | bits << (8 - off - take));
     }
 }
 
