@@ -138,6 +138,10 @@ static int measure(const options *o, const bench_codec *k, const bench_corpus *c
     memset(r, 0, sizeof *r);
     if ((r->why = k->unavailable) != NULL)
         return 0;
+    if (c->ntraces == 0) {
+        r->why = "no trace fits the format";
+        return 0;
+    }
     int rc = -1;
     bench_scratch s = {0};
     bench_encoded enc = {0};
