@@ -85,24 +85,33 @@ static void emit_rep(btp_cbf_encoder *e, uint64_t copies)
     }
 }
 
-/* Write the pending repeats of the last frame. An external count must fit
- * the word, so on 16/32-bit words a long run takes several `rep`s. Once
- * nothing more can be written, the remaining full chunks are only counted,
- * at once: a run of 2^64 copies on a 16-bit word would otherwise loop 2^48
- * times. */
-static void flush_reps(btp_cbf_encoder *e)
+/* Write `rep`s of the word's maximum while the pending count holds one. An
+ * external count must fit the word, so on 16/32-bit words a long run takes
+ * several. Once nothing more can be written, the remaining full chunks are
+ * only counted, at once: a run of 2^64 copies on a 16-bit word would
+ * otherwise loop 2^48 times. */
+static void flush_full_reps(btp_cbf_encoder *e)
 {
-    while (e->pending) {
-        if (e->closed && e->pending > e->mask) {
+    while (e->pending >= e->mask) {
+        if (e->closed) {
             uint64_t chunks = e->pending / e->mask;
             e->needed += (size_t)(chunks * (1 + e->word_bits / 8));
             e->pending -= chunks * e->mask;
-            continue;
+            return;
         }
-        uint64_t chunk = e->pending < e->mask ? e->pending : e->mask;
-        emit_rep(e, chunk);
-        e->pending -= chunk;
+        emit_rep(e, e->mask);
+        e->pending -= e->mask;
     }
+}
+
+/* Write all pending repeats of the last frame: maximal reps, then the
+ * remainder. */
+static void flush_reps(btp_cbf_encoder *e)
+{
+    flush_full_reps(e);
+    if (e->pending)
+        emit_rep(e, e->pending);
+    e->pending = 0;
 }
 
 /* The instruction for the address `value` of kind pc/ra/async after the
@@ -194,8 +203,19 @@ static inline btp_status add(btp_cbf_encoder *enc, btp_frame frame, uint64_t cop
     if (frame.value > enc->mask)
         return BTP_E_VALUE_TOO_WIDE;
     if (enc->have_last && frame.kind == enc->last.kind && frame.value == enc->last.value) {
-        if (enc->pending > UINT64_MAX - copies)
-            flush_reps(enc);
+        if (enc->pending > UINT64_MAX - copies) {
+            /* The count would overflow. Write only reps of the word's
+             * maximum, the first of them completed from `copies` if need
+             * be, so the run still comes out as maximal reps and one
+             * remainder last (spec/cbf.md D9), however it was split
+             * across calls. */
+            flush_full_reps(enc);
+            if (enc->pending > UINT64_MAX - copies) {
+                copies -= enc->mask - enc->pending;
+                enc->pending = enc->mask;
+                flush_full_reps(enc);
+            }
+        }
         enc->pending += copies;
     } else {
         if (enc->pending)
