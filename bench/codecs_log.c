@@ -8,17 +8,16 @@
  */
 #include <string.h>
 
-#include "codec.h"
-
-#if BENCH_HAVE_LOG
 #include <btpack/log.h>
+
+#include "codec.h"
 
 static size_t log_bound(const bench_corpus *c)
 {
     /* Far above any real log (a new frame costs at most a 9-byte CBF
      * instruction and a tree node's few bytes, a record a few bytes, plus
      * block and file headers); the sink refuses to go past it anyway. */
-    return (size_t)1 << 20 | (c->nframes * 16 + c->ntraces * 16);
+    return ((size_t)1 << 20) + c->nframes * 16 + c->ntraces * 16;
 }
 
 typedef struct sink {
@@ -99,24 +98,19 @@ static int log_decode(const bench_corpus *c, const bench_encoded *in, uint64_t *
     return rc;
 }
 
-#define LOG_CODEC(encode_fn, why) \
-    .unavailable = why, .bound = log_bound, .encode = encode_fn, .decode = log_decode
-#define LOG_PLAIN LOG_CODEC(log_encode_plain, NULL)
-#define LOG_ZLIB LOG_CODEC(log_encode_zlib, BENCH_HAVE_ZLIB ? NULL : "built without zlib")
-#else
-/* A library without the trace log (include/btpack/log.h): n/a rows. */
-#define LOG_PLAIN .unavailable = "library without trace logs"
-#define LOG_ZLIB LOG_PLAIN
-#endif
-
 const bench_codec bench_codec_log = {
     .name = "log",
     .what = "btpack trace log of the corpus's traces (frames only), blocks uncompressed",
-    LOG_PLAIN,
+    .bound = log_bound,
+    .encode = log_encode_plain,
+    .decode = log_decode,
 };
 
 const bench_codec bench_codec_log_zlib = {
     .name = "log-zlib",
     .what = "the same trace log with zlib level 9 blocks (the default)",
-    LOG_ZLIB,
+    .unavailable = BENCH_HAVE_ZLIB ? NULL : "built without zlib",
+    .bound = log_bound,
+    .encode = log_encode_zlib,
+    .decode = log_decode,
 };
