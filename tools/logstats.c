@@ -63,7 +63,8 @@ static uint32_t site_of(profile *p, const btp_log_record *rec)
 {
     if (rec->segment != p->segment) {
         p->segment = rec->segment;
-        memset(p->seg_map, 0, p->seg_cap * sizeof *p->seg_map);
+        if (p->seg_map) /* memset(NULL, 0, 0) is undefined */
+            memset(p->seg_map, 0, p->seg_cap * sizeof *p->seg_map);
     }
     if (grow((void **)&p->seg_map, &p->seg_cap, sizeof *p->seg_map, (size_t)rec->stack_id + 1,
              1) < 0)
@@ -102,7 +103,8 @@ static uint32_t site_of(profile *p, const btp_log_record *rec)
     s->frames = malloc(s->n ? s->n * sizeof *s->frames : 1);
     if (!s->frames)
         return 0;
-    memcpy(s->frames, rec->frames, s->n * sizeof *s->frames);
+    if (s->n) /* an empty stack may come with no frame array */
+        memcpy(s->frames, rec->frames, s->n * sizeof *s->frames);
     p->by_hash[j] = (uint32_t)++p->n_sites;
     return p->seg_map[rec->stack_id] = (uint32_t)p->n_sites;
 }
