@@ -282,55 +282,115 @@ static inline void store_be64(uint8_t *p, uint64_t v)
 /* Longest instruction: opcode and an 8-byte operand. */
 #define CBF_MAX_INSTR 9
 
+/* Forces inlining where a constant argument must specialise the body. */
+#if defined(__GNUC__)
+#define CBF_ALWAYS_INLINE __attribute__((always_inline)) inline
+#else
+#define CBF_ALWAYS_INLINE inline
+#endif
+
+/* Bytes of a signed operand whose folded magnitude is mag: (bits + sign +
+ * 7) / 8 as in signed_bytes, written with the index of the top bit
+ * (63 ^ clz, which compilers emit as one instruction). */
+static inline unsigned folded_bytes(uint64_t mag)
+{
+    return ((63 ^ clz64(mag | 1)) + 9) >> 3;
+}
+
 /*
  * The one-shot encoder's fast path: frames that are plain addresses, each
- * different from the one before, while the buffer has room for the longest
- * instruction. The state is kept in locals (stores to the byte buffer may
- * alias the encoder struct, which made the compiler reload it after every
- * byte) and written back at the end. The instruction is chosen by
- * address_instr as in emit_frame, so the bytes are the same as add()'s.
- * Returns how many frames it took; anything else (omit, repeats, invalid
- * frames, a nearly full buffer) is left to add().
+ * different from the one before, after the first address (which add()
+ * writes), while the buffer has room for the longest instruction. The
+ * state is kept in locals (stores to the byte buffer may alias the encoder
+ * struct, which made the compiler reload it after every byte) and written
+ * back at the end. Returns how many frames it took; anything else (omit,
+ * repeats, invalid frames, a nearly full buffer) is left to add().
+ *
+ * It makes the same choice as address_instr (relative unless absolute is
+ * strictly shorter; the first address, the only one absolute by rule, never
+ * comes here), so the bytes are the same as add()'s, but without branches
+ * on data: which form wins is unpredictable on real traces. word_bits is a
+ * constant in each inlined copy (see add_fast), so the masking and sign
+ * extension of 64-bit words disappear.
  */
-static size_t add_fast(btp_cbf_encoder *e, const btp_frame *f, size_t n)
+static CBF_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *f, size_t n,
+                                           const unsigned word_bits)
 {
-    if (e->closed || e->pending || e->finished || e->limit - e->len < CBF_MAX_INSTR)
-        return 0;
-    const uint64_t mask = e->mask;
-    const unsigned word_bits = e->word_bits, flags = e->flags;
+    const uint64_t mask = btp_word_mask(word_bits);
+    /* Shifting a word's top bit to bit 63 and back (arithmetic) sign-extends
+     * it, as signed_bytes's xor and subtract do. */
+    const unsigned ext_shift = 64 - word_bits;
     uint8_t *p = e->buf + e->len;
     uint8_t *const begin = p;
     uint8_t *const stop = e->buf + e->limit;
     uint64_t prev = e->prev;
-    btp_frame last = e->last;
-    int have_last = e->have_last, seen = e->seen_address;
-    size_t i = 0;
-    for (; i < n && (size_t)(stop - p) >= CBF_MAX_INSTR; i++) {
-        uint64_t value = f[i].value, v;
-        btp_frame_kind kind = f[i].kind;
-        unsigned k;
-        if ((unsigned)kind > BTP_FRAME_ASYNC || value > mask ||
-            (have_last && value == last.value && kind == last.kind))
+    unsigned last_kind = (unsigned)e->last.kind;
+    const btp_frame *q = f;
+    const btp_frame *const end = f + n;
+    for (;;) {
+        /* An instruction takes at most CBF_MAX_INSTR bytes, so with room
+         * for m of them the next m frames need no check of room (and none
+         * ever reaches the limit). */
+        size_t m = (size_t)(stop - p) / CBF_MAX_INSTR;
+        if (m > (size_t)(end - q))
+            m = (size_t)(end - q);
+        if (m == 0)
             break;
-        *p = address_instr(value, kind, prev, seen, word_bits, mask, flags, &v, &k);
-        /* All 8 operand bytes at once (there is room: see the loop test);
-         * those past the instruction are overwritten by the next one or
-         * lie beyond the stream's length. */
-        store_be64(p + 1, v << (64 - 8 * k));
-        p += 1 + k;
-        prev = value;
-        seen = 1;
-        last.value = value;
-        last.kind = kind;
-        have_last = 1;
+        for (const btp_frame *const chunk = q + m; q < chunk; q++) {
+            uint64_t value = q->value;
+            unsigned kind = (unsigned)q->kind;
+            uint64_t delta = (value - prev) & mask;
+            /* A repeat is a zero step with the same kind. prev is the last
+             * frame's value unless that was an omit, whose kind no address
+             * shares. */
+            if (kind > BTP_FRAME_ASYNC || value > mask || (delta | (kind ^ last_kind)) == 0)
+                goto done;
+            int64_t abs_ext = (int64_t)(value << ext_shift) >> ext_shift;
+            int64_t rel_ext = (int64_t)(delta << ext_shift) >> ext_shift;
+            /* The folded magnitude is below 2^(word_bits-1), so neither
+             * count exceeds the word's bytes and needs no cap. */
+            unsigned abs_n = folded_bytes((uint64_t)(abs_ext ^ (abs_ext >> 63)));
+            unsigned rel_n = folded_bytes((uint64_t)(rel_ext ^ (rel_ext >> 63)));
+            unsigned absolute = abs_n < rel_n;
+            /* Selection by masks: all ones when absolute. */
+            uint64_t sel = 0 - (uint64_t)absolute;
+            uint64_t v = delta ^ ((value ^ delta) & sel);
+            unsigned k = rel_n ^ ((abs_n ^ rel_n) & (unsigned)sel);
+            /* pc/ra/async are 0x10/0x20/0x30: (kind + 1) << 4. */
+            *p = (uint8_t)(((kind + 1) << 4) | (absolute << 3) | (k - 1));
+            /* All 8 operand bytes at once (there is room: see m); those
+             * past the instruction are overwritten by the next one or lie
+             * beyond the stream's length. */
+            store_be64(p + 1, v << (64 - 8 * k));
+            p += 1 + k;
+            prev = value;
+            last_kind = kind;
+        }
     }
-    e->len += (size_t)(p - begin);
-    e->needed += (size_t)(p - begin);
-    e->prev = prev;
-    e->last = last;
-    e->have_last = have_last;
-    e->seen_address = seen;
-    return i;
+done:;
+    size_t taken = (size_t)(q - f);
+    if (taken) {
+        e->len += (size_t)(p - begin);
+        e->needed += (size_t)(p - begin);
+        e->prev = prev;
+        e->last.value = prev;
+        e->last.kind = (btp_frame_kind)last_kind;
+    }
+    return taken;
+}
+
+static size_t add_fast(btp_cbf_encoder *e, const btp_frame *f, size_t n)
+{
+    if (e->closed || e->pending || e->finished || !e->seen_address)
+        return 0;
+    switch (e->word_bits) {
+    case 64:
+        return add_fast_w(e, f, n, 64);
+    case 32:
+        return add_fast_w(e, f, n, 32);
+    default: /* 16, the only other width init accepts */
+        return add_fast_w(e, f, n, 16);
+    }
 }
 
 btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsigned word_bits,
