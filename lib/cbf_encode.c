@@ -298,28 +298,58 @@ static inline unsigned folded_bytes(uint64_t mag)
 }
 
 /*
- * The one-shot encoder's fast path: frames that are plain addresses, each
- * different from the one before, after the first address (which add()
- * writes), while the buffer has room for the longest instruction. The
- * state is kept in locals (stores to the byte buffer may alias the encoder
- * struct, which made the compiler reload it after every byte) and written
- * back at the end. Returns how many frames it took; anything else (omit,
- * repeats, invalid frames, a nearly full buffer) is left to add().
- *
- * It makes the same choice as address_instr (relative unless absolute is
- * strictly shorter; the first address, the only one absolute by rule, never
- * comes here), so the bytes are the same as add()'s, but without branches
- * on data: which form wins is unpredictable on real traces. word_bits is a
- * constant in each inlined copy (see add_fast), so the masking and sign
- * extension of 64-bit words disappear.
+ * Write the instruction for the address `value` of kind `kind` (pc, ra or
+ * async) after the address `prev` at p, which has room for CBF_MAX_INSTR
+ * bytes; returns the end of the instruction. Makes the same choice as
+ * address_instr (relative unless absolute is strictly shorter, or
+ * force_abs, which is 1 for the first address outside Swift mode), so the
+ * bytes are the same as add()'s, but without branches on data: which form
+ * wins is unpredictable on real traces. word_bits is a constant in each
+ * inlined copy, so the masking and sign extension of 64-bit words
+ * disappear.
  */
-static CBF_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *f, size_t n,
-                                           const unsigned word_bits)
+static CBF_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, unsigned kind,
+                                              uint64_t prev, unsigned force_abs,
+                                              const unsigned word_bits)
 {
     const uint64_t mask = btp_word_mask(word_bits);
     /* Shifting a word's top bit to bit 63 and back (arithmetic) sign-extends
      * it, as signed_bytes's xor and subtract do. */
     const unsigned ext_shift = 64 - word_bits;
+    uint64_t delta = (value - prev) & mask;
+    int64_t abs_ext = (int64_t)(value << ext_shift) >> ext_shift;
+    int64_t rel_ext = (int64_t)(delta << ext_shift) >> ext_shift;
+    /* The folded magnitude is below 2^(word_bits-1), so neither count
+     * exceeds the word's bytes and needs no cap. */
+    unsigned abs_n = folded_bytes((uint64_t)(abs_ext ^ (abs_ext >> 63)));
+    unsigned rel_n = folded_bytes((uint64_t)(rel_ext ^ (rel_ext >> 63)));
+    unsigned absolute = (abs_n < rel_n) | force_abs;
+    /* Selection by masks: all ones when absolute. */
+    uint64_t sel = 0 - (uint64_t)absolute;
+    uint64_t v = delta ^ ((value ^ delta) & sel);
+    unsigned k = rel_n ^ ((abs_n ^ rel_n) & (unsigned)sel);
+    /* pc/ra/async are 0x10/0x20/0x30: (kind + 1) << 4. */
+    *p = (uint8_t)(((kind + 1) << 4) | (absolute << 3) | (k - 1));
+    /* All 8 operand bytes at once (there is room); those past the
+     * instruction are overwritten by the next one or lie beyond the
+     * stream's length. */
+    store_be64(p + 1, v << (64 - 8 * k));
+    return p + 1 + k;
+}
+
+/*
+ * The one-shot encoder's fast path: frames that are plain addresses, each
+ * different from the one before, while the buffer has room for the longest
+ * instruction. The state is kept in locals (stores to the byte buffer may
+ * alias the encoder struct, which made the compiler reload it after every
+ * byte) and written back at the end. Returns how many frames it took;
+ * anything else (omit, repeats, invalid frames, a nearly full buffer) is
+ * left to add().
+ */
+static CBF_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *f, size_t n,
+                                           const unsigned word_bits)
+{
+    const uint64_t mask = btp_word_mask(word_bits);
     uint8_t *p = e->buf + e->len;
     uint8_t *const begin = p;
     uint8_t *const stop = e->buf + e->limit;
@@ -327,6 +357,17 @@ static CBF_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *
     unsigned last_kind = (unsigned)e->last.kind;
     const btp_frame *q = f;
     const btp_frame *const end = f + n;
+    if (!e->seen_address) {
+        /* The first address (peeled so the loop has no test for it): the
+         * frame before it, if any, is an omit, so it cannot repeat it. */
+        if (q == end || (size_t)(stop - p) < CBF_MAX_INSTR || (unsigned)q->kind > BTP_FRAME_ASYNC ||
+            q->value > mask)
+            return 0;
+        last_kind = (unsigned)q->kind;
+        p = put_address(p, q->value, last_kind, 0, !(e->flags & BTP_CBF_ENC_SWIFT), word_bits);
+        prev = q->value;
+        q++;
+    }
     for (;;) {
         /* An instruction takes at most CBF_MAX_INSTR bytes, so with room
          * for m of them the next m frames need no check of room (and none
@@ -339,30 +380,12 @@ static CBF_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *
         for (const btp_frame *const chunk = q + m; q < chunk; q++) {
             uint64_t value = q->value;
             unsigned kind = (unsigned)q->kind;
-            uint64_t delta = (value - prev) & mask;
-            /* A repeat is a zero step with the same kind. prev is the last
-             * frame's value unless that was an omit, whose kind no address
+            /* A repeat: same value and kind. prev is the last frame's
+             * value unless that was an omit, whose kind no address
              * shares. */
-            if (kind > BTP_FRAME_ASYNC || value > mask || (delta | (kind ^ last_kind)) == 0)
+            if (kind > BTP_FRAME_ASYNC || value > mask || ((value ^ prev) | (kind ^ last_kind)) == 0)
                 goto done;
-            int64_t abs_ext = (int64_t)(value << ext_shift) >> ext_shift;
-            int64_t rel_ext = (int64_t)(delta << ext_shift) >> ext_shift;
-            /* The folded magnitude is below 2^(word_bits-1), so neither
-             * count exceeds the word's bytes and needs no cap. */
-            unsigned abs_n = folded_bytes((uint64_t)(abs_ext ^ (abs_ext >> 63)));
-            unsigned rel_n = folded_bytes((uint64_t)(rel_ext ^ (rel_ext >> 63)));
-            unsigned absolute = abs_n < rel_n;
-            /* Selection by masks: all ones when absolute. */
-            uint64_t sel = 0 - (uint64_t)absolute;
-            uint64_t v = delta ^ ((value ^ delta) & sel);
-            unsigned k = rel_n ^ ((abs_n ^ rel_n) & (unsigned)sel);
-            /* pc/ra/async are 0x10/0x20/0x30: (kind + 1) << 4. */
-            *p = (uint8_t)(((kind + 1) << 4) | (absolute << 3) | (k - 1));
-            /* All 8 operand bytes at once (there is room: see m); those
-             * past the instruction are overwritten by the next one or lie
-             * beyond the stream's length. */
-            store_be64(p + 1, v << (64 - 8 * k));
-            p += 1 + k;
+            p = put_address(p, value, kind, prev, 0, word_bits);
             prev = value;
             last_kind = kind;
         }
@@ -375,13 +398,15 @@ done:;
         e->prev = prev;
         e->last.value = prev;
         e->last.kind = (btp_frame_kind)last_kind;
+        e->have_last = 1;
+        e->seen_address = 1;
     }
     return taken;
 }
 
 static size_t add_fast(btp_cbf_encoder *e, const btp_frame *f, size_t n)
 {
-    if (e->closed || e->pending || e->finished || !e->seen_address)
+    if (e->closed || e->pending || e->finished)
         return 0;
     switch (e->word_bits) {
     case 64:
