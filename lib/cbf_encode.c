@@ -158,8 +158,11 @@ static inline void emit_frame(btp_cbf_encoder *e, btp_frame f)
     e->seen_address = 1;
 }
 
-btp_status btp_cbf_encoder_init(btp_cbf_encoder *enc, void *buf, size_t cap, unsigned word_bits,
-                                unsigned flags)
+/* The bodies of btp_cbf_encoder_init and _finish, static so that
+ * btp_cbf_encode inlines them: it calls them once per trace, and on short
+ * traces the calls were a noticeable part of the cost. */
+static inline btp_status init(btp_cbf_encoder *enc, void *buf, size_t cap, unsigned word_bits,
+                              unsigned flags)
 {
     if (!enc)
         return BTP_E_INVALID_ARGUMENT;
@@ -233,7 +236,7 @@ btp_status btp_cbf_encoder_add(btp_cbf_encoder *enc, btp_frame frame, uint64_t c
     return add(enc, frame, copies);
 }
 
-btp_status btp_cbf_encoder_finish(btp_cbf_encoder *enc, int truncated, size_t *len_out)
+static inline btp_status finish(btp_cbf_encoder *enc, int truncated, size_t *len_out)
 {
     if (len_out)
         *len_out = 0;
@@ -253,6 +256,17 @@ btp_status btp_cbf_encoder_finish(btp_cbf_encoder *enc, int truncated, size_t *l
     if (len_out)
         *len_out = enc->len;
     return enc->closed ? BTP_E_BUFFER_TOO_SMALL : BTP_OK;
+}
+
+btp_status btp_cbf_encoder_init(btp_cbf_encoder *enc, void *buf, size_t cap, unsigned word_bits,
+                                unsigned flags)
+{
+    return init(enc, buf, cap, word_bits, flags);
+}
+
+btp_status btp_cbf_encoder_finish(btp_cbf_encoder *enc, int truncated, size_t *len_out)
+{
+    return finish(enc, truncated, len_out);
 }
 
 size_t btp_cbf_encoder_needed(const btp_cbf_encoder *enc)
@@ -429,7 +443,7 @@ btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsi
         *needed_out = 0;
     if (n && !frames)
         return BTP_E_INVALID_ARGUMENT;
-    btp_status st = btp_cbf_encoder_init(&enc, buf, cap, word_bits, flags);
+    btp_status st = init(&enc, buf, cap, word_bits, flags);
     if (st != BTP_OK)
         return st;
     for (size_t i = 0; i < n; i++) {
@@ -442,7 +456,7 @@ btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsi
         if (st != BTP_OK)
             return st;
     }
-    st = btp_cbf_encoder_finish(&enc, truncated, len_out);
+    st = finish(&enc, truncated, len_out);
     if (needed_out)
         *needed_out = enc.needed;
     return st;
