@@ -234,16 +234,6 @@ btp_cbf_terminator btp_cbf_decoder_terminator(const btp_cbf_decoder *d)
     return d ? d->terminator : BTP_CBF_TERM_NONE;
 }
 
-/* Forces inlining where a constant argument must specialise the body. */
-#if defined(__GNUC__)
-#define CBF_ALWAYS_INLINE __attribute__((always_inline)) inline
-#else
-#define CBF_ALWAYS_INLINE inline
-#endif
-
-/* Longest instruction: opcode and an 8-byte operand. */
-#define CBF_MAX_INSTR 9
-
 /*
  * btp_cbf_decode's fast path: address instructions (pc/ra/async with an
  * operand that fits the word and is all there) straight into
@@ -336,14 +326,7 @@ static size_t decode_fast(btp_cbf_decoder *d, btp_frame *out, size_t room)
 {
     if (d->status != BTP_OK)
         return 0;
-    switch (d->word_bits) {
-    case 64:
-        return decode_fast_w(d, out, room, 64);
-    case 32:
-        return decode_fast_w(d, out, room, 32);
-    default: /* 16, the only other width init accepts */
-        return decode_fast_w(d, out, room, 16);
-    }
+    return CBF_BY_WORD_BITS(d->word_bits, decode_fast_w, d, out, room);
 }
 
 btp_status btp_cbf_decode(const void *buf, size_t len, unsigned policy, btp_frame *out,

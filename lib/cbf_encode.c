@@ -293,16 +293,6 @@ static inline void store_be64(uint8_t *p, uint64_t v)
 #endif
 }
 
-/* Longest instruction: opcode and an 8-byte operand. */
-#define CBF_MAX_INSTR 9
-
-/* Forces inlining where a constant argument must specialise the body. */
-#if defined(__GNUC__)
-#define CBF_ALWAYS_INLINE __attribute__((always_inline)) inline
-#else
-#define CBF_ALWAYS_INLINE inline
-#endif
-
 /* Bytes of a signed operand whose folded magnitude is mag: (bits + sign +
  * 7) / 8 as in signed_bytes, written with the index of the top bit
  * (63 ^ clz, which compilers emit as one instruction). */
@@ -422,14 +412,7 @@ static size_t add_fast(btp_cbf_encoder *e, const btp_frame *f, size_t n)
 {
     if (e->closed || e->pending || e->finished)
         return 0;
-    switch (e->word_bits) {
-    case 64:
-        return add_fast_w(e, f, n, 64);
-    case 32:
-        return add_fast_w(e, f, n, 32);
-    default: /* 16, the only other width init accepts */
-        return add_fast_w(e, f, n, 16);
-    }
+    return CBF_BY_WORD_BITS(e->word_bits, add_fast_w, e, f, n);
 }
 
 btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsigned word_bits,
