@@ -237,26 +237,56 @@ btp_cbf_terminator btp_cbf_decoder_terminator(const btp_cbf_decoder *d)
 /*
  * btp_cbf_decode's fast path: address instructions (pc/ra/async with an
  * operand that fits the word and is all there) straight into
- * out[0..room), one frame each. The state is kept
- * in locals and written back at the end; the operand is read as in
- * read_frame. It stops at anything else (rep, omit, end, a fault, the last
- * bytes of the input), which next() then handles with all its checks, so
- * results and error offsets are the same. Returns the frames written.
+ * out[0..room), one frame each. The state is kept in locals and written
+ * back at the end; the operand is read as in read_frame. It stops at
+ * anything else (rep, omit, end, a fault), which next() then handles with
+ * all its checks, so results and error offsets are the same. Returns the
+ * frames written.
+ *
+ * Two loops: while at least CBF_MAX_INSTR bytes remain, blocks of frames
+ * that cannot reach the end of the input (each instruction is at most
+ * CBF_MAX_INSTR bytes) are read with no check of length, each operand by
+ * one 8-byte load; the last bytes of the input, and a first address under
+ * BTP_CBF_REJECT_RELATIVE_FIRST, one careful step at a time. word_bits is
+ * a constant in each inlined copy (see decode_fast).
  */
-static size_t decode_fast(btp_cbf_decoder *d, btp_frame *out, size_t room)
+static CBF_ALWAYS_INLINE size_t decode_fast_w(btp_cbf_decoder *d, btp_frame *out, size_t room,
+                                              const unsigned word_bits)
 {
-    if (d->status != BTP_OK)
-        return 0;
     const uint8_t *const buf = d->buf;
     const size_t len = d->len;
-    const uint64_t mask = d->mask;
-    const unsigned word_bytes = d->word_bits / 8;
+    const uint64_t mask = btp_word_mask(word_bits);
+    const unsigned word_bytes = word_bits / 8;
     const int strict_first = (d->policy & BTP_CBF_REJECT_RELATIVE_FIRST) != 0;
     size_t pos = d->pos, n = 0;
     uint64_t prev = d->prev;
     int seen = d->seen_address;
-    btp_frame f = d->last;
+    btp_frame_kind kind = d->last.kind;
     while (n < room && pos < len) {
+        if (len - pos >= CBF_MAX_INSTR && (seen || !strict_first)) {
+            size_t m = (len - pos) / CBF_MAX_INSTR;
+            const size_t block_end = n + (m < room - n ? m : room - n);
+            do {
+                uint8_t op = buf[pos];
+                unsigned k = (op & 7u) + 1;
+                /* pc, ra or async (0x10..0x3f) with a width the word has. */
+                if ((unsigned)(op - CBF_OP_PC) >= CBF_OP_OMIT - CBF_OP_PC || k > word_bytes)
+                    goto done;
+                /* An arithmetic shift keeps the k bytes and sign-extends. */
+                uint64_t v = (uint64_t)((int64_t)load_be64(buf + pos + 1) >> (64 - 8 * k));
+                /* Relative adds prev, absolute adds 0: no branch on which
+                 * (unpredictable on real traces). */
+                uint64_t keep = (uint64_t)((op >> 3) & 1u) - 1; /* all ones when relative */
+                prev = (v + (prev & keep)) & mask;
+                kind = (btp_frame_kind)((op >> 4) - 1);
+                out[n].value = prev;
+                out[n].kind = kind;
+                n++;
+                pos += 1 + (size_t)k;
+            } while (n < block_end);
+            seen = 1;
+            continue;
+        }
         uint8_t op = buf[pos];
         unsigned k = (op & 7u) + 1;
         int absolute = (op & CBF_OP_ABSOLUTE) != 0;
@@ -274,21 +304,29 @@ static size_t decode_fast(btp_cbf_decoder *d, btp_frame *out, size_t room)
         }
         prev = (absolute ? v : prev + v) & mask;
         seen = 1;
-        f.value = prev;
-        f.kind = (btp_frame_kind)((op >> 4) - 1);
-        out[n].value = f.value;
-        out[n].kind = f.kind;
+        kind = (btp_frame_kind)((op >> 4) - 1);
+        out[n].value = prev;
+        out[n].kind = kind;
         n++;
         pos += 1 + (size_t)k;
     }
+done:
     if (n) {
         d->pos = pos;
         d->prev = prev;
         d->seen_address = 1;
-        d->last = f;
+        d->last.value = prev;
+        d->last.kind = kind;
         d->have_last = 1;
     }
     return n;
+}
+
+static size_t decode_fast(btp_cbf_decoder *d, btp_frame *out, size_t room)
+{
+    if (d->status != BTP_OK)
+        return 0;
+    return CBF_BY_WORD_BITS(d->word_bits, decode_fast_w, d, out, room);
 }
 
 btp_status btp_cbf_decode(const void *buf, size_t len, unsigned policy, btp_frame *out,

@@ -158,8 +158,11 @@ static inline void emit_frame(btp_cbf_encoder *e, btp_frame f)
     e->seen_address = 1;
 }
 
-btp_status btp_cbf_encoder_init(btp_cbf_encoder *enc, void *buf, size_t cap, unsigned word_bits,
-                                unsigned flags)
+/* The bodies of btp_cbf_encoder_init and _finish, static so that
+ * btp_cbf_encode inlines them: it calls them once per trace, and on short
+ * traces the calls were a noticeable part of the cost. */
+static inline btp_status init(btp_cbf_encoder *enc, void *buf, size_t cap, unsigned word_bits,
+                              unsigned flags)
 {
     if (!enc)
         return BTP_E_INVALID_ARGUMENT;
@@ -233,7 +236,7 @@ btp_status btp_cbf_encoder_add(btp_cbf_encoder *enc, btp_frame frame, uint64_t c
     return add(enc, frame, copies);
 }
 
-btp_status btp_cbf_encoder_finish(btp_cbf_encoder *enc, int truncated, size_t *len_out)
+static inline btp_status finish(btp_cbf_encoder *enc, int truncated, size_t *len_out)
 {
     if (len_out)
         *len_out = 0;
@@ -253,6 +256,17 @@ btp_status btp_cbf_encoder_finish(btp_cbf_encoder *enc, int truncated, size_t *l
     if (len_out)
         *len_out = enc->len;
     return enc->closed ? BTP_E_BUFFER_TOO_SMALL : BTP_OK;
+}
+
+btp_status btp_cbf_encoder_init(btp_cbf_encoder *enc, void *buf, size_t cap, unsigned word_bits,
+                                unsigned flags)
+{
+    return init(enc, buf, cap, word_bits, flags);
+}
+
+btp_status btp_cbf_encoder_finish(btp_cbf_encoder *enc, int truncated, size_t *len_out)
+{
+    return finish(enc, truncated, len_out);
 }
 
 size_t btp_cbf_encoder_needed(const btp_cbf_encoder *enc)
@@ -279,58 +293,126 @@ static inline void store_be64(uint8_t *p, uint64_t v)
 #endif
 }
 
-/* Longest instruction: opcode and an 8-byte operand. */
-#define CBF_MAX_INSTR 9
+/* Bytes of a signed operand whose folded magnitude is mag: (bits + sign +
+ * 7) / 8 as in signed_bytes, written with the index of the top bit
+ * (63 ^ clz, which compilers emit as one instruction). */
+static inline unsigned folded_bytes(uint64_t mag)
+{
+    return ((63 ^ clz64(mag | 1)) + 9) >> 3;
+}
+
+/*
+ * Write the instruction for the address `value` of kind `kind` (pc, ra or
+ * async) after the address `prev` at p, which has room for CBF_MAX_INSTR
+ * bytes; returns the end of the instruction. Makes the same choice as
+ * address_instr (relative unless absolute is strictly shorter, or
+ * force_abs, which is 1 for the first address outside Swift mode), so the
+ * bytes are the same as add()'s, but without branches on data: which form
+ * wins is unpredictable on real traces. word_bits is a constant in each
+ * inlined copy, so the masking and sign extension of 64-bit words
+ * disappear.
+ */
+static CBF_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, unsigned kind,
+                                              uint64_t prev, unsigned force_abs,
+                                              const unsigned word_bits)
+{
+    const uint64_t mask = btp_word_mask(word_bits);
+    /* Shifting a word's top bit to bit 63 and back (arithmetic) sign-extends
+     * it, as signed_bytes's xor and subtract do. */
+    const unsigned ext_shift = 64 - word_bits;
+    uint64_t delta = (value - prev) & mask;
+    int64_t abs_ext = (int64_t)(value << ext_shift) >> ext_shift;
+    int64_t rel_ext = (int64_t)(delta << ext_shift) >> ext_shift;
+    /* The folded magnitude is below 2^(word_bits-1), so neither count
+     * exceeds the word's bytes and needs no cap. */
+    unsigned abs_n = folded_bytes((uint64_t)(abs_ext ^ (abs_ext >> 63)));
+    unsigned rel_n = folded_bytes((uint64_t)(rel_ext ^ (rel_ext >> 63)));
+    unsigned absolute = (abs_n < rel_n) | force_abs;
+    /* Selection by masks: all ones when absolute. */
+    uint64_t sel = 0 - (uint64_t)absolute;
+    uint64_t v = delta ^ ((value ^ delta) & sel);
+    unsigned k = rel_n ^ ((abs_n ^ rel_n) & (unsigned)sel);
+    /* pc/ra/async are 0x10/0x20/0x30: (kind + 1) << 4. */
+    *p = (uint8_t)(((kind + 1) << 4) | (absolute << 3) | (k - 1));
+    /* All 8 operand bytes at once (there is room); those past the
+     * instruction are overwritten by the next one or lie beyond the
+     * stream's length. */
+    store_be64(p + 1, v << (64 - 8 * k));
+    return p + 1 + k;
+}
 
 /*
  * The one-shot encoder's fast path: frames that are plain addresses, each
  * different from the one before, while the buffer has room for the longest
  * instruction. The state is kept in locals (stores to the byte buffer may
  * alias the encoder struct, which made the compiler reload it after every
- * byte) and written back at the end. The instruction is chosen by
- * address_instr as in emit_frame, so the bytes are the same as add()'s.
- * Returns how many frames it took; anything else (omit, repeats, invalid
- * frames, a nearly full buffer) is left to add().
+ * byte) and written back at the end. Returns how many frames it took;
+ * anything else (omit, repeats, invalid frames, a nearly full buffer) is
+ * left to add().
  */
-static size_t add_fast(btp_cbf_encoder *e, const btp_frame *f, size_t n)
+static CBF_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *f, size_t n,
+                                           const unsigned word_bits)
 {
-    if (e->closed || e->pending || e->finished || e->limit - e->len < CBF_MAX_INSTR)
-        return 0;
-    const uint64_t mask = e->mask;
-    const unsigned word_bits = e->word_bits, flags = e->flags;
+    const uint64_t mask = btp_word_mask(word_bits);
     uint8_t *p = e->buf + e->len;
     uint8_t *const begin = p;
     uint8_t *const stop = e->buf + e->limit;
     uint64_t prev = e->prev;
-    btp_frame last = e->last;
-    int have_last = e->have_last, seen = e->seen_address;
-    size_t i = 0;
-    for (; i < n && (size_t)(stop - p) >= CBF_MAX_INSTR; i++) {
-        uint64_t value = f[i].value, v;
-        btp_frame_kind kind = f[i].kind;
-        unsigned k;
-        if ((unsigned)kind > BTP_FRAME_ASYNC || value > mask ||
-            (have_last && value == last.value && kind == last.kind))
-            break;
-        *p = address_instr(value, kind, prev, seen, word_bits, mask, flags, &v, &k);
-        /* All 8 operand bytes at once (there is room: see the loop test);
-         * those past the instruction are overwritten by the next one or
-         * lie beyond the stream's length. */
-        store_be64(p + 1, v << (64 - 8 * k));
-        p += 1 + k;
-        prev = value;
-        seen = 1;
-        last.value = value;
-        last.kind = kind;
-        have_last = 1;
+    unsigned last_kind = (unsigned)e->last.kind;
+    const btp_frame *q = f;
+    const btp_frame *const end = f + n;
+    if (!e->seen_address) {
+        /* The first address (peeled so the loop has no test for it): the
+         * frame before it, if any, is an omit, so it cannot repeat it. */
+        if (q == end || (size_t)(stop - p) < CBF_MAX_INSTR || (unsigned)q->kind > BTP_FRAME_ASYNC ||
+            q->value > mask)
+            return 0;
+        last_kind = (unsigned)q->kind;
+        p = put_address(p, q->value, last_kind, 0, !(e->flags & BTP_CBF_ENC_SWIFT), word_bits);
+        prev = q->value;
+        q++;
     }
-    e->len += (size_t)(p - begin);
-    e->needed += (size_t)(p - begin);
-    e->prev = prev;
-    e->last = last;
-    e->have_last = have_last;
-    e->seen_address = seen;
-    return i;
+    for (;;) {
+        /* An instruction takes at most CBF_MAX_INSTR bytes, so with room
+         * for m of them the next m frames need no check of room (and none
+         * ever reaches the limit). */
+        size_t m = (size_t)(stop - p) / CBF_MAX_INSTR;
+        if (m > (size_t)(end - q))
+            m = (size_t)(end - q);
+        if (m == 0)
+            break;
+        for (const btp_frame *const chunk = q + m; q < chunk; q++) {
+            uint64_t value = q->value;
+            unsigned kind = (unsigned)q->kind;
+            /* A repeat: same value and kind. prev is the last frame's
+             * value unless that was an omit, whose kind no address
+             * shares. */
+            if (kind > BTP_FRAME_ASYNC || value > mask || ((value ^ prev) | (kind ^ last_kind)) == 0)
+                goto done;
+            p = put_address(p, value, kind, prev, 0, word_bits);
+            prev = value;
+            last_kind = kind;
+        }
+    }
+done:;
+    size_t taken = (size_t)(q - f);
+    if (taken) {
+        e->len += (size_t)(p - begin);
+        e->needed += (size_t)(p - begin);
+        e->prev = prev;
+        e->last.value = prev;
+        e->last.kind = (btp_frame_kind)last_kind;
+        e->have_last = 1;
+        e->seen_address = 1;
+    }
+    return taken;
+}
+
+static size_t add_fast(btp_cbf_encoder *e, const btp_frame *f, size_t n)
+{
+    if (e->closed || e->pending || e->finished)
+        return 0;
+    return CBF_BY_WORD_BITS(e->word_bits, add_fast_w, e, f, n);
 }
 
 btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsigned word_bits,
@@ -344,7 +426,7 @@ btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsi
         *needed_out = 0;
     if (n && !frames)
         return BTP_E_INVALID_ARGUMENT;
-    btp_status st = btp_cbf_encoder_init(&enc, buf, cap, word_bits, flags);
+    btp_status st = init(&enc, buf, cap, word_bits, flags);
     if (st != BTP_OK)
         return st;
     for (size_t i = 0; i < n; i++) {
@@ -357,7 +439,7 @@ btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsi
         if (st != BTP_OK)
             return st;
     }
-    st = btp_cbf_encoder_finish(&enc, truncated, len_out);
+    st = finish(&enc, truncated, len_out);
     if (needed_out)
         *needed_out = enc.needed;
     return st;

@@ -26,4 +26,23 @@ static inline uint8_t cbf_info_byte(unsigned word_bits)
     return (uint8_t)(word_bits == 16 ? 0 : word_bits == 32 ? 1 : 2);
 }
 
+/* Longest instruction: opcode and an 8-byte operand. */
+#define CBF_MAX_INSTR 9
+
+/* Forces inlining where a constant argument must specialise the body. */
+#if defined(__GNUC__)
+#define CBF_ALWAYS_INLINE __attribute__((always_inline)) inline
+#else
+#define CBF_ALWAYS_INLINE inline
+#endif
+
+/* fn(args..., W) with the word size W (16, 32 or 64, the widths the
+ * encoder and decoder accept) as a constant, so that a CBF_ALWAYS_INLINE fn
+ * is specialised per width: the fast paths then need no masking or sign
+ * extension for 64-bit words. */
+#define CBF_BY_WORD_BITS(word_bits, fn, ...)                                                      \
+    ((word_bits) == 64   ? fn(__VA_ARGS__, 64)                                                   \
+     : (word_bits) == 32 ? fn(__VA_ARGS__, 32)                                                   \
+                         : fn(__VA_ARGS__, 16))
+
 #endif
