@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Write the fuzz targets' seed corpora (fuzz/corpus/<name>/) from the test
+vectors and corpora in tests/data/.
+
+Run from anywhere: python3 fuzz/make_seeds.py. The output is committed;
+re-run it when the vectors change. It is deterministic (file names are a
+hash of the content) and keeps the corpora small: a few hundred files in
+all, each a single input. Only existing encodings are copied (hex strings
+of the vectors); nothing here encodes CBF or lws itself.
+"""
+import base64
+import hashlib
+import json
+import lzma
+import os
+import shutil
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data")
+OUT = os.path.join(ROOT, "fuzz", "corpus")
+
+
+def jsonl(name):
+    with open(os.path.join(DATA, "vectors", name)) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def corpus_traces(name, count):
+    """The first `count` distinct `m` records' addresses of a corpus."""
+    seen, traces = set(), []
+    with lzma.open(os.path.join(DATA, "corpus", name + ".trace.xz"), "rt") as f:
+        for line in f:
+            if not line.startswith("m "):
+                continue
+            addrs = tuple(int(a, 16) for a in line.split()[3:])
+            if addrs and addrs not in seen:
+                seen.add(addrs)
+                traces.append(addrs)
+                if len(traces) == count:
+                    break
+    return traces
+
+
+class Corpus:
+    def __init__(self, name):
+        self.dir = os.path.join(OUT, name)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.count = 0
+
+    def add(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        path = os.path.join(self.dir, hashlib.sha1(data).hexdigest()[:16])
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                f.write(data)
+            self.count += 1
+
+
+def cbf_seeds():
+    c = Corpus("cbf")
+    for i, v in enumerate(jsonl("cbf-public.jsonl")):
+        if v["kind"] == "valid":
+            c.add(bytes.fromhex(v["swift_hex"]))
+            if i % 3 == 0:
+                c.add(bytes.fromhex(v["alt_hex"]))
+            if i % 10 == 0:
+                c.add(bytes.fromhex(v["verbose_hex"]))
+        else:
+            c.add(bytes.fromhex(v["hex"]))
+    for v in jsonl("cbf-edge-cases.jsonl"):
+        c.add(bytes.fromhex(v["hex"]))
+    return c
+
+
+# Record header bits of fuzz_cbf_encode.c.
+KINDS = {"pc": 0, "ra": 1, "async": 2, "omit": 3}
+
+
+def encode_records(word_bits, frames, flags=0):
+    """frames: (kind, value) pairs -> the cbf_encode target's input."""
+    out = bytearray([{16: 0, 32: 1, 64: 2}[word_bits] | flags])
+    prev = None
+    for kind, value in frames[:64]:
+        if value == prev:
+            out.append(0x80 | KINDS[kind])
+            continue
+        n = max(1, (value.bit_length() + 7) // 8)
+        out.append(KINDS[kind] | (n - 1) << 2)
+        out += value.to_bytes(n, "big")
+        prev = value
+    return bytes(out)
+
+
+def cbf_encode_seeds():
+    c = Corpus("cbf_encode")
+    for i, v in enumerate(jsonl("cbf-public.jsonl")):
+        if v["kind"] != "valid" or i % 3:
+            continue
+        frames = [(f["type"], int(f["addr"], 16)) if f["type"] != "omit"
+                  else ("omit", f["count"]) for f in v["frames"]]
+        c.add(encode_records(v["word_bits"], frames, 8 if v["truncated"] else 0))
+    for name, word in (("py311_regrtest", 64), ("gcc12_cc1_sqlite3", 64), ("sqlite3_i386", 32)):
+        for j, t in enumerate(corpus_traces(name, 8)):
+            frames = [("pc" if k == 0 else "ra", a) for k, a in enumerate(t)]
+            c.add(encode_records(word, frames, 4 if j % 2 else 0))
+    # Runs with explicit copy counts, small and full-width.
+    c.add(bytes([0x02, 0x04, 0x10, 0x00, 0x21, 0x10, 0x20, 0x05, 0xa1, 0x07, 0x03, 0x00]))
+    c.add(bytes([0x00, 0x04, 0x12, 0x34, 0x61, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01]))
+    return c
+
+
+def base64_seeds():
+    c = Corpus("base64")
+    for i, v in enumerate(jsonl("cbf-public.jsonl")):
+        if v["kind"] == "valid" and i % 4 == 0:
+            c.add(bytes([i % 4]) + v["swift_b64"].encode())
+    for i, v in enumerate(jsonl("lws-public.jsonl")):
+        if i % 4 == 0 and v["m_line"].startswith("~m#"):
+            payload = v["m_line"][3:]
+            c.add(bytes([i % 4]) + payload.encode())
+            if i % 8 == 0:
+                spaced = " ".join(payload[k:k + 16] for k in range(0, len(payload), 16))
+                c.add(bytes([1]) + spaced.encode())
+    c.add(bytes([2]) + base64.urlsafe_b64encode(bytes(range(0, 256, 7))))
+    return c
+
+
+def main():
+    for make in (cbf_seeds, cbf_encode_seeds, base64_seeds):
+        c = make()
+        print(f"{os.path.relpath(c.dir, ROOT)}: {c.count} files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
