@@ -100,7 +100,8 @@ BTP_API btp_status btp_cbf_encoder_add(btp_cbf_encoder *enc, btp_frame frame, ui
 BTP_API btp_status btp_cbf_encoder_finish(btp_cbf_encoder *enc, int truncated, size_t *len_out);
 
 /* Bytes the complete encoding of everything added so far needs (including
- * the terminator once finished). */
+ * the terminator once finished); SIZE_MAX if that does not fit a size_t.
+ * Computed in O(1) per call however large the copy counts. */
 BTP_API size_t btp_cbf_encoder_needed(const btp_cbf_encoder *enc);
 
 /*
