@@ -39,24 +39,23 @@ static int is_space(unsigned char c)
 static btp_status model_decode(const char *text, size_t n, unsigned flags, size_t *len,
                                size_t *err)
 {
-    size_t chars = 0, last = 0, i;
+    int skip = (flags & BTP_B64_SKIP_SPACE) != 0;
+    const char *eq = memchr(text, '=', n);
+    size_t data_end = eq ? (size_t)(eq - text) : n, chars = 0, last = 0;
     *len = *err = 0;
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)text[i];
-        if ((flags & BTP_B64_SKIP_SPACE) && is_space(c))
-            continue;
-        if (c == '=')
-            break;
-        if (!in_alphabet(c)) {
+    /* Before the first '=': alphabet characters (and spaces if skipped). */
+    for (size_t i = 0; i < data_end; i++) {
+        if (in_alphabet((unsigned char)text[i])) {
+            chars++;
+            last = i;
+        } else if (!(skip && is_space((unsigned char)text[i]))) {
             *err = i;
             return BTP_E_BAD_BASE64;
         }
-        chars++;
-        last = i;
     }
-    for (; i < n; i++) {
-        unsigned char c = (unsigned char)text[i];
-        if (c != '=' && !((flags & BTP_B64_SKIP_SPACE) && is_space(c))) {
+    /* From it on: only '=' (and spaces if skipped). */
+    for (size_t i = data_end; i < n; i++) {
+        if (text[i] != '=' && !(skip && is_space((unsigned char)text[i]))) {
             *err = i;
             return BTP_E_BAD_BASE64;
         }
