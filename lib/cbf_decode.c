@@ -38,17 +38,24 @@ btp_status btp_cbf_decoder_init(btp_cbf_decoder *d, const void *buf, size_t len,
 }
 
 /* Read the n-byte big-endian operand after the opcode at `at`.
- * Checks width (against the word, or 8 bytes with ACCEPT_WIDE) and length.
- * Sign-extends from the first byte when `sign` is set. */
+ * Checks width against the word, then length. With ACCEPT_WIDE any width
+ * is read: an address (at most 8 bytes) keeps its low bytes as Swift does,
+ * and a count (up to 32 bytes) is taken whole when it fits 64 bits; a
+ * count above 2^64-1 is still too wide, as its low bytes would be a
+ * silently wrong answer. Sign-extends from the first byte when `sign` is
+ * set (addresses only). */
 static btp_status operand(btp_cbf_decoder *d, size_t at, unsigned n, int sign,
                           btp_status too_wide, uint64_t *out)
 {
-    unsigned max = (d->policy & BTP_CBF_ACCEPT_WIDE) ? 8 : d->word_bits / 8;
-    if (n > max)
+    int wide = (d->policy & BTP_CBF_ACCEPT_WIDE) != 0;
+    if (n > d->word_bits / 8 && !wide)
         return fail(d, too_wide, at);
     if (d->len - at - 1 < n)
         return fail(d, BTP_E_TRUNCATED_OPERAND, at);
     const uint8_t *p = d->buf + at + 1;
+    for (; n > 8; n--, p++)
+        if (*p != 0)
+            return fail(d, too_wide, at);
     uint64_t v = (sign && (p[0] & 0x80)) ? UINT64_MAX : 0;
     for (unsigned i = 0; i < n; i++)
         v = v << 8 | p[i];

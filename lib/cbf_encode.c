@@ -37,17 +37,10 @@ static unsigned unsigned_bytes(uint64_t v)
 
 /* Append one instruction: opcode then the low n bytes of v, big-endian.
  * Instructions are written whole or not at all. */
-/* Add to the size needed, saturating: a long run on a small word can need
- * more bytes than size_t counts, and a wrapped size would look small. */
-static void count(btp_cbf_encoder *e, uint64_t bytes)
-{
-    e->needed = bytes > SIZE_MAX - e->needed ? SIZE_MAX : e->needed + (size_t)bytes;
-}
-
 static void emit(btp_cbf_encoder *e, uint8_t op, uint64_t v, unsigned n)
 {
     size_t size = 1 + (size_t)n;
-    count(e, size);
+    e->needed += size;
     if (e->closed)
         return;
     if (size > e->limit - e->len) {
@@ -65,12 +58,6 @@ static void emit(btp_cbf_encoder *e, uint8_t op, uint64_t v, unsigned n)
         e->buf[e->len++] = (uint8_t)(v >> (8 * n));
 }
 
-/* Bytes of the `rep` instruction for `copies` (>= 1) extra copies. */
-static unsigned rep_size(uint64_t copies)
-{
-    return copies <= CBF_REP_INLINE_MAX ? 1 : 1 + unsigned_bytes(copies);
-}
-
 static void emit_rep(btp_cbf_encoder *e, uint64_t copies)
 {
     if (copies <= CBF_REP_INLINE_MAX) {
@@ -82,23 +69,22 @@ static void emit_rep(btp_cbf_encoder *e, uint64_t copies)
 }
 
 /* Write the pending repeats of the last frame. An external count must fit
- * the word, so on 16/32-bit words a long run takes several `rep`s: up to
- * 2^48 of them for 2^64 copies on a 16-bit word. Only as many as the buffer
- * takes are written one by one (each fills at least a byte); once it is
- * full the rest is only counted, in O(1), so a huge copy count cannot make
- * the encoder loop for hours. */
+ * the word, so on 16/32-bit words a long run takes several `rep`s. Once
+ * nothing more can be written, the remaining full chunks are only counted,
+ * at once: a run of 2^64 copies on a 16-bit word would otherwise loop 2^48
+ * times. */
 static void flush_reps(btp_cbf_encoder *e)
 {
-    while (e->pending && !e->closed) {
+    while (e->pending) {
+        if (e->closed && e->pending > e->mask) {
+            uint64_t chunks = e->pending / e->mask;
+            e->needed += (size_t)(chunks * (1 + e->word_bits / 8));
+            e->pending -= chunks * e->mask;
+            continue;
+        }
         uint64_t chunk = e->pending < e->mask ? e->pending : e->mask;
         emit_rep(e, chunk);
         e->pending -= chunk;
-    }
-    if (e->pending) {
-        /* full <= 2^48 and rep_size <= 9: the product cannot overflow. */
-        uint64_t full = e->pending / e->mask, rest = e->pending % e->mask;
-        count(e, full * rep_size(e->mask) + (rest ? rep_size(rest) : 0));
-        e->pending = 0;
     }
 }
 
@@ -195,7 +181,7 @@ btp_status btp_cbf_encoder_finish(btp_cbf_encoder *enc, int truncated, size_t *l
     if (!enc || enc->finished)
         return BTP_E_INVALID_ARGUMENT;
     flush_reps(enc);
-    count(enc, 1);
+    enc->needed += 1;
     if (!enc->closed) {
         if (enc->len < enc->cap)
             enc->buf[enc->len++] = truncated ? CBF_OP_TRUNC : CBF_OP_END;

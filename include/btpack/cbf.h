@@ -100,8 +100,7 @@ BTP_API btp_status btp_cbf_encoder_add(btp_cbf_encoder *enc, btp_frame frame, ui
 BTP_API btp_status btp_cbf_encoder_finish(btp_cbf_encoder *enc, int truncated, size_t *len_out);
 
 /* Bytes the complete encoding of everything added so far needs (including
- * the terminator once finished); SIZE_MAX if that does not fit a size_t.
- * Computed in O(1) per call however large the copy counts. */
+ * the terminator once finished). */
 BTP_API size_t btp_cbf_encoder_needed(const btp_cbf_encoder *enc);
 
 /*
@@ -127,8 +126,10 @@ enum {
     BTP_CBF_REJECT_ZERO_COUNT = 1u << 1,     /* external omit/rep count of 0 */
     BTP_CBF_REJECT_TRAILING = 1u << 2,       /* bytes after end/trunc */
     /* Swift compatibility: an address operand longer than the word keeps
-     * its low bytes, and an external count longer than the word is taken
-     * whole if it fits 64 bits, instead of failing. */
+     * its low bytes, and an external count longer than the word (up to
+     * the 32 bytes omit can announce) is taken whole if its value fits 64
+     * bits, instead of failing; a larger count is still
+     * BTP_E_COUNT_TOO_WIDE (Swift would keep its low bytes). */
     BTP_CBF_ACCEPT_WIDE = 1u << 3
 };
 #define BTP_CBF_POLICY_DEFAULT 0u
