@@ -1,0 +1,166 @@
+/*
+ * libwebsockets `~m#` blob encoder: libwebsockets' own choices (byte for
+ * byte where libwebsockets is correct) or the smallest encoding.
+ *
+ * Signal-safe: arithmetic on the caller's arrays and buffer only.
+ */
+#include "bitio.h"
+#include "lws_internal.h"
+
+/* How one frame is written. */
+typedef struct lws_choice {
+    int delta;     /* 0: literal */
+    size_t ref;    /* delta: index of the reference frame */
+    int sign;      /* delta: 1 = reference - mag */
+    uint64_t mag;  /* delta: |difference| */
+    unsigned cost; /* bits, extra bits included */
+} lws_choice;
+
+/* The extra bit after a field holding v, as gcc-built libwebsockets writes
+ * it: its loop's last step tests `v & (1 << -1)`, which x86 evaluates as a
+ * test of bit 31 of an int mask sign-extended to the word. */
+static unsigned extra_bit(uint64_t v, unsigned word_bits)
+{
+    return word_bits == 32 ? (unsigned)(v >> 31) & 1u : (v >> 31) != 0;
+}
+
+static void put_field(bit_writer *w, uint64_t v, unsigned width, unsigned word_bits)
+{
+    bw_put(w, v, width);
+    bw_put(w, extra_bit(v, word_bits), 1);
+}
+
+/* A count and value pair; v must fit 63 bits. */
+static void put_counted(bit_writer *w, uint64_t v, unsigned word_bits)
+{
+    unsigned n = lws_sigbits(v);
+    put_field(w, n, LWS_W_COUNT, word_bits);
+    put_field(w, v, n, word_bits);
+}
+
+/* Bits a count+value pair takes; 0 if the value needs 64 bits (a count of
+ * 64 does not fit the 6-bit field). */
+static unsigned counted_cost(uint64_t v)
+{
+    unsigned n = lws_sigbits(v);
+    return n > 63 ? 0 : LWS_W_COUNT + 1 + n + 1;
+}
+
+static const unsigned literal_head = LWS_W_KIND + 1;
+static const unsigned delta_head = LWS_W_KIND + 1 + LWS_W_REF + 1 + LWS_W_SIGN + 1;
+
+/* The delta from frame value r to v libwebsockets writes: the plain
+ * difference of the two numbers with its sign (an exact repeat uses sign
+ * 1). If that magnitude has bit 63 set, the other way round the word is
+ * the only one a count can express. */
+static lws_choice delta_to(uint64_t v, uint64_t r, size_t ref)
+{
+    lws_choice c = {1, ref, v <= r, v > r ? v - r : r - v, 0};
+    unsigned cost = counted_cost(c.mag);
+    if (!cost) {
+        c.sign = !c.sign;
+        c.mag = 0 - c.mag;
+        cost = counted_cost(c.mag);
+    }
+    c.cost = cost ? delta_head + cost : 0;
+    return c;
+}
+
+/* The cheapest delta from frames [lo, i); cost 0 if none can be written.
+ * Earliest reference on ties. */
+static lws_choice best_delta(const btp_frame *f, size_t lo, size_t i)
+{
+    lws_choice best = {0};
+    for (size_t r = lo; r < i; r++) {
+        lws_choice c = delta_to(f[i].value, f[r].value, r);
+        if (c.cost && (!best.cost || c.cost < best.cost))
+            best = c;
+    }
+    return best;
+}
+
+static lws_choice choose(const btp_frame *f, size_t i, int optimal)
+{
+    uint64_t v = f[i].value;
+    size_t lo = i > LWS_REFS ? i - LWS_REFS : 0;
+    unsigned lcost = counted_cost(v);
+    lws_choice lit = {0, 0, 0, 0, lcost ? literal_head + lcost : 0};
+    if (optimal) {
+        lws_choice d = best_delta(f, lo, i);
+        return d.cost && (!lit.cost || d.cost < lit.cost) ? d : lit;
+    }
+    /* libwebsockets: the nearest reference by plain difference, earliest on
+     * ties; a delta only if it is not frame 0 and saves >= 5 value bits. */
+    size_t near = 0;
+    uint64_t best = 0;
+    for (size_t r = lo; r < i; r++) {
+        uint64_t r_v = f[r].value, m = v > r_v ? v - r_v : r_v - v;
+        if (r == lo || m < best) {
+            best = m;
+            near = r;
+        }
+    }
+    if (i > 0 && near > 0 && lws_sigbits(v) >= lws_sigbits(best) + 5)
+        return delta_to(v, f[near].value, near);
+    if (lit.cost)
+        return lit;
+    /* Bit 63 set: libwebsockets cannot write it at all; take the cheapest
+     * delta there is. */
+    return best_delta(f, lo, i);
+}
+
+btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size,
+                          unsigned word_bits, unsigned flags, void *buf, size_t cap,
+                          size_t *len_out, size_t *err_frame)
+{
+    if (len_out)
+        *len_out = 0;
+    if (err_frame)
+        *err_frame = 0;
+    if (!lws_word_ok(word_bits) || (n && !frames) || (cap && !buf))
+        return BTP_E_INVALID_ARGUMENT;
+    if (n > BTP_LWS_MAX_FRAMES)
+        return BTP_E_DEPTH_TOO_LARGE;
+    const uint64_t mask = btp_word_mask(word_bits);
+    if (alloc_size > mask || !counted_cost(alloc_size))
+        return alloc_size > mask ? BTP_E_VALUE_TOO_WIDE : BTP_E_UNREPRESENTABLE;
+    for (size_t i = 0; i < n; i++) {
+        btp_frame_kind k = frames[i].kind;
+        int ok = k == BTP_FRAME_RA ||
+                 ((flags & BTP_LWS_ENC_ANY_ADDRESS) && (k == BTP_FRAME_PC || k == BTP_FRAME_ASYNC));
+        if (err_frame)
+            *err_frame = i;
+        if (!ok)
+            return BTP_E_UNREPRESENTABLE;
+        if (frames[i].value > mask)
+            return BTP_E_VALUE_TOO_WIDE;
+    }
+
+    bit_writer w;
+    bw_init(&w, buf, cap);
+    put_field(&w, n, LWS_W_DEPTH, word_bits);
+    for (size_t i = 0; i < n; i++) {
+        lws_choice c = choose(frames, i, flags & BTP_LWS_ENC_OPTIMAL);
+        if (!c.cost) {
+            if (err_frame)
+                *err_frame = i;
+            return BTP_E_UNREPRESENTABLE;
+        }
+        if (!c.delta) {
+            put_field(&w, 0, LWS_W_KIND, word_bits);
+            put_counted(&w, frames[i].value, word_bits);
+        } else {
+            put_field(&w, 1, LWS_W_KIND, word_bits);
+            put_field(&w, i - 1 - c.ref, LWS_W_REF, word_bits);
+            put_field(&w, (uint64_t)c.sign, LWS_W_SIGN, word_bits);
+            put_counted(&w, c.mag, word_bits);
+        }
+    }
+    put_counted(&w, alloc_size, word_bits);
+    w.pos = bw_bytes(&w) * 8; /* zero padding: bw_put cleared the byte */
+    size_t total = bw_bytes(&w) + LWS_TRAILER_BITS / 8;
+    bw_put(&w, total, LWS_TRAILER_BITS);
+    if (len_out)
+        *len_out = total;
+    return bw_overflowed(&w) ? BTP_E_BUFFER_TOO_SMALL : BTP_OK;
+}

@@ -1,0 +1,81 @@
+/* Argument helpers shared by the subcommands (see cli.h). */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "btpack%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see `btpack%s%s --help`)\n", cmd ? " " : "", cmd ? cmd : "");
+    return EXIT_USAGE;
+}
+
+void cli_list_formats(FILE *f, int readers, int writers)
+{
+    const format *fmt;
+    for (size_t i = 0; (fmt = format_at(i)) != NULL; i++) {
+        int r = fmt->read_line || fmt->read_next || fmt->line_bytes, w = fmt->write != NULL;
+        if ((readers && !r) || (writers && !w))
+            continue;
+        fprintf(f, "  %-7s %s%s\n", fmt->name, fmt->help,
+                r && w ? "" : r ? " [input only]" : " [output only]");
+    }
+}
+
+int cli_format_arg(const char *cmd, const char *arg, int need_reader, int need_writer,
+                   const format **out)
+{
+    const format *fmt = format_find(arg);
+    if (!fmt) {
+        cli_usage_error(cmd, "unknown format '%s'", arg);
+        fputs("formats:\n", stderr);
+        cli_list_formats(stderr, need_reader, need_writer);
+        return -1;
+    }
+    if (need_reader && !(fmt->read_line || fmt->read_next || fmt->line_bytes)) {
+        cli_usage_error(cmd, "format '%s' cannot be read, only written", arg);
+        return -1;
+    }
+    if (need_writer && !fmt->write) {
+        cli_usage_error(cmd, "format '%s' cannot be written, only read", arg);
+        return -1;
+    }
+    *out = fmt;
+    return 0;
+}
+
+int cli_word_bits_arg(const char *cmd, const char *arg, unsigned *out)
+{
+    uint64_t v;
+    if (parse_dec_u64(arg, strlen(arg), &v) < 0 || v > 64 || !btp_word_bits_valid((unsigned)v)) {
+        cli_usage_error(cmd, "--word-bits must be 16, 32 or 64, not '%s'", arg);
+        return -1;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+int cli_count_arg(const char *cmd, const char *opt, const char *arg, size_t *out)
+{
+    uint64_t v;
+    if (parse_dec_u64(arg, strlen(arg), &v) < 0 || v == 0 || v > SIZE_MAX / sizeof(btp_frame)) {
+        cli_usage_error(cmd, "%s needs a positive number, not '%s'", opt, arg);
+        return -1;
+    }
+    *out = (size_t)v;
+    return 0;
+}
+
+int cli_bad_option(const char *cmd, char *const argv[])
+{
+    extern int optind, optopt;
+    const char *bad = argv[optind - 1];
+    if (optopt && bad && bad[0] == '-' && bad[1] != '-')
+        return cli_usage_error(cmd, "unknown option or missing value: '-%c'", optopt);
+    return cli_usage_error(cmd, "unknown option or missing value: '%s'", bad ? bad : "?");
+}

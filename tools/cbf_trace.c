@@ -1,0 +1,51 @@
+/* CBF streams <-> the trace model, through the library's codec. */
+#include "format.h"
+
+#include <stdlib.h>
+
+unsigned cbf_policy(const cli_options *opt)
+{
+    return opt->strict ? BTP_CBF_POLICY_STRICT : BTP_CBF_POLICY_DEFAULT;
+}
+
+int cbf_to_trace(reader *r, const uint8_t *p, size_t len, unsigned policy, uint64_t base,
+                 trace *t, size_t *consumed)
+{
+    btp_cbf_decoder d;
+    btp_cbf_run run;
+    btp_status st = btp_cbf_decoder_init(&d, p, len, policy);
+    trace_reset(t, st == BTP_OK ? btp_cbf_decoder_word_bits(&d) : 64);
+    t->loc = r->loc;
+    while (st == BTP_OK) {
+        st = btp_cbf_decoder_next(&d, &run);
+        if (st != BTP_OK)
+            break;
+        /* Runs are expanded here, bounded by --max-frames before any
+         * allocation, so a rep of 2^64 fails at once. */
+        if (rd_add_frame(r, t, run.frame, run.count) < 0) {
+            *consumed = btp_cbf_decoder_consumed(&d);
+            return -1;
+        }
+    }
+    *consumed = btp_cbf_decoder_consumed(&d);
+    if (st != BTP_END)
+        return rd_error_at(r, base + btp_cbf_decoder_error_offset(&d), "%s (%s)",
+                           btp_strerror(st), btp_status_name(st));
+    t->truncated = btp_cbf_decoder_terminator(&d) == BTP_CBF_TERM_TRUNC;
+    return 0;
+}
+
+int cbf_from_trace(writer *w, const trace *t, strbuf *out)
+{
+    size_t cap = BTP_CBF_BOUND(t->n), len = 0;
+    char *buf = sb_reserve(out, cap);
+    if (!buf)
+        return wr_error(w, "out of memory");
+    btp_status st = btp_cbf_encode(t->frames, t->n, t->truncated, t->word_bits, 0, buf, cap,
+                                   &len, NULL);
+    if (st != BTP_OK)
+        return wr_error(w, "cannot encode as CBF: %s", btp_strerror(st));
+    out->len += len;
+    out->data[out->len] = 0;
+    return 0;
+}

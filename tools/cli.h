@@ -1,0 +1,50 @@
+/* What the subcommands share: the read loop, argument helpers, the
+ * subcommands themselves. */
+#ifndef BTPACK_TOOLS_CLI_H
+#define BTPACK_TOOLS_CLI_H
+
+#include <stdio.h>
+
+#include "format.h"
+
+/* Exit statuses. */
+enum { EXIT_OK = 0, EXIT_BAD_INPUT = 1, EXIT_USAGE = 2 };
+
+/* Called for each record read. Returns 0 to go on, 1 when the record was bad
+ * (the sink printed why; the read fails, or goes on with --keep-going), -1
+ * to stop at once (e.g. a write error, already printed). */
+typedef int (*trace_sink)(void *ctx, trace *t);
+
+/*
+ * Read every record of `path` (NULL/"-": stdin) in format fmt and hand it to
+ * sink. Bad records are reported (`btpack: <input>:<line>: <cause>`); with
+ * opt->keep_going they are skipped with a warning. Returns EXIT_OK, or
+ * EXIT_BAD_INPUT when anything was bad or could not be read.
+ */
+int read_traces(const format *fmt, const cli_options *opt, const char *path, trace_sink sink,
+                void *ctx);
+
+/* The name of `path` for messages. */
+const char *input_name(const char *path);
+
+/* Argument helpers: print a usage error and return -1 on bad values.
+ * `cmd` names the subcommand in messages. */
+int cli_format_arg(const char *cmd, const char *arg, int need_reader, int need_writer,
+                   const format **out);
+int cli_word_bits_arg(const char *cmd, const char *arg, unsigned *out);
+int cli_count_arg(const char *cmd, const char *opt, const char *arg, size_t *out);
+/* Report an unknown option or missing argument from getopt_long. */
+int cli_bad_option(const char *cmd, char *const argv[]);
+/* Print a usage error `btpack CMD: ...` and return EXIT_USAGE. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+int cli_usage_error(const char *cmd, const char *fmt, ...);
+/* List the formats with their one-line help: readers, writers or both. */
+void cli_list_formats(FILE *f, int readers, int writers);
+
+int cmd_convert(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+
+#endif

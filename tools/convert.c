@@ -1,0 +1,188 @@
+/* btpack convert: any input format to any output format through the trace
+ * model. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+
+#include "diag.h"
+
+static const char convert_help[] =
+    "usage: btpack convert --from FMT --to FMT [options] [IN]\n"
+    "\n"
+    "Convert backtraces between formats. Every input format is read into one\n"
+    "trace model and every output format is written from it, so any pair works.\n"
+    "IN defaults to stdin; xz-compressed input is decompressed on the fly.\n"
+    "\n"
+    "options:\n"
+    "  --from FMT        input format (required)\n"
+    "  --to FMT          output format (required)\n"
+    "  --word-bits N     16, 32 or 64: word size for formats that do not carry\n"
+    "                    one (addrs, trace without header, json without\n"
+    "                    word_bits); CBF takes it from its information byte.\n"
+    "                    Default 64.\n"
+    "  --strict          strict CBF decoding: first address absolute, no zero\n"
+    "                    counts, no bytes after end/trunc on a hex/b64 line\n"
+    "  --keep-going      skip bad traces with a warning; exit status 1 at the end\n"
+    "  --max-frames N    frames per trace after expanding repeats (default 1048576);\n"
+    "                    more is an error\n"
+    "  -o, --output OUT  write to OUT instead of stdout\n"
+    "  -h, --help        this help\n"
+    "\n"
+    "input formats:\n";
+
+static const char convert_examples[] =
+    "\n"
+    "Bad input: a message `btpack: <input>:<line>: <cause>` (or `byte offset N`\n"
+    "for binary input), nothing written for that trace, exit status 1.\n"
+    "Blank lines are skipped. Exit status 2 for usage errors.\n"
+    "\n"
+    "examples:\n"
+    "  echo 0218108f7f7f8000 | btpack convert --from hex --to json\n"
+    "  btpack convert --from trace --to cbf -o out.cbf tests/data/corpus/sqlite3_i386.trace.xz\n"
+    "  btpack convert --from cbf --to addrs out.cbf\n"
+    "  btpack convert --from addrs --to b64 --word-bits 32 stacks.txt\n";
+
+typedef struct convert_ctx {
+    const format *to;
+    writer w;
+    FILE *out;
+    const char *out_name;
+    const char *in_name;
+    strbuf buf;
+} convert_ctx;
+
+static int flush_buf(convert_ctx *c)
+{
+    if (c->buf.oom) {
+        diag(DIAG_ERROR, NULL, NULL, "out of memory");
+        return -1;
+    }
+    if (c->buf.len && fwrite(c->buf.data, 1, c->buf.len, c->out) != c->buf.len) {
+        diag(DIAG_ERROR, c->out_name, NULL, "write error: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int convert_sink(void *ctx, trace *t)
+{
+    convert_ctx *c = ctx;
+    if (t->event == TRACE_FREE && !c->to->events)
+        return 0;
+    sb_clear(&c->buf);
+    c->w.msg[0] = 0;
+    if (c->to->write(&c->w, t, &c->buf) < 0) {
+        int warn = c->w.opt->keep_going;
+        diag(warn ? DIAG_WARNING : DIAG_ERROR, c->in_name, &t->loc, "cannot write as %s: %s%s",
+             c->to->name, c->w.msg, warn ? "; trace skipped" : "");
+        return 1;
+    }
+    return flush_buf(c);
+}
+
+int cmd_convert(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"from", required_argument, NULL, 'f'},
+        {"to", required_argument, NULL, 't'},
+        {"word-bits", required_argument, NULL, 'w'},
+        {"strict", no_argument, NULL, 's'},
+        {"keep-going", no_argument, NULL, 'k'},
+        {"max-frames", required_argument, NULL, 'm'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    cli_options opt = {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES};
+    const format *from = NULL, *to = NULL;
+    const char *out_path = NULL;
+    int ch;
+    opterr = 0;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'f':
+            if (cli_format_arg("convert", optarg, 1, 0, &from) < 0)
+                return EXIT_USAGE;
+            break;
+        case 't':
+            if (cli_format_arg("convert", optarg, 0, 1, &to) < 0)
+                return EXIT_USAGE;
+            break;
+        case 'w':
+            if (cli_word_bits_arg("convert", optarg, &opt.word_bits) < 0)
+                return EXIT_USAGE;
+            break;
+        case 's':
+            opt.strict = 1;
+            break;
+        case 'k':
+            opt.keep_going = 1;
+            break;
+        case 'm':
+            if (cli_count_arg("convert", "--max-frames", optarg, &opt.max_frames) < 0)
+                return EXIT_USAGE;
+            break;
+        case 'o':
+            out_path = optarg;
+            break;
+        case 'h':
+            fputs(convert_help, stdout);
+            cli_list_formats(stdout, 1, 0);
+            fputs("\noutput formats:\n", stdout);
+            cli_list_formats(stdout, 0, 1);
+            fputs(convert_examples, stdout);
+            return EXIT_OK;
+        default:
+            return cli_bad_option("convert", argv);
+        }
+    }
+    if (!from || !to)
+        return cli_usage_error("convert", "--from and --to are required");
+    if (argc - optind > 1)
+        return cli_usage_error("convert", "one input at most, got %d", argc - optind);
+
+    convert_ctx c = {.to = to, .out = stdout, .out_name = "<stdout>",
+                     .in_name = input_name(optind < argc ? argv[optind] : NULL)};
+    c.w = (writer){.fmt = to, .opt = &opt};
+    if (out_path && strcmp(out_path, "-") != 0) {
+        c.out = fopen(out_path, "wb");
+        c.out_name = out_path;
+        if (!c.out) {
+            diag(DIAG_ERROR, out_path, NULL, "cannot create: %s", strerror(errno));
+            return EXIT_BAD_INPUT;
+        }
+    }
+    int rc = EXIT_OK;
+    if (to->begin) {
+        if (to->begin(&c.w, &c.buf) < 0) {
+            diag(DIAG_ERROR, c.out_name, NULL, "%s", c.w.msg);
+            rc = EXIT_BAD_INPUT;
+        } else if (flush_buf(&c) < 0) {
+            rc = EXIT_BAD_INPUT;
+        }
+    }
+    if (rc == EXIT_OK)
+        rc = read_traces(from, &opt, optind < argc ? argv[optind] : NULL, convert_sink, &c);
+    if (to->end) {
+        sb_clear(&c.buf);
+        if (to->end(&c.w, &c.buf) < 0) {
+            diag(DIAG_ERROR, c.out_name, NULL, "%s", c.w.msg);
+            rc = EXIT_BAD_INPUT;
+        } else if (flush_buf(&c) < 0) {
+            rc = EXIT_BAD_INPUT;
+        }
+    }
+    if (fflush(c.out) != 0 || ferror(c.out)) {
+        diag(DIAG_ERROR, c.out_name, NULL, "write error: %s", strerror(errno));
+        rc = EXIT_BAD_INPUT;
+    }
+    if (c.out != stdout && fclose(c.out) != 0) {
+        diag(DIAG_ERROR, c.out_name, NULL, "write error: %s", strerror(errno));
+        rc = EXIT_BAD_INPUT;
+    }
+    sb_free(&c.buf);
+    return rc;
+}

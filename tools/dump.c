@@ -1,0 +1,274 @@
+/*
+ * btpack dump: disassemble CBF streams, one instruction per line with its
+ * byte offset, raw bytes, mnemonic, operand and the computed address.
+ *
+ * The library's decoder decides what is valid and where a fault is; this
+ * file only splits the bytes the decoder accepted into instructions for
+ * display (CBF v0 instruction layout, spec/cbf.md) and recomputes addresses
+ * with the same rules: operands big-endian and sign-extended, relative
+ * values added modulo the word.
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#include "diag.h"
+#include "lines.h"
+
+static const char dump_help[] =
+    "usage: btpack dump [--from hex|b64|cbf] [--strict] [IN]\n"
+    "\n"
+    "Disassemble CBF streams: one instruction per line with its byte offset\n"
+    "(decimal, from the start of the stream), raw bytes, mnemonic, operand and\n"
+    "the computed address. A fault is shown at its offset with the decoder's\n"
+    "cause; bytes after a stream's end/trunc are shown as trailing bytes.\n"
+    "IN defaults to stdin.\n"
+    "\n"
+    "options:\n"
+    "  --from FMT   hex (default): one stream per line as hex digits\n"
+    "               b64: one stream per line in base64\n"
+    "               cbf: raw binary, streams back to back\n"
+    "  --strict     decode with the strict policy\n"
+    "  -h, --help   this help\n"
+    "\n"
+    "mnemonics: info (information byte), end, trunc, pc/ra/async with `rel +/-delta`\n"
+    "or `abs value`, omit N, rep N (extra copies of the previous frame);\n"
+    "`(ext)` marks the external-count forms.\n"
+    "\n"
+    "example (the worked example of the CBF notes):\n"
+    "  echo 02111000201021ff00357fff000010f0446103e8292020801110108809 01 | btpack dump\n";
+
+/* Print one instruction line. */
+static void line_out(size_t off, const uint8_t *p, size_t n, const char *mn, const char *operand,
+                     const char *addr)
+{
+    char raw[64];
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 4 < sizeof raw; i++) {
+        if (i == 9 && n > 10) {
+            o += (size_t)snprintf(raw + o, sizeof raw - o, "...");
+            break;
+        }
+        o += (size_t)snprintf(raw + o, sizeof raw - o, "%s%02x", i ? " " : "", p[i]);
+    }
+    raw[o] = 0;
+    /* Pad columns only when something follows them. */
+    if (addr[0])
+        printf("%6zu  %-26s %-6s %-22s %s\n", off, raw, mn, operand, addr);
+    else if (operand[0])
+        printf("%6zu  %-26s %-6s %s\n", off, raw, mn, operand);
+    else
+        printf("%6zu  %-26s %s\n", off, raw, mn);
+}
+
+/* Bytes of the instruction at p[0..avail): 0 if it does not fit (the
+ * decoder has reported that already). */
+static size_t insn_len(uint8_t op, size_t avail)
+{
+    size_t n = 1;
+    if (op >= 0x10 && op < 0x40)
+        n = 2 + (op & 7u);
+    else if (op >= 0x60 && op < 0x80)
+        n = 2 + (op & 0x1fu);
+    else if (op >= 0x88 && op < 0x90)
+        n = 2 + (op & 7u);
+    return n <= avail ? n : 0;
+}
+
+static uint64_t operand_value(const uint8_t *p, size_t n, int sign)
+{
+    uint64_t v = (sign && (p[0] & 0x80)) ? UINT64_MAX : 0;
+    for (size_t i = 0; i < n; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/*
+ * Disassemble the stream at p[0..len). `single`: the input holds this one
+ * stream (hex/b64 line), so bytes after its end are trailing bytes; else the
+ * next stream starts there. Returns BTP_END with *stop_out = the stream's
+ * length, or the decoder's error with *stop_out = its byte offset.
+ */
+static btp_status dump_stream(const uint8_t *p, size_t len, unsigned policy, int single,
+                              size_t *stop_out)
+{
+    btp_cbf_decoder d;
+    btp_cbf_run run;
+    btp_status st = btp_cbf_decoder_init(&d, p, len, policy);
+    while (st == BTP_OK)
+        st = btp_cbf_decoder_next(&d, &run); /* O(1) per run: no expansion */
+    size_t stop = st == BTP_END ? btp_cbf_decoder_consumed(&d) : btp_cbf_decoder_error_offset(&d);
+    *stop_out = stop;
+    char operand[64], addr[64];
+    unsigned bits = 0;
+    uint64_t mask = 0, prev = 0;
+    btp_frame last = {0};
+    int have_last = 0;
+    size_t pos = 0;
+    if (stop > 0) {
+        bits = btp_cbf_decoder_word_bits(&d);
+        mask = btp_word_mask(bits);
+        snprintf(operand, sizeof operand, "v0 %u-bit", bits);
+        line_out(0, p, 1, "info", operand, "");
+        pos = 1;
+    }
+    while (pos < stop) {
+        uint8_t op = p[pos];
+        size_t n = insn_len(op, stop - pos);
+        if (n == 0)
+            break; /* cannot happen below the decoder's fault offset */
+        const uint8_t *q = p + pos + 1;
+        operand[0] = addr[0] = 0;
+        const char *mn;
+        if (op == 0x00 || op == 0x01) {
+            mn = op ? "trunc" : "end";
+        } else if (op < 0x40) {
+            int abs = (op & 0x08) != 0;
+            uint64_t v = operand_value(q, n - 1, 1) & mask;
+            btp_frame_kind kind = (btp_frame_kind)((op >> 4) - 1);
+            mn = trace_kind_name(kind);
+            if (abs)
+                snprintf(operand, sizeof operand, "abs 0x%llx", (unsigned long long)v);
+            else if (v >> (bits - 1))
+                snprintf(operand, sizeof operand, "rel -0x%llx",
+                         (unsigned long long)((0 - v) & mask));
+            else
+                snprintf(operand, sizeof operand, "rel +0x%llx", (unsigned long long)v);
+            prev = (abs ? v : prev + v) & mask;
+            snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)prev);
+            last = (btp_frame){prev, kind};
+            have_last = 1;
+        } else if (op < 0x80) {
+            uint64_t c = op < 0x60 ? (uint64_t)(op & 0x1f) + 1 : operand_value(q, n - 1, 0);
+            mn = "omit";
+            snprintf(operand, sizeof operand, "%llu%s", (unsigned long long)c,
+                     op < 0x60 ? "" : " (ext)");
+            last = (btp_frame){c, BTP_FRAME_OMIT};
+            have_last = 1;
+        } else {
+            uint64_t c = op < 0x88 ? (uint64_t)(op & 7) + 1 : operand_value(q, n - 1, 0);
+            mn = "rep";
+            snprintf(operand, sizeof operand, "%llu%s", (unsigned long long)c,
+                     op < 0x88 ? "" : " (ext)");
+            if (have_last && last.kind == BTP_FRAME_OMIT)
+                snprintf(addr, sizeof addr, "(omit %llu)", (unsigned long long)last.value);
+            else if (have_last)
+                snprintf(addr, sizeof addr, "(%s 0x%llx)", trace_kind_name(last.kind),
+                         (unsigned long long)last.value);
+        }
+        line_out(pos, p + pos, n, mn, operand, addr);
+        pos += n;
+    }
+    if (st != BTP_END) {
+        size_t k = len - stop < 8 ? len - stop : 8;
+        snprintf(operand, sizeof operand, "%s", btp_status_name(st));
+        line_out(stop, p + stop, k, "FAULT", operand, btp_strerror(st));
+        return st;
+    }
+    if (btp_cbf_decoder_terminator(&d) == BTP_CBF_TERM_NONE)
+        printf("%6zu  (input ends without end/trunc)\n", stop);
+    if (single && stop < len) {
+        snprintf(operand, sizeof operand, "%zu byte%s", len - stop, len - stop == 1 ? "" : "s");
+        line_out(stop, p + stop, len - stop, "trail", operand, "(ignored; --strict rejects)");
+    }
+    return BTP_END;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"from", required_argument, NULL, 'f'},
+        {"strict", no_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    cli_options opt = {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES};
+    const format *from = format_find("hex");
+    int ch, bad = 0;
+    opterr = 0;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'f':
+            if (cli_format_arg("dump", optarg, 1, 0, &from) < 0)
+                return EXIT_USAGE;
+            if (!from->line_bytes && strcmp(from->name, "cbf") != 0)
+                return cli_usage_error("dump", "--from must be hex, b64 or cbf");
+            break;
+        case 's':
+            opt.strict = 1;
+            break;
+        case 'h':
+            fputs(dump_help, stdout);
+            return EXIT_OK;
+        default:
+            return cli_bad_option("dump", argv);
+        }
+    }
+    if (argc - optind > 1)
+        return cli_usage_error("dump", "one input at most, got %d", argc - optind);
+    const char *path = optind < argc ? argv[optind] : NULL;
+    input in;
+    if (input_open(&in, path) < 0)
+        return EXIT_BAD_INPUT;
+    reader r = {.fmt = from, .name = in.name, .opt = &opt, .word_bits = 64};
+    strbuf bytes = STRBUF_INIT;
+    if (!from->line_bytes) {
+        /* Binary: streams back to back, split at end/trunc. */
+        unsigned policy = cbf_policy(&opt) & ~(unsigned)BTP_CBF_REJECT_TRAILING;
+        if (input_read_all(&in, &bytes) < 0) {
+            bad = 1;
+        } else {
+            size_t pos = 0;
+            for (unsigned long long k = 1; pos < bytes.len; k++) {
+                printf("# stream %llu at byte offset %zu\n", k, pos);
+                size_t used = 0;
+                btp_status st = dump_stream((const uint8_t *)bytes.data + pos, bytes.len - pos,
+                                            policy, 0, &used);
+                if (st != BTP_END) {
+                    src_loc loc = {.offset = pos + used, .has_offset = 1};
+                    diag(DIAG_ERROR, in.name, &loc, "%s (%s); cannot find the next stream",
+                         btp_strerror(st), btp_status_name(st));
+                    bad = 1;
+                    break;
+                }
+                pos += used;
+            }
+        }
+    } else {
+        line_reader lr;
+        const char *line;
+        size_t len;
+        int got;
+        lines_init(&lr, &in);
+        while ((got = lines_next(&lr, &line, &len)) > 0) {
+            if (line_is_blank(line, len))
+                continue;
+            r.loc = (src_loc){.line = lr.lineno};
+            sb_clear(&bytes);
+            if (from->line_bytes(&r, line, len, &bytes) < 0) {
+                diag(DIAG_ERROR, in.name, &r.err_loc, "%s", r.msg);
+                bad = 1;
+                continue;
+            }
+            printf("# line %zu: %zu byte%s\n", lr.lineno, bytes.len, bytes.len == 1 ? "" : "s");
+            size_t stop = 0;
+            btp_status st = dump_stream((const uint8_t *)bytes.data, bytes.len, cbf_policy(&opt),
+                                        1, &stop);
+            if (st != BTP_END) {
+                r.loc.offset = stop;
+                r.loc.has_offset = 1;
+                diag(DIAG_ERROR, in.name, &r.loc, "%s (%s)", btp_strerror(st),
+                     btp_status_name(st));
+                bad = 1;
+            }
+        }
+        if (got < 0)
+            bad = 1;
+        lines_free(&lr);
+    }
+    sb_free(&bytes);
+    input_close(&in);
+    return bad ? EXIT_BAD_INPUT : EXIT_OK;
+}

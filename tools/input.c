@@ -1,0 +1,165 @@
+/* File/stdin input with optional xz decompression (see input.h). */
+#include "input.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+
+#if BTP_CLI_HAVE_LZMA
+#include <lzma.h>
+#endif
+
+static const uint8_t xz_magic[6] = {0xfd, '7', 'z', 'X', 'Z', 0x00};
+
+static int fill_raw(input *in)
+{
+    if (in->eof)
+        return 0;
+    size_t got = fread(in->raw, 1, sizeof in->raw, in->f);
+    in->raw_len = got;
+    in->raw_pos = 0;
+    if (got < sizeof in->raw) {
+        if (ferror(in->f)) {
+            diag(DIAG_ERROR, in->name, NULL, "read error: %s", strerror(errno));
+            in->failed = 1;
+            return -1;
+        }
+        in->eof = 1;
+    }
+    return 0;
+}
+
+int input_open(input *in, const char *path)
+{
+    memset(in, 0, sizeof *in);
+    if (!path || strcmp(path, "-") == 0) {
+        in->name = "<stdin>";
+        in->f = stdin;
+    } else {
+        in->name = path;
+        in->f = fopen(path, "rb");
+        if (!in->f) {
+            diag(DIAG_ERROR, path, NULL, "cannot open: %s", strerror(errno));
+            return -1;
+        }
+        in->owns_f = 1;
+    }
+    if (fill_raw(in) < 0)
+        return -1;
+    if (in->raw_len < sizeof xz_magic || memcmp(in->raw, xz_magic, sizeof xz_magic) != 0)
+        return 0;
+#if BTP_CLI_HAVE_LZMA
+    lzma_stream *s = malloc(sizeof *s);
+    if (!s) {
+        diag(DIAG_ERROR, in->name, NULL, "out of memory");
+        return -1;
+    }
+    *s = (lzma_stream)LZMA_STREAM_INIT;
+    /* The memory limit keeps a hostile header from asking for gigabytes. */
+    if (lzma_stream_decoder(s, (uint64_t)1 << 30, LZMA_CONCATENATED) != LZMA_OK) {
+        free(s);
+        diag(DIAG_ERROR, in->name, NULL, "cannot start the xz decoder");
+        return -1;
+    }
+    in->lzma = s;
+    in->xz = 1;
+    return 0;
+#else
+    diag(DIAG_ERROR, in->name, NULL,
+         "input is xz-compressed, but this btpack was built without liblzma; "
+         "decompress it first, e.g. `xz -dc FILE | btpack ...`");
+    return -1;
+#endif
+}
+
+long input_read(input *in, void *buf, size_t n)
+{
+    if (in->failed)
+        return -1;
+    if (n > (size_t)1 << 30)
+        n = (size_t)1 << 30;
+    if (!in->xz) {
+        if (in->raw_pos == in->raw_len) {
+            if (fill_raw(in) < 0)
+                return -1;
+            if (in->raw_len == 0)
+                return 0;
+        }
+        size_t k = in->raw_len - in->raw_pos;
+        if (k > n)
+            k = n;
+        memcpy(buf, in->raw + in->raw_pos, k);
+        in->raw_pos += k;
+        return (long)k;
+    }
+#if BTP_CLI_HAVE_LZMA
+    lzma_stream *s = in->lzma;
+    if (in->xz_done)
+        return 0;
+    s->next_out = buf;
+    s->avail_out = n;
+    while (s->avail_out == n) {
+        if (in->raw_pos == in->raw_len && !in->eof && fill_raw(in) < 0)
+            return -1;
+        s->next_in = in->raw + in->raw_pos;
+        s->avail_in = in->raw_len - in->raw_pos;
+        lzma_ret r = lzma_code(s, in->raw_pos == in->raw_len && in->eof ? LZMA_FINISH : LZMA_RUN);
+        in->raw_pos = in->raw_len - s->avail_in;
+        if (r == LZMA_STREAM_END) {
+            in->xz_done = 1;
+            break;
+        }
+        if (r != LZMA_OK) {
+            const char *why = r == LZMA_DATA_ERROR   ? "corrupt xz data"
+                              : r == LZMA_BUF_ERROR  ? "xz data cut short"
+                              : r == LZMA_MEMLIMIT_ERROR ? "xz data needs too much memory"
+                              : r == LZMA_FORMAT_ERROR   ? "not xz data"
+                                                         : "xz decoder error";
+            diag(DIAG_ERROR, in->name, NULL, "%s (after %llu compressed bytes)", why,
+                 (unsigned long long)s->total_in);
+            in->failed = 1;
+            return -1;
+        }
+    }
+    return (long)(n - s->avail_out);
+#else
+    return -1;
+#endif
+}
+
+int input_read_all(input *in, strbuf *out)
+{
+    for (;;) {
+        char *d = sb_reserve(out, sizeof in->raw);
+        if (!d) {
+            diag(DIAG_ERROR, in->name, NULL, "out of memory");
+            return -1;
+        }
+        long got = input_read(in, d, sizeof in->raw);
+        if (got < 0)
+            return -1;
+        if (got == 0)
+            return 0;
+        out->len += (size_t)got;
+        if (out->len > INPUT_MAX_BINARY) {
+            diag(DIAG_ERROR, in->name, NULL, "input larger than %zu bytes", INPUT_MAX_BINARY);
+            return -1;
+        }
+    }
+}
+
+void input_close(input *in)
+{
+#if BTP_CLI_HAVE_LZMA
+    if (in->lzma) {
+        lzma_end(in->lzma);
+        free(in->lzma);
+    }
+#endif
+    in->lzma = NULL;
+    if (in->owns_f && in->f)
+        fclose(in->f);
+    in->f = NULL;
+}

@@ -1,0 +1,128 @@
+/* The read loop every subcommand uses: input, line reader or whole binary
+ * input, the format's reader, error reporting and --keep-going. */
+#include "cli.h"
+
+#include <string.h>
+
+#include "diag.h"
+#include "lines.h"
+
+const char *input_name(const char *path)
+{
+    return !path || strcmp(path, "-") == 0 ? "<stdin>" : path;
+}
+
+/* One non-blank text line through the format. */
+static int read_one_line(reader *r, const char *line, size_t len, trace *t, strbuf *bytes)
+{
+    if (r->fmt->read_line)
+        return r->fmt->read_line(r, line, len, t);
+    sb_clear(bytes);
+    if (r->fmt->line_bytes(r, line, len, bytes) < 0)
+        return -1;
+    size_t used;
+    /* A line is one stream: --strict rejects bytes after its end. */
+    if (cbf_to_trace(r, (const uint8_t *)bytes->data, bytes->len, cbf_policy(r->opt), 0, t,
+                     &used) < 0)
+        return -1;
+    return 1;
+}
+
+static int report_bad(reader *r, unsigned long long *bad)
+{
+    (*bad)++;
+    if (r->opt->keep_going && !r->fatal) {
+        diag(DIAG_WARNING, r->name, &r->err_loc, "%s; trace skipped", r->msg);
+        return 0;
+    }
+    diag(DIAG_ERROR, r->name, &r->err_loc, "%s", r->msg);
+    if (r->fatal && r->opt->keep_going)
+        diag(DIAG_ERROR, r->name, NULL, "cannot read past this fault; stopping");
+    return -1;
+}
+
+int read_traces(const format *fmt, const cli_options *opt, const char *path, trace_sink sink,
+                void *ctx)
+{
+    input in;
+    reader r = {.fmt = fmt, .name = input_name(path), .opt = opt, .word_bits = opt->word_bits};
+    trace t;
+    strbuf bytes = STRBUF_INIT, whole = STRBUF_INIT;
+    line_reader lr;
+    unsigned long long bad = 0, count = 0;
+    int failed = 0;
+
+    if (input_open(&in, path) < 0)
+        return EXIT_BAD_INPUT;
+    trace_init(&t, opt->max_frames);
+    lines_init(&lr, &in);
+    if (fmt->open && fmt->open(&r) < 0) {
+        diag(DIAG_ERROR, r.name, NULL, "%s", r.msg);
+        failed = 1;
+        goto out;
+    }
+    if (fmt->binary && input_read_all(&in, &whole) < 0) {
+        failed = 1;
+        goto out;
+    }
+    r.data = (const uint8_t *)whole.data;
+    r.len = whole.len;
+    for (;;) {
+        int rc;
+        r.msg[0] = 0;
+        if (fmt->binary) {
+            r.loc = (src_loc){.offset = r.pos, .has_offset = 1};
+            rc = fmt->read_next(&r, &t);
+            if (rc == 0)
+                break;
+        } else {
+            const char *line;
+            size_t len;
+            int got = lines_next(&lr, &line, &len);
+            if (got < 0) {
+                failed = 1;
+                break;
+            }
+            if (got == 0)
+                break;
+            if (line_is_blank(line, len))
+                continue;
+            r.loc = (src_loc){.line = lr.lineno};
+            rc = read_one_line(&r, line, len, &t, &bytes);
+            if (rc == 0)
+                continue;
+        }
+        if (rc < 0) {
+            if (report_bad(&r, &bad) < 0) {
+                failed = 1;
+                break;
+            }
+            continue;
+        }
+        progress_tick(++count, "records");
+        int s = sink(ctx, &t);
+        if (s < 0) {
+            failed = 1;
+            break;
+        }
+        if (s > 0) {
+            bad++;
+            if (!opt->keep_going) {
+                failed = 1;
+                break;
+            }
+        }
+    }
+out:
+    progress_done();
+    if (fmt->close)
+        fmt->close(&r);
+    if (bad && opt->keep_going && !failed)
+        diag(DIAG_WARNING, r.name, NULL, "%llu bad record%s skipped", bad, bad == 1 ? "" : "s");
+    lines_free(&lr);
+    sb_free(&bytes);
+    sb_free(&whole);
+    trace_free(&t);
+    input_close(&in);
+    return failed || bad ? EXIT_BAD_INPUT : EXIT_OK;
+}

@@ -1,0 +1,31 @@
+/* A growable byte buffer: each trace is formatted into one before anything
+ * is written, so a trace that fails half-way leaves no partial output. */
+#ifndef BTPACK_TOOLS_STRBUF_H
+#define BTPACK_TOOLS_STRBUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct strbuf {
+    char *data; /* always NUL-terminated once anything was added */
+    size_t len, cap;
+    int oom;    /* sticky: an allocation failed, the content is incomplete */
+} strbuf;
+
+#define STRBUF_INIT {0}
+
+/* Make room for n more bytes; returns a pointer to them or NULL (oom set). */
+char *sb_reserve(strbuf *sb, size_t n);
+void sb_add(strbuf *sb, const void *p, size_t n);
+void sb_addc(strbuf *sb, char c);
+void sb_adds(strbuf *sb, const char *s);
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void sb_printf(strbuf *sb, const char *fmt, ...);
+/* Lowercase hex of bytes p[0..n). */
+void sb_hex(strbuf *sb, const void *p, size_t n);
+void sb_clear(strbuf *sb);
+void sb_free(strbuf *sb);
+
+#endif

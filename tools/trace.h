@@ -1,0 +1,63 @@
+/*
+ * The one in-memory trace every CLI format reads into and writes from, so
+ * `btpack convert` is any-to-any with no pairwise code.
+ */
+#ifndef BTPACK_TOOLS_TRACE_H
+#define BTPACK_TOOLS_TRACE_H
+
+#include <btpack/btpack.h>
+
+/* Where a record came from, for messages. */
+typedef struct src_loc {
+    size_t line;     /* 1-based line of a text input, 0 if none */
+    uint64_t offset; /* byte offset (binary input, or inside a line's CBF stream) */
+    int has_offset;
+} src_loc;
+
+/* What a record is. Formats that hold only backtraces read and write
+ * TRACE_PLAIN; the allocation formats (trace records, logs) keep the rest so
+ * converting between them loses nothing. */
+typedef enum trace_event {
+    TRACE_PLAIN = 0, /* a backtrace */
+    TRACE_ALLOC = 1, /* an allocation: backtrace, size, pointer ('m' record) */
+    TRACE_FREE = 2   /* a free of `pointer` ('f' record); no frames */
+} trace_event;
+
+typedef struct trace {
+    trace_event event;
+    unsigned word_bits;  /* 16, 32 or 64 */
+    int truncated;       /* the stack was cut (CBF trunc, addrs `trunc`) */
+    btp_frame *frames;   /* expanded: a rep of k becomes k copies */
+    size_t n, cap;
+    size_t max_frames;   /* trace_add refuses to grow beyond this */
+    int has_alloc_size;
+    uint64_t alloc_size; /* requested allocation size */
+    int has_pointer;
+    uint64_t pointer;    /* ALLOC/FREE: the block's address */
+    src_loc loc;         /* where the record started */
+} trace;
+
+/* Set up an empty trace that will hold at most max_frames frames. */
+void trace_init(trace *t, size_t max_frames);
+
+/* Forget the previous record (keeps the frame buffer) and start a plain
+ * trace of the given word size. */
+void trace_reset(trace *t, unsigned word_bits);
+
+/*
+ * Append `copies` copies of f after checking it against the word size.
+ * Returns BTP_OK, BTP_E_VALUE_TOO_WIDE (address or omit count does not fit
+ * the word), BTP_E_ZERO_COUNT (omit of 0 frames, or copies == 0),
+ * BTP_E_LIMIT (the trace would exceed max_frames: checked before anything is
+ * allocated, so a count of 2^64 fails at once) or BTP_E_OUT_OF_MEMORY.
+ * Nothing is appended on failure.
+ */
+btp_status trace_add(trace *t, btp_frame f, uint64_t copies);
+
+void trace_free(trace *t);
+
+/* Name of a frame kind as the text formats write it: "pc", "ra", "async",
+ * "omit". */
+const char *trace_kind_name(btp_frame_kind k);
+
+#endif
