@@ -63,7 +63,8 @@ def cbf_seeds():
     c = Corpus("cbf")
     for i, v in enumerate(jsonl("cbf-public.jsonl")):
         if v["kind"] == "valid":
-            c.add(bytes.fromhex(v["swift_hex"]))
+            if i % 2 == 0:
+                c.add(bytes.fromhex(v["swift_hex"]))
             if i % 3 == 0:
                 c.add(bytes.fromhex(v["alt_hex"]))
             if i % 10 == 0:
@@ -128,10 +129,35 @@ def base64_seeds():
     return c
 
 
+def lws_seeds():
+    """Blobs (lws_blob), log text (lws_text), ~b# lines (lws_b) and both
+    directions of the CBF <-> lws transcoder (cbf_lws)."""
+    blob, text, bline, trans = (Corpus(n) for n in ("lws_blob", "lws_text", "lws_b", "cbf_lws"))
+    vectors = jsonl("lws-public.jsonl")
+    for i, v in enumerate(vectors):
+        word = 1 if v["word_bits"] == 64 else 0
+        if v.get("blob_hex") and i % 2 == 0:
+            b = bytes.fromhex(v["blob_hex"])
+            blob.add(bytes([word]) + b)
+            if i % 4 == 0:
+                trans.add(bytes([1 | word << 2 | (i & 2)]) + b)
+        if i % 3 == 0:
+            text.add(f"[2026/11/21 13:00:{i % 60:02d}] N: alloc {v['m_line']} size\n")
+        if i % 9 == 0 and i + 1 < len(vectors):
+            text.add(vectors[i]["m_line"] + " " + vectors[i + 1]["m_line"] + "\n")
+        if v.get("b_line") and i % 2 == 1:
+            bline.add(bytes([word]) + v["b_line"].encode())
+    for i, v in enumerate(jsonl("cbf-public.jsonl")):
+        if v["kind"] == "valid" and i % 5 == 0:
+            trans.add(bytes([(i & 2) | (i % 32) << 3]) + bytes.fromhex(v["swift_hex"]))
+    return blob, text, bline, trans
+
+
 def main():
-    for make in (cbf_seeds, cbf_encode_seeds, base64_seeds):
-        c = make()
+    made = [cbf_seeds(), cbf_encode_seeds(), base64_seeds(), *lws_seeds()]
+    for c in made:
         print(f"{os.path.relpath(c.dir, ROOT)}: {c.count} files")
+    print(f"total: {sum(c.count for c in made)} files")
     return 0
 
 

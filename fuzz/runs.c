@@ -50,6 +50,14 @@ static int same_frame(btp_frame a, btp_frame b)
     return a.kind == b.kind && a.value == b.value;
 }
 
+int fuzz_frames_equal(const btp_frame *a, const btp_frame *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!same_frame(a[i], b[i]))
+            return 0;
+    return 1;
+}
+
 int fuzz_runs_equal(const fuzz_runs *a, const fuzz_runs *b)
 {
     if (a->n != b->n)

@@ -21,6 +21,10 @@ typedef struct fuzz_runs {
     size_t n, cap;
 } fuzz_runs;
 
+/* a[0..n) and b[0..n) hold the same frames (compared field by field:
+ * the struct's padding is not part of a frame). */
+int fuzz_frames_equal(const btp_frame *a, const btp_frame *b, size_t n);
+
 /* Append count (> 0) copies of f, merging with the last run if equal. */
 void fuzz_runs_add(fuzz_runs *r, btp_frame f, fuzz_count count);
 void fuzz_runs_clear(fuzz_runs *r);
