@@ -16,6 +16,7 @@
  */
 #include "fuzz.h"
 #include "guard.h"
+#include "lws_check.h"
 #include "runs.h"
 
 #include <btpack/lws.h>
@@ -27,8 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    unsigned word_bits = (data[0] & 1) ? 64 : 32;
-    size_t max_frames = (data[0] & 0x40) ? (size_t)((data[0] >> 1) & 31) : BTP_LWS_MAX_FRAMES;
+    unsigned word_bits;
+    size_t max_frames;
+    fuzz_lws_options(data[0], &word_bits, &max_frames);
     size_t len = size - 1;
     const uint8_t *blob = fuzz_guard_copy(&in_guard, data + 1, len);
     uint64_t mask = btp_word_mask(word_bits);
