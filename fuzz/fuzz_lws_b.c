@@ -24,13 +24,12 @@ static fuzz_guard in_guard, out_guard, line_guard, exact_guard;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1)
-        return 0;
     unsigned word_bits;
-    size_t max_frames;
-    fuzz_lws_options(data[0], &word_bits, &max_frames);
-    size_t n = size - 1;
-    const char *text = (const char *)fuzz_guard_copy(&in_guard, data + 1, n);
+    size_t max_frames, n;
+    const char *text = (const char *)fuzz_lws_input(data, size, &in_guard, &word_bits,
+                                                    &max_frames, &n);
+    if (!text)
+        return 0;
     uint64_t mask = btp_word_mask(word_bits);
 
     btp_frame full[BTP_LWS_MAX_FRAMES];

@@ -26,13 +26,11 @@ static fuzz_guard in_guard, out_guard;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1)
-        return 0;
     unsigned word_bits;
-    size_t max_frames;
-    fuzz_lws_options(data[0], &word_bits, &max_frames);
-    size_t len = size - 1;
-    const uint8_t *blob = fuzz_guard_copy(&in_guard, data + 1, len);
+    size_t max_frames, len;
+    const uint8_t *blob = fuzz_lws_input(data, size, &in_guard, &word_bits, &max_frames, &len);
+    if (!blob)
+        return 0;
     uint64_t mask = btp_word_mask(word_bits);
 
     /* Reference: room for every frame a record can hold. */

@@ -9,10 +9,15 @@
 
 static fuzz_guard out_guard, text_guard, exact_guard, back_guard;
 
-void fuzz_lws_options(uint8_t b, unsigned *word_bits, size_t *max_frames)
+const uint8_t *fuzz_lws_input(const uint8_t *data, size_t size, fuzz_guard *guard,
+                              unsigned *word_bits, size_t *max_frames, size_t *len)
 {
-    *word_bits = (b & 1) ? 64 : 32;
-    *max_frames = (b & 0x40) ? (size_t)((b >> 1) & 31) : BTP_LWS_MAX_FRAMES;
+    if (size < 1)
+        return NULL;
+    *word_bits = (data[0] & 1) ? 64 : 32;
+    *max_frames = (data[0] & 0x40) ? (size_t)((data[0] >> 1) & 31) : BTP_LWS_MAX_FRAMES;
+    *len = size - 1;
+    return fuzz_guard_copy(guard, data + 1, size - 1);
 }
 
 size_t fuzz_lws_reencode(const btp_frame *frames, size_t depth, uint64_t alloc_size,

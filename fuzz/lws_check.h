@@ -7,6 +7,8 @@
 
 #include <btpack/lws.h>
 
+#include "guard.h"
+
 /*
  * Encode frames[0..depth) and alloc_size as an lws blob (flags:
  * BTP_LWS_ENC_*) into a buffer of exactly the size needed, ending at a guard
@@ -16,10 +18,12 @@
  * refusal allowed is BTP_E_UNREPRESENTABLE for a 64-bit frame with bit 63
  * set. Returns the blob's length, or 0 when it was refused.
  */
-/* The option byte the lws targets start with: bit 0 the word size (32 or
- * 64), bit 6 set: bits 1-5 give the caller's frame array size (0..31),
- * else 31. */
-void fuzz_lws_options(uint8_t b, unsigned *word_bits, size_t *max_frames);
+/* Split an lws target's input: an option byte (bit 0 the word size, 32 or
+ * 64; bit 6 set: bits 1-5 give the caller's frame array size 0..31, else
+ * 31) and the record, copied into `guard` so it ends at a guard page.
+ * Returns the record (*len bytes), or NULL for an empty input. */
+const uint8_t *fuzz_lws_input(const uint8_t *data, size_t size, fuzz_guard *guard,
+                              unsigned *word_bits, size_t *max_frames, size_t *len);
 
 size_t fuzz_lws_reencode(const btp_frame *frames, size_t depth, uint64_t alloc_size,
                          unsigned word_bits, unsigned flags);
