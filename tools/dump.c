@@ -20,9 +20,10 @@ static const char dump_help[] =
     "usage: btpack dump [--from hex|b64|cbf] [--strict] [IN]\n"
     "\n"
     "Disassemble CBF streams: one instruction per line with its byte offset\n"
-    "(decimal, from the start of the stream), raw bytes, mnemonic, operand and\n"
-    "the computed address. A fault is shown at its offset with the decoder's\n"
-    "cause; bytes after a stream's end/trunc are shown as trailing bytes.\n"
+    "(decimal: in the line's stream, or in the binary input), raw bytes,\n"
+    "mnemonic, operand and the computed address. A fault is shown at its\n"
+    "offset with the decoder's cause; bytes after a stream's end/trunc are\n"
+    "shown as trailing bytes.\n"
     "IN defaults to stdin.\n"
     "\n"
     "options:\n"
@@ -87,11 +88,12 @@ static uint64_t operand_value(const uint8_t *p, size_t n, int sign)
 /*
  * Disassemble the stream at p[0..len). `single`: the input holds this one
  * stream (hex/b64 line), so bytes after its end are trailing bytes; else the
- * next stream starts there. Returns BTP_END with *stop_out = the stream's
+ * next stream starts there. Offsets are shown plus `base` (the stream's
+ * position in a binary input). Returns BTP_END with *stop_out = the stream's
  * length, or the decoder's error with *stop_out = its byte offset.
  */
-static btp_status dump_stream(const uint8_t *p, size_t len, unsigned policy, int single,
-                              size_t *stop_out)
+static btp_status dump_stream(const uint8_t *p, size_t len, size_t base, unsigned policy,
+                              int single, size_t *stop_out)
 {
     btp_cbf_decoder d;
     btp_cbf_run run;
@@ -110,7 +112,7 @@ static btp_status dump_stream(const uint8_t *p, size_t len, unsigned policy, int
         bits = btp_cbf_decoder_word_bits(&d);
         mask = btp_word_mask(bits);
         snprintf(operand, sizeof operand, "v0 %u-bit", bits);
-        line_out(0, p, 1, "info", operand, "");
+        line_out(base, p, 1, "info", operand, "");
         pos = 1;
     }
     while (pos < stop) {
@@ -157,20 +159,20 @@ static btp_status dump_stream(const uint8_t *p, size_t len, unsigned policy, int
                 snprintf(addr, sizeof addr, "(%s 0x%llx)", trace_kind_name(last.kind),
                          (unsigned long long)last.value);
         }
-        line_out(pos, p + pos, n, mn, operand, addr);
+        line_out(base + pos, p + pos, n, mn, operand, addr);
         pos += n;
     }
     if (st != BTP_END) {
         size_t k = len - stop < 8 ? len - stop : 8;
         snprintf(operand, sizeof operand, "%s", btp_status_name(st));
-        line_out(stop, p + stop, k, "FAULT", operand, btp_strerror(st));
+        line_out(base + stop, p + stop, k, "FAULT", operand, btp_strerror(st));
         return st;
     }
     if (btp_cbf_decoder_terminator(&d) == BTP_CBF_TERM_NONE)
-        printf("%6zu  (input ends without end/trunc)\n", stop);
+        printf("%6zu  (input ends without end/trunc)\n", base + stop);
     if (single && stop < len) {
         snprintf(operand, sizeof operand, "%zu byte%s", len - stop, len - stop == 1 ? "" : "s");
-        line_out(stop, p + stop, len - stop, "trail", operand, "(ignored; --strict rejects)");
+        line_out(base + stop, p + stop, len - stop, "trail", operand, "(ignored; --strict rejects)");
     }
     return BTP_END;
 }
@@ -225,7 +227,7 @@ int cmd_dump(int argc, char **argv)
                 printf("# stream %llu at byte offset %zu\n", k, pos);
                 size_t used = 0;
                 btp_status st = dump_stream((const uint8_t *)bytes.data + pos, bytes.len - pos,
-                                            policy, 0, &used);
+                                            pos, policy, 0, &used);
                 if (st != BTP_END) {
                     src_loc loc = {.offset = pos + used, .has_offset = 1};
                     diag(DIAG_ERROR, in.name, &loc, "%s (%s); cannot find the next stream",
@@ -254,8 +256,8 @@ int cmd_dump(int argc, char **argv)
             }
             printf("# line %zu: %zu byte%s\n", lr.lineno, bytes.len, bytes.len == 1 ? "" : "s");
             size_t stop = 0;
-            btp_status st = dump_stream((const uint8_t *)bytes.data, bytes.len, cbf_policy(&opt),
-                                        1, &stop);
+            btp_status st = dump_stream((const uint8_t *)bytes.data, bytes.len, 0,
+                                        cbf_policy(&opt), 1, &stop);
             if (st != BTP_END) {
                 r.loc.offset = stop;
                 r.loc.has_offset = 1;
