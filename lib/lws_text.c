@@ -189,9 +189,10 @@ btp_status btp_lws_b_parse(const char *text, size_t n, unsigned word_bits, btp_f
     i++;
     const uint64_t mask = btp_word_mask(word_bits);
     if (size > mask) {
-        /* The x86_64 tool prints a 32-bit device's size >= 2^31
-         * sign-extended; its low 32 bits are the device's value. */
-        if (word_bits == 32 && (size >> 31) == 0x1ffffffffu) {
+        /* The x86_64 tool prints a 32-bit device's values >= 2^31
+         * sign-extended and computes deltas from those modulo 2^64; the
+         * low 32 bits are still the device's value. */
+        if (word_bits == 32 && (size >> 32) == 0xffffffffu) {
             size &= mask;
             info->folded++;
         } else {
@@ -223,7 +224,7 @@ btp_status btp_lws_b_parse(const char *text, size_t n, unsigned word_bits, btp_f
         if (i < n && !b_space((unsigned char)text[i]))
             return b_fail(info, BTP_E_SYNTAX, i);
         if (v > mask) {
-            if (word_bits == 32 && (v >> 31) == 0x1ffffffffu) {
+            if (word_bits == 32 && (v >> 32) == 0xffffffffu) {
                 v &= mask;
                 info->folded++;
             } else {

@@ -27,6 +27,12 @@ static const char convert_help[] =
     "  --keep-going      skip bad traces with a warning; exit status 1 at the end\n"
     "  --max-frames N    frames per trace after expanding repeats (default 1048576);\n"
     "                    more is an error\n"
+    "  --alloc-size N    allocation size of traces whose input has none (lws\n"
+    "                    writes one per record; default 0)\n"
+    "  --allow-truncated write truncated traces (CBF trunc) into lws/lws-b with a\n"
+    "                    warning instead of failing (lws cannot mark truncation)\n"
+    "  --lws-optimal     lws output: the smallest encoding instead of\n"
+    "                    libwebsockets' own choices (libwebsockets reads both)\n"
     "  -o, --output OUT  write to OUT instead of stdout\n"
     "  -h, --help        this help\n"
     "\n"
@@ -42,7 +48,9 @@ static const char convert_examples[] =
     "  echo 0218108f7f7f8000 | btpack convert --from hex --to json\n"
     "  btpack convert --from trace --to cbf -o out.cbf tests/data/corpus/sqlite3_i386.trace.xz\n"
     "  btpack convert --from cbf --to addrs out.cbf\n"
-    "  btpack convert --from addrs --to b64 --word-bits 32 stacks.txt\n";
+    "  btpack convert --from addrs --to b64 --word-bits 32 stacks.txt\n"
+    "  btpack convert --from lws --to lws-b device.log   (every ~m# record in a log)\n"
+    "  btpack convert --from lws --to json --word-bits 32 esp32.log\n";
 
 typedef struct convert_ctx {
     const format *to;
@@ -91,6 +99,9 @@ int cmd_convert(int argc, char **argv)
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
         {"max-frames", required_argument, NULL, 'm'},
+        {"alloc-size", required_argument, NULL, 'a'},
+        {"allow-truncated", no_argument, NULL, 'T'},
+        {"lws-optimal", no_argument, NULL, 'O'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
@@ -125,6 +136,18 @@ int cmd_convert(int argc, char **argv)
             if (cli_count_arg("convert", "--max-frames", optarg, &opt.max_frames) < 0)
                 return EXIT_USAGE;
             break;
+        case 'a':
+            if (parse_dec_u64(optarg, strlen(optarg), &opt.alloc_size) < 0)
+                return cli_usage_error("convert", "--alloc-size: `%s` is not a decimal number "
+                                       "0..2^64-1", optarg);
+            opt.alloc_size_set = 1;
+            break;
+        case 'T':
+            opt.allow_truncated = 1;
+            break;
+        case 'O':
+            opt.lws_optimal = 1;
+            break;
         case 'o':
             out_path = optarg;
             break;
@@ -146,7 +169,7 @@ int cmd_convert(int argc, char **argv)
 
     convert_ctx c = {.to = to, .out = stdout, .out_name = "<stdout>",
                      .in_name = input_name(optind < argc ? argv[optind] : NULL)};
-    c.w = (writer){.fmt = to, .opt = &opt};
+    c.w = (writer){.fmt = to, .opt = &opt, .in_name = c.in_name};
     if (out_path && strcmp(out_path, "-") != 0) {
         c.out = fopen(out_path, "wb");
         c.out_name = out_path;

@@ -22,6 +22,10 @@ typedef struct cli_options {
     int strict;          /* --strict: strict CBF policy */
     int keep_going;      /* --keep-going: skip bad records */
     size_t max_frames;   /* --max-frames: frames per trace after expanding runs */
+    int alloc_size_set;  /* --alloc-size given: */
+    uint64_t alloc_size; /* the size of traces whose input has none (lws default 0) */
+    int allow_truncated; /* --allow-truncated: write truncated traces into lws anyway */
+    int lws_optimal;     /* --lws-optimal: smallest lws encoding, not libwebsockets' */
 } cli_options;
 
 #define CLI_DEFAULT_MAX_FRAMES ((size_t)1 << 20)
@@ -43,12 +47,15 @@ typedef struct reader {
     src_loc err_loc;
     char msg[320];
     int fatal;                 /* the input cannot be read any further */
+    int more;                  /* read_line: the line holds another record; call
+                                  again with the same line (set per call) */
 } reader;
 
 typedef struct writer {
     const struct format *fmt;
     const cli_options *opt;
     void *state;               /* the format's own, from its begin() */
+    const char *in_name;       /* the input's name, for warnings */
     src_loc err_loc;
     char msg[320];
 } writer;

@@ -49,6 +49,8 @@ int read_traces(const format *fmt, const cli_options *opt, const char *path, tra
     trace t;
     strbuf bytes = STRBUF_INIT, whole = STRBUF_INIT;
     line_reader lr;
+    const char *line = NULL;
+    size_t len = 0;
     unsigned long long bad = 0, count = 0;
     int failed = 0;
 
@@ -76,17 +78,20 @@ int read_traces(const format *fmt, const cli_options *opt, const char *path, tra
             if (rc == 0)
                 break;
         } else {
-            const char *line;
-            size_t len;
-            int got = lines_next(&lr, &line, &len);
-            if (got < 0) {
-                failed = 1;
-                break;
+            /* A format with several records on a line (lws) gets the same
+             * line again while it says there are more. */
+            if (!r.more) {
+                int got = lines_next(&lr, &line, &len);
+                if (got < 0) {
+                    failed = 1;
+                    break;
+                }
+                if (got == 0)
+                    break;
+                if (line_is_blank(line, len))
+                    continue;
             }
-            if (got == 0)
-                break;
-            if (line_is_blank(line, len))
-                continue;
+            r.more = 0;
             r.loc = (src_loc){.line = lr.lineno};
             rc = read_one_line(&r, line, len, &t, &bytes);
             if (rc == 0)
@@ -98,6 +103,10 @@ int read_traces(const format *fmt, const cli_options *opt, const char *path, tra
                 break;
             }
             continue;
+        }
+        if (!t.has_alloc_size && opt->alloc_size_set) {
+            t.has_alloc_size = 1;
+            t.alloc_size = opt->alloc_size;
         }
         progress_tick(++count, "records");
         int s = sink(ctx, &t);

@@ -199,8 +199,9 @@ BTP_API btp_status btp_lws_b_format(const btp_frame *frames, size_t n, uint64_t 
  * word_bits 64: values of the form 0xffffffff8xxxxxxx (what libwebsockets'
  * 64-bit tool prints for values it truncated) are kept and flagged in
  * info->suspect. word_bits 32: values the x86_64 tool sign-extended
- * (0xffffffff followed by a 32-bit value with bit 31 set) are folded back to
- * 32 bits and counted in info->folded.
+ * (0xffffffff in the high 32 bits; it sign-extends values >= 2^31 and
+ * computes deltas from them modulo 2^64, so the low 32 bits are still the
+ * device's value) are folded back to 32 bits and counted in info->folded.
  * Returns BTP_OK, BTP_E_SYNTAX (info->error_column), BTP_E_VALUE_TOO_WIDE (a
  * value beyond the word; error_column), BTP_E_DEPTH_TOO_LARGE (more than 31
  * frames, which the tool never prints; error_column), BTP_E_LIMIT (more

@@ -6,6 +6,7 @@
 #include <string.h>
 
 extern const format fmt_json, fmt_hex, fmt_b64, fmt_cbf, fmt_addrs, fmt_trace;
+extern const format fmt_lws, fmt_lws_b;
 
 static const format *const formats[] = {
     &fmt_json,
@@ -14,6 +15,8 @@ static const format *const formats[] = {
     &fmt_cbf,
     &fmt_addrs,
     &fmt_trace,
+    &fmt_lws,
+    &fmt_lws_b,
 };
 
 const format *format_find(const char *name)

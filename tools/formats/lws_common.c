@@ -1,0 +1,57 @@
+/* Shared by the lws and lws-b formats (see lws_common.h). */
+#include "lws_common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "diag.h"
+
+int lws_check_trace(writer *w, const trace *t, uint64_t *size)
+{
+    size_t addr_kinds = 0;
+    if (t->word_bits != 32 && t->word_bits != 64)
+        return wr_error(w, "lws records hold 32- or 64-bit words, not %u-bit", t->word_bits);
+    if (t->n > BTP_LWS_MAX_FRAMES)
+        return wr_error(w, "%zu frames: lws records hold at most %d (%s)", t->n,
+                        BTP_LWS_MAX_FRAMES, btp_status_name(BTP_E_DEPTH_TOO_LARGE));
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->frames[i].kind == BTP_FRAME_OMIT)
+            return wr_error(w, "frame %zu omits %llu frames: lws cannot say frames are missing",
+                            i + 1, (unsigned long long)t->frames[i].value);
+        if (t->frames[i].kind != BTP_FRAME_RA)
+            addr_kinds++;
+    }
+    if (t->truncated && !w->opt->allow_truncated)
+        return wr_error(w, "the trace is truncated and lws cannot mark that "
+                           "(--allow-truncated writes the frames present)");
+    if (t->truncated)
+        diag(DIAG_WARNING, w->in_name, &t->loc, "truncated trace written without its mark");
+    if (addr_kinds)
+        diag(DIAG_WARNING, w->in_name, &t->loc,
+             "%zu pc/async frame%s written as plain addresses (lws frames read back as ra)",
+             addr_kinds, addr_kinds == 1 ? "" : "s");
+    *size = t->has_alloc_size ? t->alloc_size : w->opt->alloc_size;
+    return 0;
+}
+
+void lws_warn_info(reader *r, size_t column, const btp_lws_info *info)
+{
+    if (info->suspect & ~BTP_LWS_SUSPECT_SIZE) {
+        char list[160];
+        size_t o = 0;
+        for (size_t i = 0; i < BTP_LWS_MAX_FRAMES && o + 8 < sizeof list; i++)
+            if (info->suspect >> i & 1)
+                o += (size_t)snprintf(list + o, sizeof list - o, "%s%zu", o ? "," : "", i + 1);
+        diag(DIAG_WARNING, r->name, &r->loc,
+             "column %zu: frame%s %s show%s libwebsockets' 64-bit truncation (only the low 31 "
+             "bits are reliable)", column, strchr(list, ',') ? "s" : "", list,
+             strchr(list, ',') ? "" : "s");
+    }
+    if (info->suspect & BTP_LWS_SUSPECT_SIZE)
+        diag(DIAG_WARNING, r->name, &r->loc,
+             "column %zu: the allocation size shows libwebsockets' 64-bit truncation", column);
+    if (info->folded)
+        diag(DIAG_WARNING, r->name, &r->loc,
+             "column %zu: %u sign-extended value%s folded back to 32 bits", column,
+             info->folded, info->folded == 1 ? "" : "s");
+}
