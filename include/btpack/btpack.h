@@ -141,5 +141,6 @@ static inline int btp_frame_is_address(btp_frame f)
 #include <btpack/base64.h>
 #include <btpack/cbf.h>
 #include <btpack/lws.h>
+#include <btpack/log.h>
 
 #endif

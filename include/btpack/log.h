@@ -1,0 +1,269 @@
+/*
+ * Trace logs: many allocation/free events with their backtraces in one file.
+ *
+ * The byte layout is specified in spec/log.md. In short: a file header
+ * (magic, version, word size, limits), then self-delimiting blocks, each
+ * with a header CRC and a payload CRC, optionally zlib-compressed. Stacks
+ * live in a call tree (stacks sharing outer frames share nodes; new frames
+ * are stored as CBF); a record refers to its stack by number, so a repeated
+ * stack costs a reference. Pointers, sizes and frees are modelled so that
+ * zlib has little left to do.
+ *
+ * Writer: appends records, buffers one block (bounded memory), writes each
+ * block once and never rewrites it. Its memory is bounded by the block size,
+ * the live-allocation cap and the dictionary cap (past which a new segment
+ * with a fresh dictionary starts).
+ *
+ * Reader: reads a log held in memory (e.g. mmap), record by record. A log
+ * cut at any byte yields every record of every complete block, then
+ * BTP_E_TRUNCATED_FILE. A damaged block is reported with its byte offset;
+ * with BTP_LOG_KEEP_GOING the reader then goes on, and what it cannot know
+ * any more is flagged on each record (BTP_LOG_REC_*_UNKNOWN), never guessed.
+ *
+ * Threading: a writer or reader must not be used from two threads at once;
+ * distinct objects are independent. Nothing here is async-signal-safe (the
+ * writer allocates its dictionary).
+ */
+#ifndef BTPACK_LOG_H
+#define BTPACK_LOG_H
+
+#include <btpack/btpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Limits fixed by the format (spec/log.md). */
+#define BTP_LOG_MAX_DEPTH 4096u          /* frames per stack */
+#define BTP_LOG_MAX_NODES_LIMIT (1u << 24) /* largest dictionary a reader accepts */
+#define BTP_LOG_MAX_LIVE_LIMIT (1u << 24)  /* largest live-allocation table */
+#define BTP_LOG_MAX_BLOCK (4u << 20)       /* largest block payload, raw or stored */
+
+typedef enum btp_log_kind {
+    BTP_LOG_ALLOC = 0, /* `m size ptr stack` */
+    BTP_LOG_FREE = 1   /* `f ptr` */
+} btp_log_kind;
+
+/* ------------------------------------------------------------------ */
+/* Writer                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Where the writer's bytes go: called with each complete piece in order.
+ * Return BTP_OK, or any error status, which the writer returns to its
+ * caller (the log is then unusable). */
+typedef btp_status (*btp_log_sink_fn)(void *ctx, const void *data, size_t len);
+
+enum {
+    BTP_LOG_WRITE_NO_ZLIB = 1u << 0 /* store blocks uncompressed */
+};
+
+typedef struct btp_log_writer_options {
+    unsigned word_bits;   /* 16, 32 or 64: frame addresses must fit */
+    unsigned flags;       /* BTP_LOG_WRITE_* */
+    int zlib_level;       /* 1..9 (default 9) */
+    size_t block_bytes;   /* flush a block when its raw payload reaches this
+                             (default 256 KiB, at most BTP_LOG_MAX_BLOCK/2) */
+    uint32_t max_nodes;   /* dictionary cap in tree nodes (default 1<<20,
+                             at most BTP_LOG_MAX_NODES_LIMIT) */
+    uint32_t max_live;    /* live allocations remembered for coding frees
+                             (default 1<<20, at most BTP_LOG_MAX_LIVE_LIMIT) */
+} btp_log_writer_options;
+
+/* Fill *opt with the defaults for word_bits. */
+BTP_API void btp_log_writer_options_init(btp_log_writer_options *opt, unsigned word_bits);
+
+typedef struct btp_log_writer btp_log_writer; /* opaque: it owns a dictionary */
+
+/*
+ * Create a writer and write the file header through the sink (an fd
+ * variant is below). opt may be NULL for 64-bit defaults.
+ * Returns BTP_OK with *out set, BTP_E_INVALID_ARGUMENT (NULL out/sink, bad
+ * word size or option), BTP_E_OUT_OF_MEMORY, BTP_E_UNSUPPORTED (zlib asked
+ * for in a build without it: pass BTP_LOG_WRITE_NO_ZLIB), or the sink's error.
+ * On error *out is NULL and nothing needs freeing.
+ */
+BTP_API btp_status btp_log_writer_open(btp_log_writer **out, btp_log_sink_fn sink, void *ctx,
+                                       const btp_log_writer_options *opt);
+
+/* Same, writing to a file descriptor (write(2), retried on EINTR and short
+ * writes; a failed write gives BTP_E_IO). The fd is not closed. */
+BTP_API btp_status btp_log_writer_open_fd(btp_log_writer **out, int fd,
+                                          const btp_log_writer_options *opt);
+
+/*
+ * Store a named piece of metadata (e.g. "maps": /proc/PID/maps text,
+ * "comment": header comment lines) in its own block. Pending records are
+ * flushed first so the order in the file is the order of calls.
+ * key: 1..255 bytes; data: up to BTP_LOG_MAX_BLOCK/2 bytes.
+ * Returns BTP_OK, BTP_E_INVALID_ARGUMENT, BTP_E_OUT_OF_MEMORY, or an
+ * output error (sink status, BTP_E_ZLIB).
+ */
+BTP_API btp_status btp_log_writer_meta(btp_log_writer *w, const char *key, const void *data,
+                                       size_t len);
+
+/*
+ * Append an allocation of `size` bytes at `ptr` with its stack
+ * frames[0..n), innermost first (n may be 0). Frames are PC/RA/ASYNC
+ * addresses or OMIT counts, fitting the word size.
+ * Returns BTP_OK, BTP_E_LIMIT (n > BTP_LOG_MAX_DEPTH), BTP_E_VALUE_TOO_WIDE
+ * or BTP_E_INVALID_ARGUMENT (a frame the word size or CBF cannot hold;
+ * nothing appended), BTP_E_OUT_OF_MEMORY, or an output error from a block
+ * flushed on the way (then the writer is unusable: every later call
+ * returns that error).
+ */
+BTP_API btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
+                                        const btp_frame *frames, size_t n);
+
+/* Append a free of `ptr`. Same returns as btp_log_writer_alloc(). */
+BTP_API btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr);
+
+/* Write the pending records as a block now (nothing if none). */
+BTP_API btp_status btp_log_writer_flush(btp_log_writer *w);
+
+/*
+ * Flush, write the end block (which tells readers the log is complete) and
+ * free the writer (always, even on error). NULL is accepted.
+ * Returns BTP_OK or the first error the writer met.
+ */
+BTP_API btp_status btp_log_writer_close(btp_log_writer *w);
+
+/* Free the writer without writing an end block (a reader then reports the
+ * log as truncated after its last block). NULL is accepted. */
+BTP_API void btp_log_writer_abandon(btp_log_writer *w);
+
+/* ------------------------------------------------------------------ */
+/* Reader                                                               */
+/* ------------------------------------------------------------------ */
+
+enum {
+    /* After a damaged block, report it once and go on with the next one. */
+    BTP_LOG_KEEP_GOING = 1u << 0
+};
+
+/* Flags on a record (only ever set after damage, in keep-going mode). */
+enum {
+    BTP_LOG_REC_PTR_UNKNOWN = 1u << 0,  /* ptr is not known (0 given) */
+    BTP_LOG_REC_STACK_UNKNOWN = 1u << 1  /* the stack is not known (no frames given) */
+};
+
+typedef struct btp_log_record {
+    btp_log_kind kind;
+    unsigned flags;          /* BTP_LOG_REC_* */
+    uint64_t index;          /* 0-based position of the record in the log */
+    uint64_t size;           /* ALLOC: requested size */
+    uint64_t ptr;            /* the pointer allocated or freed */
+    const btp_frame *frames; /* ALLOC: the stack, innermost first; valid until
+                                the next call on the reader */
+    size_t n_frames;
+    uint32_t segment;        /* segment the record is in */
+    uint32_t stack_id;       /* ALLOC: stack number within the segment (equal
+                                numbers in one segment = equal stacks) */
+} btp_log_record;
+
+typedef struct btp_log_reader btp_log_reader; /* opaque: it rebuilds the dictionary */
+
+/*
+ * Open the log buf[0..len) (it must stay valid and unchanged while the
+ * reader is used) and read its file header and the metadata blocks that
+ * come before the first record block.
+ * Returns BTP_OK with *out set; BTP_E_BAD_MAGIC; BTP_E_BAD_LOG_VERSION (a
+ * version, flag or limit this reader does not know); BTP_E_CHECKSUM (file
+ * header damaged); BTP_E_TRUNCATED_FILE (shorter than a file header);
+ * BTP_E_INVALID_ARGUMENT; BTP_E_OUT_OF_MEMORY. Errors in the leading
+ * metadata blocks are not returned here: the first btp_log_reader_next()
+ * reports them.
+ */
+BTP_API btp_status btp_log_reader_open(btp_log_reader **out, const void *buf, size_t len,
+                                       unsigned flags);
+
+/* Free the reader. NULL is accepted. */
+BTP_API void btp_log_reader_close(btp_log_reader *r);
+
+/* The log's word size in bits. */
+BTP_API unsigned btp_log_reader_word_bits(const btp_log_reader *r);
+
+/*
+ * The next record. Returns:
+ *  BTP_OK     *rec is filled.
+ *  BTP_END    the end block was reached (the log is complete).
+ *  BTP_E_TRUNCATED_FILE  the log ends inside a block or has no end block:
+ *             everything of every complete block was returned before.
+ *  BTP_E_CHECKSUM  a block header or payload fails its CRC.
+ *  BTP_E_CORRUPT   a block's contents are inconsistent (bad reference,
+ *             counts that disagree, bad varint or CBF, ...).
+ *  BTP_E_BAD_LOG_VERSION  a block kind or flag this reader does not know.
+ *  BTP_E_NO_ZLIB   a compressed block, and this build has no zlib.
+ *  BTP_E_ZLIB      zlib could not inflate a block.
+ *  BTP_E_OUT_OF_MEMORY.
+ * The offset of the block at fault is given by btp_log_reader_error_offset().
+ * No record of a damaged block is returned. Without BTP_LOG_KEEP_GOING
+ * errors are sticky. With it, the next call goes on after the damaged block
+ * (by the block's length when its header is sound, else by scanning for the
+ * next sound block header), and records whose pointer or stack
+ * depended on lost data carry BTP_LOG_REC_*_UNKNOWN flags.
+ * Memory is bounded by the log's limits and block sizes (header fields are
+ * checked against BTP_LOG_* limits before they size anything).
+ */
+BTP_API btp_status btp_log_reader_next(btp_log_reader *r, btp_log_record *rec);
+
+/* Byte offset in the log of the block (or header) the last error is about. */
+BTP_API uint64_t btp_log_reader_error_offset(const btp_log_reader *r);
+
+/* Records known to be lost so far (in damaged blocks), from the counts in
+ * the next sound block header. */
+BTP_API uint64_t btp_log_reader_lost_records(const btp_log_reader *r);
+
+/*
+ * Go to block number `block` (0-based, counting every block in the file):
+ * the next btp_log_reader_next() returns that block's first record. The
+ * reader re-reads the blocks of the segment before it (dictionary and live
+ * allocations depend on them) without returning their records.
+ * Returns BTP_OK, BTP_END (fewer blocks), or an error met on the way (as
+ * btp_log_reader_next()). Clears a sticky error.
+ */
+BTP_API btp_status btp_log_reader_seek_block(btp_log_reader *r, uint64_t block);
+
+/* Metadata seen so far (all of it once the reader reached the end).
+ * Returns BTP_OK with key (NUL-terminated) and data (not NUL-terminated;
+ * both valid until the reader is closed), or BTP_END when i is past the
+ * last one. */
+BTP_API btp_status btp_log_reader_meta(const btp_log_reader *r, size_t i, const char **key,
+                                       const void **data, size_t *len);
+
+/* Find metadata by key (the first with that key). BTP_OK or BTP_END. */
+BTP_API btp_status btp_log_reader_meta_find(const btp_log_reader *r, const char *key,
+                                            const void **data, size_t *len);
+
+/* Sections of a record block, for statistics (spec/log.md). */
+enum {
+    BTP_LOG_SEC_DICT = 0, /* new stacks: parent node + CBF of new frames */
+    BTP_LOG_SEC_TAGS,     /* one byte per record */
+    BTP_LOG_SEC_STACKS,   /* stack references */
+    BTP_LOG_SEC_SIZES,    /* allocation sizes */
+    BTP_LOG_SEC_PTRS,     /* allocation pointer deltas */
+    BTP_LOG_SEC_FREES,    /* free ranks and literal pointers */
+    BTP_LOG_SEC_COUNT
+};
+
+typedef struct btp_log_stats {
+    uint64_t file_bytes;      /* bytes read so far (header + blocks) */
+    uint64_t header_bytes;    /* file header + block headers */
+    uint64_t meta_bytes;      /* stored bytes of metadata blocks */
+    uint64_t record_bytes;    /* stored bytes of record blocks */
+    uint64_t raw_section_bytes[BTP_LOG_SEC_COUNT]; /* before zlib */
+    uint64_t blocks, record_blocks, segments;
+    uint64_t records, allocs, frees;
+    uint64_t stacks, nodes;   /* summed over segments */
+} btp_log_stats;
+
+/* Statistics of what was read so far. */
+BTP_API void btp_log_reader_stats(const btp_log_reader *r, btp_log_stats *st);
+
+/* Whether this build can read and write zlib-compressed blocks. */
+BTP_API int btp_log_have_zlib(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

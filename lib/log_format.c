@@ -1,0 +1,206 @@
+/* Trace log headers, buffers and the zlib wrappers (spec/log.md). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "btp_config.h"
+#include "crc32.h"
+#include "log_format.h"
+
+#if BTP_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+const uint8_t btp_log_magic[8] = {0x89, 'B', 'T', 'P', 'L', 'O', 'G', '\n'};
+const uint8_t btp_log_sync[4] = {'B', 'T', 'L', 'B'};
+
+static void put16(uint8_t *p, unsigned v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static unsigned get16(const uint8_t *p)
+{
+    return (unsigned)p[0] | (unsigned)p[1] << 8;
+}
+static uint32_t get32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+void log_file_header_pack(uint8_t out[LOG_FILE_HEADER_SIZE], const log_file_header *h)
+{
+    memset(out, 0, LOG_FILE_HEADER_SIZE);
+    memcpy(out, btp_log_magic, 8);
+    out[8] = (uint8_t)h->version;
+    out[9] = (uint8_t)h->word_bits;
+    put16(out + 10, h->flags);
+    put32(out + 12, h->max_nodes);
+    put32(out + 16, h->max_live);
+    put32(out + 28, btp_crc32_update(0, out, 28));
+}
+
+btp_status log_file_header_parse(const uint8_t in[LOG_FILE_HEADER_SIZE], log_file_header *h)
+{
+    if (memcmp(in, btp_log_magic, 8) != 0)
+        return BTP_E_BAD_MAGIC;
+    if (get32(in + 28) != btp_crc32_update(0, in, 28))
+        return BTP_E_CHECKSUM;
+    h->version = in[8];
+    h->word_bits = in[9];
+    h->flags = get16(in + 10);
+    h->max_nodes = get32(in + 12);
+    h->max_live = get32(in + 16);
+    if (h->version != LOG_VERSION || !btp_word_bits_valid(h->word_bits) || h->flags != 0 ||
+        h->max_nodes > BTP_LOG_MAX_NODES_LIMIT || h->max_live > BTP_LOG_MAX_LIVE_LIMIT ||
+        h->max_live == 0)
+        return BTP_E_BAD_LOG_VERSION;
+    for (int i = 20; i < 28; i++)
+        if (in[i] != 0)
+            return BTP_E_BAD_LOG_VERSION;
+    return BTP_OK;
+}
+
+void log_block_header_pack(uint8_t out[LOG_BLOCK_HEADER_SIZE], const log_block_header *h)
+{
+    memset(out, 0, LOG_BLOCK_HEADER_SIZE);
+    memcpy(out, btp_log_sync, 4);
+    out[4] = (uint8_t)h->kind;
+    out[5] = (uint8_t)h->flags;
+    put32(out + 8, h->stored_len);
+    put32(out + 12, h->raw_len);
+    put32(out + 16, h->segment);
+    put32(out + 20, h->records);
+    put64(out + 24, h->block_index);
+    put64(out + 32, h->first_record);
+    put32(out + 40, h->stacks_before);
+    put32(out + 44, h->stacks_added);
+    put32(out + 48, h->nodes_before);
+    put32(out + 52, h->nodes_added);
+    put32(out + 56, h->live_before);
+    put32(out + 60, h->payload_crc);
+    put32(out + 68, btp_crc32_update(0, out, 68));
+}
+
+btp_status log_block_header_parse(const uint8_t in[LOG_BLOCK_HEADER_SIZE], log_block_header *h)
+{
+    if (memcmp(in, btp_log_sync, 4) != 0 || get32(in + 68) != btp_crc32_update(0, in, 68))
+        return BTP_E_CHECKSUM;
+    h->kind = in[4];
+    h->flags = in[5];
+    h->stored_len = get32(in + 8);
+    h->raw_len = get32(in + 12);
+    h->segment = get32(in + 16);
+    h->records = get32(in + 20);
+    h->block_index = get64(in + 24);
+    h->first_record = get64(in + 32);
+    h->stacks_before = get32(in + 40);
+    h->stacks_added = get32(in + 44);
+    h->nodes_before = get32(in + 48);
+    h->nodes_added = get32(in + 52);
+    h->live_before = get32(in + 56);
+    h->payload_crc = get32(in + 60);
+    if (h->kind < LOG_BLOCK_META || h->kind > LOG_BLOCK_END || (h->flags & ~LOG_BF_KNOWN) ||
+        get16(in + 6) != 0 || get32(in + 64) != 0)
+        return BTP_E_BAD_LOG_VERSION;
+    if (h->stored_len > BTP_LOG_MAX_BLOCK || h->raw_len > BTP_LOG_MAX_BLOCK ||
+        (!(h->flags & LOG_BF_ZLIB) && h->stored_len != h->raw_len))
+        return BTP_E_CORRUPT;
+    return BTP_OK;
+}
+
+int log_buf_reserve(log_buf *b, size_t extra)
+{
+    if (b->oom)
+        return 0;
+    if (b->cap - b->len >= extra)
+        return 1;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->len < extra) {
+        if (cap > SIZE_MAX / 2) {
+            b->oom = 1;
+            return 0;
+        }
+        cap *= 2;
+    }
+    uint8_t *p = realloc(b->p, cap);
+    if (!p) {
+        b->oom = 1;
+        return 0;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 1;
+}
+
+void log_buf_put(log_buf *b, const void *data, size_t len)
+{
+    if (len && log_buf_reserve(b, len)) {
+        memcpy(b->p + b->len, data, len);
+        b->len += len;
+    }
+}
+
+void log_buf_free(log_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+int btp_log_have_zlib(void)
+{
+    return BTP_HAVE_ZLIB;
+}
+
+btp_status log_deflate(const uint8_t *in, size_t len, int level, log_buf *out)
+{
+#if BTP_HAVE_ZLIB
+    uLongf cap = compressBound((uLong)len);
+    out->len = 0;
+    if (!log_buf_reserve(out, cap))
+        return BTP_E_OUT_OF_MEMORY;
+    if (compress2(out->p, &cap, in, (uLong)len, level) != Z_OK)
+        return BTP_E_ZLIB;
+    out->len = cap;
+    return BTP_OK;
+#else
+    (void)in, (void)len, (void)level, (void)out;
+    return BTP_E_UNSUPPORTED;
+#endif
+}
+
+btp_status log_inflate(const uint8_t *in, size_t len, uint8_t *out, size_t raw_len)
+{
+#if BTP_HAVE_ZLIB
+    uLongf got = raw_len;
+    uLong used = len;
+    /* uncompress2 reports a stream that does not fill out exactly, and
+     * one with bytes left over, as errors: both mean corruption. */
+    int rc = uncompress2(out, &got, in, &used);
+    if (rc != Z_OK || got != raw_len || used != len)
+        return rc == Z_MEM_ERROR ? BTP_E_OUT_OF_MEMORY : BTP_E_ZLIB;
+    return BTP_OK;
+#else
+    (void)in, (void)len, (void)out, (void)raw_len;
+    return BTP_E_NO_ZLIB;
+#endif
+}

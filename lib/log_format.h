@@ -1,0 +1,148 @@
+/* Trace log byte layout shared by the writer and the reader (spec/log.md). */
+#ifndef BTPACK_LOG_FORMAT_H
+#define BTPACK_LOG_FORMAT_H
+
+#include <btpack/log.h>
+
+#define LOG_FILE_HEADER_SIZE 32u
+#define LOG_BLOCK_HEADER_SIZE 72u
+#define LOG_VERSION 1u
+
+extern const uint8_t btp_log_magic[8];  /* file magic */
+extern const uint8_t btp_log_sync[4];   /* block sync marker "BTLB" */
+
+enum {
+    LOG_BLOCK_META = 1,
+    LOG_BLOCK_RECORDS = 2,
+    LOG_BLOCK_END = 3
+};
+enum {
+    LOG_BF_ZLIB = 1u << 0,          /* payload is a zlib stream */
+    LOG_BF_SEGMENT_START = 1u << 1, /* fresh dictionary and live table */
+    LOG_BF_KNOWN = LOG_BF_ZLIB | LOG_BF_SEGMENT_START
+};
+
+/* Record tags (one byte per record, spec/log.md "Record tags"). */
+enum {
+    TAG_FREE = 1u << 0,
+    TAG_SIZE_SAME = 1u << 1, /* alloc: same size as the last alloc of this stack in the block */
+    TAG_BIN_SHIFT = 2,       /* alloc: bits 2..7: 0 = pointer delta, k = bin entry k-1 */
+    TAG_BIN_MAX = 63,
+    TAG_RANK_SHIFT = 1,      /* free: bits 1..7: 0 = literal, k = rank k-1, 127 = escape */
+    TAG_RANK_ESC = 127
+};
+
+/* Model parameters fixed by the format. */
+#define LOG_BIN_DEPTH 16u    /* freed pointers remembered per size class */
+#define LOG_BIN_CLASSES 1024u /* size classes remembered per block */
+
+typedef struct log_file_header {
+    unsigned version, word_bits, flags;
+    uint32_t max_nodes, max_live;
+} log_file_header;
+
+typedef struct log_block_header {
+    unsigned kind, flags;
+    uint32_t stored_len, raw_len;
+    uint32_t segment;
+    uint64_t block_index;
+    uint64_t first_record;
+    uint32_t records;
+    uint32_t stacks_before, stacks_added;
+    uint32_t nodes_before, nodes_added;
+    uint32_t live_before;
+    uint32_t payload_crc;
+} log_block_header;
+
+void log_file_header_pack(uint8_t out[LOG_FILE_HEADER_SIZE], const log_file_header *h);
+/* BTP_OK, BTP_E_BAD_MAGIC, BTP_E_CHECKSUM, BTP_E_BAD_LOG_VERSION. */
+btp_status log_file_header_parse(const uint8_t in[LOG_FILE_HEADER_SIZE], log_file_header *h);
+
+void log_block_header_pack(uint8_t out[LOG_BLOCK_HEADER_SIZE], const log_block_header *h);
+/* BTP_OK; BTP_E_CHECKSUM (bad sync or header CRC); BTP_E_BAD_LOG_VERSION
+ * (unknown kind or flags); BTP_E_CORRUPT (lengths beyond the limits). */
+btp_status log_block_header_parse(const uint8_t in[LOG_BLOCK_HEADER_SIZE], log_block_header *h);
+
+/* Size class of an allocation size for the freed-pointer bins. */
+static inline uint64_t log_size_class(uint64_t size, unsigned word_bits)
+{
+    uint64_t s = size + word_bits / 8 + 15;
+    return s < size ? UINT64_MAX >> 4 : s >> 4;
+}
+
+/* ---- growable byte buffer and LEB128 ---------------------------------- */
+typedef struct log_buf {
+    uint8_t *p;
+    size_t len, cap;
+    int oom; /* sticky */
+} log_buf;
+
+int log_buf_reserve(log_buf *b, size_t extra);
+void log_buf_put(log_buf *b, const void *data, size_t len);
+static inline void log_buf_byte(log_buf *b, uint8_t v)
+{
+    if (b->len < b->cap || log_buf_reserve(b, 1))
+        b->p[b->len++] = v;
+}
+static inline void log_buf_varint(log_buf *b, uint64_t v)
+{
+    if (b->cap - b->len < 10 && !log_buf_reserve(b, 10))
+        return;
+    while (v >= 0x80) {
+        b->p[b->len++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    b->p[b->len++] = (uint8_t)v;
+}
+void log_buf_free(log_buf *b);
+
+static inline uint64_t log_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+static inline int64_t log_unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Bounded reader with a sticky error flag. */
+typedef struct log_rd {
+    const uint8_t *p;
+    size_t len, pos;
+    int bad;
+} log_rd;
+
+static inline uint64_t log_rd_varint(log_rd *r)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (r->pos >= r->len) {
+            r->bad = 1;
+            return 0;
+        }
+        uint8_t b = r->p[r->pos++];
+        if (shift == 63 && b > 1) { /* more than 64 bits */
+            r->bad = 1;
+            return 0;
+        }
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return v;
+    }
+    r->bad = 1;
+    return 0;
+}
+static inline int log_rd_byte(log_rd *r)
+{
+    if (r->pos >= r->len) {
+        r->bad = 1;
+        return 0;
+    }
+    return r->p[r->pos++];
+}
+
+/* zlib wrappers (BTP_E_NO_ZLIB / BTP_E_UNSUPPORTED without zlib). */
+btp_status log_deflate(const uint8_t *in, size_t len, int level, log_buf *out);
+btp_status log_inflate(const uint8_t *in, size_t len, uint8_t *out, size_t raw_len);
+
+#endif

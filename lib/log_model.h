@@ -1,0 +1,89 @@
+/* The state both ends of a trace log keep to code records (spec/log.md
+ * "Record model"): the live-allocation table frees refer to by rank, the
+ * per-block freed-pointer bins allocations refer to, and the per-block
+ * last size of each stack. Writer and reader run the same code so they
+ * cannot drift apart. */
+#ifndef BTPACK_LOG_MODEL_H
+#define BTPACK_LOG_MODEL_H
+
+#include "log_format.h"
+
+/* One live allocation. */
+typedef struct live_entry {
+    uint64_t seq;  /* allocation number: increasing along the slots */
+    uint64_t ptr;
+    uint64_t size;
+    uint8_t alive;
+    uint8_t known; /* reader: ptr is known */
+} live_entry;
+
+/* Live allocations in allocation order, with a Fenwick tree over the
+ * alive flags so that rank <-> slot is O(log n). Dead slots are squeezed
+ * out when the array is full. */
+typedef struct live_table {
+    live_entry *e;
+    int32_t *fen;   /* 1-based Fenwick tree over e[].alive */
+    uint32_t cap, end, count, first;
+} live_table;
+
+btp_status live_push(live_table *L, live_entry v);
+/* Slot of allocation `seq` if alive, else UINT32_MAX. */
+uint32_t live_find(const live_table *L, uint64_t seq);
+/* Number of alive entries newer than `slot`. */
+uint32_t live_rank(const live_table *L, uint32_t slot);
+/* Slot of the alive entry with `rank` newer ones (rank < count). */
+uint32_t live_at_rank(const live_table *L, uint32_t rank);
+void live_remove(live_table *L, uint32_t slot);
+/* Slot of the oldest alive entry (count > 0). */
+uint32_t live_oldest(live_table *L);
+void live_clear(live_table *L);
+void live_free(live_table *L);
+
+/* Freed pointers by size class, newest first; reset at every block. */
+typedef struct bin_entry {
+    uint64_t ptr;
+    uint8_t known;
+} bin_entry;
+typedef struct bin {
+    uint64_t cls;
+    uint32_t gen;
+    uint32_t n;
+    bin_entry v[LOG_BIN_DEPTH];
+} bin;
+
+typedef struct size_memo {
+    uint64_t size;
+    uint32_t gen;
+} size_memo;
+
+typedef struct log_model {
+    unsigned word_bits;
+    uint32_t max_live;
+    live_table live;
+    bin *bins;          /* 2 * LOG_BIN_CLASSES slots, open addressing on cls */
+    uint32_t bins_used; /* classes with a bin in this block */
+    uint32_t gen;       /* block generation: bins/memo entries of older gens are empty */
+    size_memo *memo;    /* by stack number */
+    uint32_t memo_cap;
+    uint64_t prev_ptr;
+    int prev_known;
+} log_model;
+
+btp_status log_model_init(log_model *m, unsigned word_bits, uint32_t max_live);
+void log_model_free(log_model *m);
+/* New block: empty bins and size memo, previous pointer 0. */
+void log_model_block(log_model *m);
+
+/* Bin of `cls`; with create, make one if fewer than LOG_BIN_CLASSES
+ * classes have one in this block. NULL if none. */
+bin *log_model_bin(log_model *m, uint64_t cls, int create);
+void bin_push(bin *b, uint64_t ptr, int known);
+/* Index (0 = newest) of ptr in b, or -1. */
+int bin_find(const bin *b, uint64_t ptr);
+bin_entry bin_take(bin *b, unsigned idx);
+
+/* Last size of stack `s` in this block: returns 1 and sets *size if any. */
+int log_model_memo_get(log_model *m, uint32_t s, uint64_t *size);
+btp_status log_model_memo_set(log_model *m, uint32_t s, uint64_t size);
+
+#endif

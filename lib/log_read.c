@@ -1,0 +1,646 @@
+/* Trace log reader (include/btpack/log.h, spec/log.md). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "calltree.h"
+#include "crc32.h"
+#include "log_format.h"
+#include "log_model.h"
+
+typedef struct meta_item {
+    char *key;
+    uint8_t *data;
+    size_t len;
+} meta_item;
+
+/* A record of the current block, decoded before any is returned so that a
+ * block is either delivered whole or not at all. */
+typedef struct drec {
+    uint64_t ptr, size;
+    uint32_t stack;  /* stack number (alloc) */
+    uint8_t kind, flags;
+} drec;
+
+struct btp_log_reader {
+    const uint8_t *buf;
+    size_t len;
+    unsigned flags;
+    log_file_header fh;
+    size_t pos;              /* next block header */
+    btp_status error;        /* sticky without KEEP_GOING; final errors always */
+    int final;               /* nothing more can come (end block or truncation) */
+    uint64_t err_off;
+    calltree tree;
+    log_model model;
+    uint8_t *raw;
+    size_t raw_cap;
+    drec *recs;
+    size_t recs_cap;
+    uint32_t n_recs, next_rec;
+    uint64_t block_first;    /* index of recs[0] */
+    uint32_t block_segment;
+    uint64_t next_index;     /* index the next block should start at */
+    uint32_t segment;
+    int have_segment;        /* tree/live hold a segment's state */
+    int uncertain;           /* a loss happened in this segment */
+    uint32_t unknown_live;   /* live allocations of the writer we do not know */
+    uint64_t lost;
+    uint64_t seq;
+    btp_frame *frames;
+    meta_item *meta;
+    size_t n_meta, cap_meta;
+    uint64_t meta_upto;      /* metadata of blocks below this index is stored */
+    btp_log_stats st;
+};
+
+static btp_status fail(btp_log_reader *r, btp_status st, uint64_t off)
+{
+    r->error = st;
+    r->err_off = off;
+    return st;
+}
+
+/* Something is lost: from here on in this segment, what depends on the
+ * past is unknown until a segment start. */
+static void lose(btp_log_reader *r)
+{
+    r->uncertain = 1;
+    live_clear(&r->model.live);
+    r->unknown_live = 0;
+}
+
+static btp_status add_meta(btp_log_reader *r, const uint8_t *p, size_t n)
+{
+    log_rd rd = {p, n, 0, 0};
+    uint64_t klen = log_rd_varint(&rd);
+    if (rd.bad || klen == 0 || klen > 255 || klen > n - rd.pos)
+        return BTP_E_CORRUPT;
+    size_t kpos = rd.pos;
+    rd.pos += (size_t)klen;
+    uint64_t dlen = log_rd_varint(&rd);
+    if (rd.bad || dlen != n - rd.pos)
+        return BTP_E_CORRUPT;
+    if (r->n_meta == r->cap_meta) {
+        size_t c = r->cap_meta ? r->cap_meta * 2 : 8;
+        meta_item *m = realloc(r->meta, c * sizeof *m);
+        if (!m)
+            return BTP_E_OUT_OF_MEMORY;
+        r->meta = m;
+        r->cap_meta = c;
+    }
+    meta_item it = {malloc((size_t)klen + 1), malloc(dlen ? (size_t)dlen : 1), (size_t)dlen};
+    if (!it.key || !it.data) {
+        free(it.key);
+        free(it.data);
+        return BTP_E_OUT_OF_MEMORY;
+    }
+    memcpy(it.key, p + kpos, (size_t)klen);
+    it.key[klen] = 0;
+    memcpy(it.data, p + rd.pos, (size_t)dlen);
+    r->meta[r->n_meta++] = it;
+    return BTP_OK;
+}
+
+/* Decode the dictionary section: new stacks. */
+static btp_status read_dict(btp_log_reader *r, log_rd *d)
+{
+    calltree *t = &r->tree;
+    while (d->pos < d->len) {
+        uint64_t parent = log_rd_varint(d);
+        if (d->bad || parent >= t->n_nodes)
+            return BTP_E_CORRUPT;
+        btp_cbf_decoder dec;
+        if (btp_cbf_decoder_init(&dec, d->p + d->pos, d->len - d->pos, BTP_CBF_POLICY_STRICT &
+                                 ~(unsigned)BTP_CBF_REJECT_TRAILING) != BTP_OK ||
+            btp_cbf_decoder_word_bits(&dec) != r->fh.word_bits)
+            return BTP_E_CORRUPT;
+        size_t depth = t->nodes[parent].depth, n = 0;
+        btp_cbf_run run;
+        btp_status st;
+        while ((st = btp_cbf_decoder_next(&dec, &run)) == BTP_OK) {
+            if (run.count > BTP_LOG_MAX_DEPTH - depth - n)
+                return BTP_E_CORRUPT;
+            for (uint64_t k = 0; k < run.count; k++)
+                r->frames[n++] = run.frame;
+        }
+        if (st != BTP_END || btp_cbf_decoder_terminator(&dec) != BTP_CBF_TERM_END)
+            return BTP_E_CORRUPT;
+        d->pos += btp_cbf_decoder_consumed(&dec);
+        if (t->n_nodes + n > r->fh.max_nodes)
+            return BTP_E_CORRUPT;
+        uint32_t node = (uint32_t)parent;
+        for (size_t i = n; i-- > 0;)
+            if ((st = calltree_add(t, node, r->frames[i], 1, &node)) != BTP_OK)
+                return st;
+        uint32_t sid;
+        if (t->n_stacks >= r->fh.max_nodes)
+            return BTP_E_CORRUPT;
+        if ((st = calltree_add_stack(t, node, &sid)) != BTP_OK)
+            return st;
+    }
+    return BTP_OK;
+}
+
+static btp_status push_live(btp_log_reader *r, uint64_t ptr, uint64_t size, int known)
+{
+    log_model *m = &r->model;
+    live_entry e = {r->seq++, ptr, size, 1, (uint8_t)known};
+    btp_status st = live_push(&m->live, e);
+    if (st != BTP_OK)
+        return st;
+    if ((uint64_t)m->live.count + r->unknown_live > m->max_live) {
+        if (r->unknown_live)
+            r->unknown_live--;
+        else
+            live_remove(&m->live, live_oldest(&m->live));
+    }
+    return BTP_OK;
+}
+
+/* Decode every record of a record block into r->recs. */
+static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
+{
+    log_model *m = &r->model;
+    int tainted = 0; /* a free of an unknown allocation went into an unknown bin */
+    log_model_block(m);
+    if (count > sec[BTP_LOG_SEC_TAGS].len)
+        return BTP_E_CORRUPT;
+    if (count > r->recs_cap) {
+        drec *p = realloc(r->recs, (size_t)count * sizeof *p);
+        if (!p)
+            return BTP_E_OUT_OF_MEMORY;
+        r->recs = p;
+        r->recs_cap = count;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        drec *d = &r->recs[i];
+        unsigned tag = (unsigned)log_rd_byte(&sec[BTP_LOG_SEC_TAGS]);
+        memset(d, 0, sizeof *d);
+        if (tag & TAG_FREE) {
+            d->kind = BTP_LOG_FREE;
+            unsigned field = tag >> TAG_RANK_SHIFT;
+            if (field == 0) {
+                d->ptr = log_rd_varint(&sec[BTP_LOG_SEC_FREES]);
+                continue;
+            }
+            uint64_t rank = field - 1;
+            if (field == TAG_RANK_ESC)
+                rank += log_rd_varint(&sec[BTP_LOG_SEC_FREES]);
+            if (sec[BTP_LOG_SEC_FREES].bad)
+                return BTP_E_CORRUPT;
+            if (rank < m->live.count) {
+                uint32_t slot = live_at_rank(&m->live, (uint32_t)rank);
+                live_entry e = m->live.e[slot];
+                live_remove(&m->live, slot);
+                d->ptr = e.known ? e.ptr : 0;
+                d->flags = e.known ? 0 : BTP_LOG_REC_PTR_UNKNOWN;
+                bin *b = log_model_bin(m, log_size_class(e.size, m->word_bits), 1);
+                if (b)
+                    bin_push(b, e.ptr, e.known);
+            } else if (rank < (uint64_t)m->live.count + r->unknown_live) {
+                r->unknown_live--;
+                d->flags = BTP_LOG_REC_PTR_UNKNOWN;
+                tainted = 1;
+            } else {
+                return BTP_E_CORRUPT;
+            }
+            continue;
+        }
+        d->kind = BTP_LOG_ALLOC;
+        uint64_t sid = log_rd_varint(&sec[BTP_LOG_SEC_STACKS]);
+        if (sec[BTP_LOG_SEC_STACKS].bad || sid >= r->tree.n_stacks)
+            return BTP_E_CORRUPT;
+        d->stack = (uint32_t)sid;
+        if (tag & TAG_SIZE_SAME) {
+            if (!log_model_memo_get(m, d->stack, &d->size))
+                return BTP_E_CORRUPT;
+        } else {
+            d->size = log_rd_varint(&sec[BTP_LOG_SEC_SIZES]);
+            if (sec[BTP_LOG_SEC_SIZES].bad)
+                return BTP_E_CORRUPT;
+        }
+        btp_status st = log_model_memo_set(m, d->stack, d->size);
+        if (st != BTP_OK)
+            return st;
+        unsigned k = tag >> TAG_BIN_SHIFT;
+        int known;
+        if (k) {
+            bin *b = log_model_bin(m, log_size_class(d->size, m->word_bits), 0);
+            if (tainted) {
+                known = 0;
+            } else {
+                if (!b || k > b->n)
+                    return BTP_E_CORRUPT;
+                bin_entry e = bin_take(b, k - 1);
+                d->ptr = e.ptr;
+                known = e.known;
+            }
+        } else {
+            uint64_t delta = log_rd_varint(&sec[BTP_LOG_SEC_PTRS]);
+            if (sec[BTP_LOG_SEC_PTRS].bad)
+                return BTP_E_CORRUPT;
+            d->ptr = m->prev_ptr + (uint64_t)log_unzigzag(delta);
+            known = m->prev_known;
+        }
+        m->prev_ptr = d->ptr;
+        m->prev_known = known;
+        if (!known) {
+            d->flags |= BTP_LOG_REC_PTR_UNKNOWN;
+            d->ptr = 0;
+        }
+        if ((st = push_live(r, d->ptr, d->size, known)) != BTP_OK)
+            return st;
+    }
+    for (int i = 0; i < BTP_LOG_SEC_COUNT; i++)
+        if (sec[i].bad || sec[i].pos != sec[i].len)
+            return BTP_E_CORRUPT;
+    return BTP_OK;
+}
+
+/* Bring the segment state in line with a sound record block header; in
+ * keep-going mode fill what was lost with unknowns. */
+static btp_status enter_block(btp_log_reader *r, const log_block_header *h)
+{
+    int keep = r->flags & BTP_LOG_KEEP_GOING;
+    calltree *t = &r->tree;
+    if (h->flags & LOG_BF_SEGMENT_START) {
+        if (h->nodes_before != 1 || h->stacks_before != 0 || h->live_before != 0)
+            return BTP_E_CORRUPT;
+        calltree_reset(t);
+        live_clear(&r->model.live);
+        r->uncertain = 0;
+        r->unknown_live = 0;
+        r->seq = 0;
+        r->segment = h->segment;
+        r->have_segment = 1;
+    } else if (!r->have_segment || h->segment != r->segment) {
+        if (!keep)
+            return BTP_E_CORRUPT;
+        calltree_reset(t);
+        lose(r);
+        r->segment = h->segment;
+        r->have_segment = 1;
+    }
+    if (h->nodes_before > r->fh.max_nodes || h->nodes_added > r->fh.max_nodes - h->nodes_before ||
+        h->stacks_before > r->fh.max_nodes || h->stacks_added > r->fh.max_nodes - h->stacks_before)
+        return BTP_E_CORRUPT;
+    if (t->n_nodes != h->nodes_before || t->n_stacks != h->stacks_before) {
+        if (!keep || t->n_nodes > h->nodes_before || t->n_stacks > h->stacks_before)
+            return BTP_E_CORRUPT;
+        btp_status st;
+        uint32_t id;
+        while (t->n_nodes < h->nodes_before)
+            if ((st = calltree_add(t, 0, (btp_frame){0, BTP_FRAME_RA}, 0, &id)) != BTP_OK)
+                return st;
+        while (t->n_stacks < h->stacks_before)
+            if ((st = calltree_add_stack(t, UINT32_MAX, &id)) != BTP_OK)
+                return st;
+        lose(r);
+    }
+    if (r->uncertain) {
+        if (h->live_before < r->model.live.count)
+            return BTP_E_CORRUPT;
+        r->unknown_live = h->live_before - r->model.live.count;
+    } else if (r->model.live.count != h->live_before) {
+        return BTP_E_CORRUPT;
+    }
+    return BTP_OK;
+}
+
+static btp_status load_records(btp_log_reader *r, const log_block_header *h, const uint8_t *p,
+                               size_t n)
+{
+    int keep = r->flags & BTP_LOG_KEEP_GOING;
+    if (h->first_record != r->next_index) {
+        if (!keep || h->first_record < r->next_index)
+            return BTP_E_CORRUPT;
+        r->lost += h->first_record - r->next_index;
+        r->next_index = h->first_record;
+        lose(r);
+    }
+    btp_status st = enter_block(r, h);
+    if (st != BTP_OK)
+        return st;
+    log_rd all = {p, n, 0, 0}, sec[BTP_LOG_SEC_COUNT];
+    for (int i = 0; i < BTP_LOG_SEC_COUNT; i++) {
+        uint64_t l = log_rd_varint(&all);
+        if (all.bad || l > n - all.pos)
+            return BTP_E_CORRUPT;
+        sec[i] = (log_rd){p + all.pos, (size_t)l, 0, 0};
+        all.pos += (size_t)l;
+        r->st.raw_section_bytes[i] += l;
+    }
+    if (all.pos != n)
+        return BTP_E_CORRUPT;
+    uint32_t nodes0 = r->tree.n_nodes, stacks0 = r->tree.n_stacks;
+    st = read_dict(r, &sec[BTP_LOG_SEC_DICT]);
+    if (st == BTP_OK && (r->tree.n_nodes - nodes0 != h->nodes_added ||
+                         r->tree.n_stacks - stacks0 != h->stacks_added))
+        st = BTP_E_CORRUPT;
+    if (st == BTP_OK)
+        st = read_records(r, sec, h->records);
+    if (st != BTP_OK) { /* forget the half-read block */
+        r->tree.n_nodes = nodes0;
+        r->tree.n_stacks = stacks0;
+        r->n_recs = r->next_rec = 0;
+        return st;
+    }
+    r->n_recs = h->records;
+    r->next_rec = 0;
+    r->block_first = h->first_record;
+    r->block_segment = r->segment;
+    r->next_index = h->first_record + h->records;
+    r->st.record_blocks++;
+    r->st.records += h->records;
+    r->st.nodes += h->nodes_added;
+    r->st.stacks += h->stacks_added;
+    if (h->flags & LOG_BF_SEGMENT_START)
+        r->st.segments++;
+    return BTP_OK;
+}
+
+/* Scan for the next sound block header after `from`. */
+static size_t resync(const btp_log_reader *r, size_t from)
+{
+    for (size_t p = from; p + LOG_BLOCK_HEADER_SIZE <= r->len; p++) {
+        if (r->buf[p] != btp_log_sync[0] || memcmp(r->buf + p, btp_log_sync, 4) != 0)
+            continue;
+        log_block_header h;
+        if (log_block_header_parse(r->buf + p, &h) == BTP_OK)
+            return p;
+    }
+    return r->len;
+}
+
+/* Read the block at r->pos. BTP_OK (a block was consumed; records may be
+ * waiting), BTP_END, or an error (with the block skipped in keep-going mode). */
+static btp_status load_block(btp_log_reader *r)
+{
+    size_t at = r->pos;
+    int keep = r->flags & BTP_LOG_KEEP_GOING;
+    if (r->len - at < LOG_BLOCK_HEADER_SIZE) {
+        r->final = 1;
+        return fail(r, BTP_E_TRUNCATED_FILE, at);
+    }
+    log_block_header h;
+    btp_status st = log_block_header_parse(r->buf + at, &h);
+    if (st != BTP_OK) {
+        if (!keep)
+            r->final = 1;
+        r->pos = resync(r, at + 1);
+        lose(r);
+        return fail(r, st, at);
+    }
+    if (h.stored_len > r->len - at - LOG_BLOCK_HEADER_SIZE) {
+        r->final = 1;
+        return fail(r, BTP_E_TRUNCATED_FILE, at);
+    }
+    const uint8_t *stored = r->buf + at + LOG_BLOCK_HEADER_SIZE;
+    r->pos = at + LOG_BLOCK_HEADER_SIZE + h.stored_len;
+    r->st.file_bytes = r->pos;
+    r->st.header_bytes += LOG_BLOCK_HEADER_SIZE;
+    r->st.blocks++;
+    if (btp_crc32_update(0, stored, h.stored_len) != h.payload_crc)
+        st = BTP_E_CHECKSUM;
+    const uint8_t *raw = stored;
+    if (st == BTP_OK && (h.flags & LOG_BF_ZLIB)) {
+        if (h.raw_len > r->raw_cap) {
+            uint8_t *p = realloc(r->raw, h.raw_len);
+            if (!p)
+                return fail(r, BTP_E_OUT_OF_MEMORY, at);
+            r->raw = p;
+            r->raw_cap = h.raw_len;
+        }
+        st = log_inflate(stored, h.stored_len, r->raw, h.raw_len);
+        raw = r->raw;
+    }
+    if (st == BTP_OK) {
+        switch (h.kind) {
+        case LOG_BLOCK_META:
+            r->st.meta_bytes += h.stored_len;
+            if (h.block_index >= r->meta_upto) {
+                st = add_meta(r, raw, h.raw_len);
+                if (st == BTP_OK)
+                    r->meta_upto = h.block_index + 1;
+            }
+            break;
+        case LOG_BLOCK_RECORDS:
+            r->st.record_bytes += h.stored_len;
+            st = load_records(r, &h, raw, h.raw_len);
+            break;
+        case LOG_BLOCK_END: {
+            log_rd rd = {raw, h.raw_len, 0, 0};
+            uint64_t records = log_rd_varint(&rd);
+            (void)log_rd_varint(&rd);
+            if (rd.bad || rd.pos != rd.len || records != h.first_record ||
+                (!keep && records != r->next_index)) {
+                st = BTP_E_CORRUPT;
+                break;
+            }
+            if (records > r->next_index)
+                r->lost += records - r->next_index;
+            r->final = 1;
+            r->error = BTP_END;
+            return BTP_END;
+        }
+        }
+    }
+    if (st != BTP_OK) {
+        if (!keep)
+            r->final = 1;
+        if (h.kind == LOG_BLOCK_RECORDS)
+            lose(r);
+        return fail(r, st, at);
+    }
+    return BTP_OK;
+}
+
+btp_status btp_log_reader_open(btp_log_reader **out, const void *buf, size_t len, unsigned flags)
+{
+    if (!out)
+        return BTP_E_INVALID_ARGUMENT;
+    *out = NULL;
+    if ((!buf && len) || (flags & ~(unsigned)BTP_LOG_KEEP_GOING))
+        return BTP_E_INVALID_ARGUMENT;
+    if (len < LOG_FILE_HEADER_SIZE)
+        return len >= 8 && memcmp(buf, btp_log_magic, 8) != 0 ? BTP_E_BAD_MAGIC
+                                                                : BTP_E_TRUNCATED_FILE;
+    log_file_header fh;
+    btp_status st = log_file_header_parse(buf, &fh);
+    if (st != BTP_OK)
+        return st;
+    btp_log_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return BTP_E_OUT_OF_MEMORY;
+    r->buf = buf;
+    r->len = len;
+    r->flags = flags;
+    r->fh = fh;
+    r->pos = LOG_FILE_HEADER_SIZE;
+    r->st.header_bytes = LOG_FILE_HEADER_SIZE;
+    r->st.file_bytes = LOG_FILE_HEADER_SIZE;
+    st = calltree_init(&r->tree, 0);
+    if (st == BTP_OK)
+        st = log_model_init(&r->model, fh.word_bits, fh.max_live);
+    if (st == BTP_OK && !(r->frames = malloc(BTP_LOG_MAX_DEPTH * sizeof *r->frames)))
+        st = BTP_E_OUT_OF_MEMORY;
+    if (st != BTP_OK) {
+        btp_log_reader_close(r);
+        return st;
+    }
+    /* the leading metadata blocks, so that e.g. the maps are known at once */
+    for (;;) {
+        log_block_header h;
+        size_t at = r->pos;
+        if (r->len - at < LOG_BLOCK_HEADER_SIZE ||
+            log_block_header_parse(r->buf + at, &h) != BTP_OK || h.kind != LOG_BLOCK_META)
+            break;
+        if (load_block(r) != BTP_OK) { /* let next() meet it again */
+            r->pos = at;
+            r->error = BTP_OK;
+            r->final = 0;
+            break;
+        }
+    }
+    *out = r;
+    return BTP_OK;
+}
+
+void btp_log_reader_close(btp_log_reader *r)
+{
+    if (!r)
+        return;
+    calltree_free(&r->tree);
+    log_model_free(&r->model);
+    free(r->raw);
+    free(r->recs);
+    free(r->frames);
+    for (size_t i = 0; i < r->n_meta; i++) {
+        free(r->meta[i].key);
+        free(r->meta[i].data);
+    }
+    free(r->meta);
+    free(r);
+}
+
+unsigned btp_log_reader_word_bits(const btp_log_reader *r)
+{
+    return r ? r->fh.word_bits : 0;
+}
+
+btp_status btp_log_reader_next(btp_log_reader *r, btp_log_record *rec)
+{
+    if (!r || !rec)
+        return BTP_E_INVALID_ARGUMENT;
+    while (r->next_rec >= r->n_recs) {
+        if (r->final || (r->error != BTP_OK && !(r->flags & BTP_LOG_KEEP_GOING)))
+            return r->error;
+        r->n_recs = r->next_rec = 0;
+        btp_status st = load_block(r);
+        if (st != BTP_OK)
+            return st;
+    }
+    const drec *d = &r->recs[r->next_rec];
+    memset(rec, 0, sizeof *rec);
+    rec->kind = (btp_log_kind)d->kind;
+    rec->flags = d->flags;
+    rec->index = r->block_first + r->next_rec;
+    rec->size = d->size;
+    rec->ptr = d->ptr;
+    rec->segment = r->block_segment;
+    r->next_rec++;
+    if (d->kind == BTP_LOG_ALLOC) {
+        rec->stack_id = d->stack;
+        size_t n = calltree_frames(&r->tree, r->tree.stack_node[d->stack], r->frames,
+                                   BTP_LOG_MAX_DEPTH);
+        if (n == (size_t)-1) {
+            rec->flags |= BTP_LOG_REC_STACK_UNKNOWN;
+        } else {
+            rec->frames = r->frames;
+            rec->n_frames = n;
+        }
+        r->st.allocs++;
+    } else {
+        r->st.frees++;
+    }
+    return BTP_OK;
+}
+
+uint64_t btp_log_reader_error_offset(const btp_log_reader *r)
+{
+    return r ? r->err_off : 0;
+}
+
+uint64_t btp_log_reader_lost_records(const btp_log_reader *r)
+{
+    return r ? r->lost : 0;
+}
+
+btp_status btp_log_reader_seek_block(btp_log_reader *r, uint64_t block)
+{
+    if (!r)
+        return BTP_E_INVALID_ARGUMENT;
+    /* start over and replay the blocks before the target */
+    calltree_reset(&r->tree);
+    live_clear(&r->model.live);
+    r->pos = LOG_FILE_HEADER_SIZE;
+    r->error = BTP_OK;
+    r->final = 0;
+    r->n_recs = r->next_rec = 0;
+    r->next_index = 0;
+    r->have_segment = r->uncertain = 0;
+    r->unknown_live = 0;
+    r->lost = 0;
+    memset(&r->st, 0, sizeof r->st);
+    r->st.header_bytes = r->st.file_bytes = LOG_FILE_HEADER_SIZE;
+    for (;;) {
+        if (r->len - r->pos >= LOG_BLOCK_HEADER_SIZE) {
+            log_block_header h;
+            if (log_block_header_parse(r->buf + r->pos, &h) == BTP_OK && h.block_index >= block &&
+                h.kind != LOG_BLOCK_META)
+                return h.kind == LOG_BLOCK_END ? BTP_END : BTP_OK;
+        }
+        btp_status st = load_block(r);
+        if (st != BTP_OK && (st == BTP_END || !(r->flags & BTP_LOG_KEEP_GOING) || r->final))
+            return st;
+        r->n_recs = r->next_rec = 0;
+    }
+}
+
+btp_status btp_log_reader_meta(const btp_log_reader *r, size_t i, const char **key,
+                               const void **data, size_t *len)
+{
+    if (!r || !key || !data || !len)
+        return BTP_E_INVALID_ARGUMENT;
+    if (i >= r->n_meta)
+        return BTP_END;
+    *key = r->meta[i].key;
+    *data = r->meta[i].data;
+    *len = r->meta[i].len;
+    return BTP_OK;
+}
+
+btp_status btp_log_reader_meta_find(const btp_log_reader *r, const char *key, const void **data,
+                                    size_t *len)
+{
+    if (!r || !key || !data || !len)
+        return BTP_E_INVALID_ARGUMENT;
+    for (size_t i = 0; i < r->n_meta; i++)
+        if (strcmp(r->meta[i].key, key) == 0) {
+            *data = r->meta[i].data;
+            *len = r->meta[i].len;
+            return BTP_OK;
+        }
+    return BTP_END;
+}
+
+void btp_log_reader_stats(const btp_log_reader *r, btp_log_stats *st)
+{
+    if (!st)
+        return;
+    if (!r) {
+        memset(st, 0, sizeof *st);
+        return;
+    }
+    *st = r->st;
+}

@@ -1,0 +1,506 @@
+/* Trace log writer (include/btpack/log.h, spec/log.md). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "btp_config.h"
+#include "calltree.h"
+#include "crc32.h"
+#include "log_format.h"
+#include "log_model.h"
+
+/* Open-addressing map pointer -> allocation number of its newest live
+ * allocation (backward-shift deletion, so no tombstones pile up). */
+typedef struct ptr_slot {
+    uint64_t ptr, seq;
+    int used;
+} ptr_slot;
+
+struct btp_log_writer {
+    btp_log_sink_fn sink;
+    void *ctx;
+    int fd;
+    btp_log_writer_options opt;
+    btp_status error; /* sticky */
+    calltree tree;
+    log_model model;
+    ptr_slot *map;
+    uint32_t map_cap, map_used;
+    log_buf sec[BTP_LOG_SEC_COUNT];
+    log_buf raw, packed;
+    uint8_t *cbf;
+    uint64_t seq;            /* allocations so far in the segment */
+    uint64_t records;        /* records so far in the log */
+    uint64_t block_index;
+    uint32_t segment;
+    int segment_start;       /* the next record block starts a segment */
+    uint32_t block_records;
+    uint32_t stacks_before, nodes_before, live_before;
+};
+
+static uint64_t ptr_hash(uint64_t p)
+{
+    p ^= p >> 33;
+    p *= 0xff51afd7ed558ccdull;
+    return p ^ (p >> 33);
+}
+
+static ptr_slot *map_lookup(btp_log_writer *w, uint64_t ptr)
+{
+    uint32_t mask = w->map_cap - 1;
+    for (uint32_t i = (uint32_t)ptr_hash(ptr) & mask;; i = (i + 1) & mask) {
+        if (!w->map[i].used || w->map[i].ptr == ptr)
+            return &w->map[i];
+    }
+}
+
+static void map_delete(btp_log_writer *w, ptr_slot *s)
+{
+    uint32_t mask = w->map_cap - 1;
+    uint32_t i = (uint32_t)(s - w->map), j = i;
+    w->map[i].used = 0;
+    w->map_used--;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!w->map[j].used)
+            return;
+        uint32_t home = (uint32_t)ptr_hash(w->map[j].ptr) & mask;
+        /* move j back to i if its home is not in (i, j] */
+        if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
+            w->map[i] = w->map[j];
+            w->map[j].used = 0;
+            i = j;
+        }
+    }
+}
+
+static btp_status map_set(btp_log_writer *w, uint64_t ptr, uint64_t seq)
+{
+    if ((uint64_t)(w->map_used + 1) * 2 > w->map_cap) {
+        uint32_t oc = w->map_cap, nc = oc ? oc * 2 : 1024;
+        ptr_slot *old = w->map, *nm = calloc(nc, sizeof *nm);
+        if (!nm)
+            return BTP_E_OUT_OF_MEMORY;
+        w->map = nm;
+        w->map_cap = nc;
+        for (uint32_t i = 0; i < oc; i++)
+            if (old[i].used)
+                *map_lookup(w, old[i].ptr) = old[i];
+        free(old);
+    }
+    ptr_slot *s = map_lookup(w, ptr);
+    if (!s->used)
+        w->map_used++;
+    *s = (ptr_slot){ptr, seq, 1};
+    return BTP_OK;
+}
+
+static void map_clear(btp_log_writer *w)
+{
+    if (w->map)
+        memset(w->map, 0, (size_t)w->map_cap * sizeof *w->map);
+    w->map_used = 0;
+}
+
+void btp_log_writer_options_init(btp_log_writer_options *opt, unsigned word_bits)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->word_bits = word_bits;
+    opt->zlib_level = 9;
+    opt->block_bytes = 256u << 10;
+    opt->max_nodes = 1u << 20;
+    opt->max_live = 1u << 20;
+}
+
+static btp_status emit(btp_log_writer *w, const void *data, size_t len)
+{
+    btp_status st = w->sink(w->ctx, data, len);
+    if (st != BTP_OK)
+        w->error = st;
+    return st;
+}
+
+/* Write one block: header then payload (raw, or deflated when smaller). */
+static btp_status write_block(btp_log_writer *w, log_block_header *h, const uint8_t *raw,
+                              size_t raw_len)
+{
+    const uint8_t *stored = raw;
+    size_t stored_len = raw_len;
+    if (!(w->opt.flags & BTP_LOG_WRITE_NO_ZLIB) && raw_len > 0) {
+        btp_status st = log_deflate(raw, raw_len, w->opt.zlib_level, &w->packed);
+        if (st != BTP_OK)
+            return w->error = st;
+        if (w->packed.len < raw_len) {
+            stored = w->packed.p;
+            stored_len = w->packed.len;
+            h->flags |= LOG_BF_ZLIB;
+        }
+    }
+    h->stored_len = (uint32_t)stored_len;
+    h->raw_len = (uint32_t)raw_len;
+    h->segment = w->segment;
+    h->block_index = w->block_index++;
+    h->payload_crc = btp_crc32_update(0, stored, stored_len);
+    uint8_t hb[LOG_BLOCK_HEADER_SIZE];
+    log_block_header_pack(hb, h);
+    btp_status st = emit(w, hb, sizeof hb);
+    if (st == BTP_OK && stored_len)
+        st = emit(w, stored, stored_len);
+    return st;
+}
+
+static size_t pending_bytes(const btp_log_writer *w)
+{
+    size_t n = 0;
+    for (int i = 0; i < BTP_LOG_SEC_COUNT; i++)
+        n += w->sec[i].len;
+    return n;
+}
+
+static void begin_block(btp_log_writer *w)
+{
+    for (int i = 0; i < BTP_LOG_SEC_COUNT; i++)
+        w->sec[i].len = 0;
+    w->block_records = 0;
+    w->stacks_before = w->tree.n_stacks;
+    w->nodes_before = w->tree.n_nodes;
+    w->live_before = w->model.live.count;
+    log_model_block(&w->model);
+}
+
+btp_status btp_log_writer_flush(btp_log_writer *w)
+{
+    if (!w)
+        return BTP_E_INVALID_ARGUMENT;
+    if (w->error)
+        return w->error;
+    if (w->block_records == 0)
+        return BTP_OK;
+    log_buf *raw = &w->raw;
+    raw->len = 0;
+    for (int i = 0; i < BTP_LOG_SEC_COUNT; i++) {
+        log_buf_varint(raw, w->sec[i].len);
+        log_buf_put(raw, w->sec[i].p, w->sec[i].len);
+        if (w->sec[i].oom)
+            return w->error = BTP_E_OUT_OF_MEMORY;
+    }
+    if (raw->oom)
+        return w->error = BTP_E_OUT_OF_MEMORY;
+    log_block_header h = {0};
+    h.kind = LOG_BLOCK_RECORDS;
+    h.flags = w->segment_start ? LOG_BF_SEGMENT_START : 0;
+    h.first_record = w->records - w->block_records;
+    h.records = w->block_records;
+    h.stacks_before = w->stacks_before;
+    h.stacks_added = w->tree.n_stacks - w->stacks_before;
+    h.nodes_before = w->nodes_before;
+    h.nodes_added = w->tree.n_nodes - w->nodes_before;
+    h.live_before = w->live_before;
+    btp_status st = write_block(w, &h, raw->p, raw->len);
+    if (st != BTP_OK)
+        return st;
+    w->segment_start = 0;
+    begin_block(w);
+    return BTP_OK;
+}
+
+static btp_status fd_sink(void *ctx, const void *data, size_t len)
+{
+    int fd = *(const int *)ctx;
+    const uint8_t *p = data;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return BTP_E_IO;
+        }
+        if (n == 0)
+            return BTP_E_IO;
+        p += n;
+        len -= (size_t)n;
+    }
+    return BTP_OK;
+}
+
+static btp_status writer_open(btp_log_writer **out, btp_log_sink_fn sink, void *ctx, int fd,
+                              const btp_log_writer_options *opt)
+{
+    if (!out)
+        return BTP_E_INVALID_ARGUMENT;
+    *out = NULL;
+    btp_log_writer_options o;
+    if (opt)
+        o = *opt;
+    else
+        btp_log_writer_options_init(&o, 64);
+    if (!sink || !btp_word_bits_valid(o.word_bits) || o.max_live == 0 ||
+        o.max_live > BTP_LOG_MAX_LIVE_LIMIT || o.max_nodes < 2 ||
+        o.max_nodes > BTP_LOG_MAX_NODES_LIMIT || o.block_bytes == 0 ||
+        o.block_bytes > BTP_LOG_MAX_BLOCK / 2 || o.zlib_level < 1 || o.zlib_level > 9 ||
+        (o.flags & ~(unsigned)BTP_LOG_WRITE_NO_ZLIB))
+        return BTP_E_INVALID_ARGUMENT;
+    if (!BTP_HAVE_ZLIB && !(o.flags & BTP_LOG_WRITE_NO_ZLIB))
+        return BTP_E_UNSUPPORTED;
+    btp_log_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return BTP_E_OUT_OF_MEMORY;
+    w->sink = sink;
+    w->fd = fd;
+    w->ctx = fd >= 0 ? &w->fd : ctx; /* the fd sink reads the fd from the writer */
+    w->opt = o;
+    w->segment_start = 1;
+    btp_status st = calltree_init(&w->tree, 1);
+    if (st == BTP_OK)
+        st = log_model_init(&w->model, o.word_bits, o.max_live);
+    if (st == BTP_OK && !(w->cbf = malloc(BTP_CBF_BOUND(BTP_LOG_MAX_DEPTH))))
+        st = BTP_E_OUT_OF_MEMORY;
+    if (st == BTP_OK) {
+        begin_block(w);
+        log_file_header fh = {LOG_VERSION, o.word_bits, 0, o.max_nodes, o.max_live};
+        uint8_t hb[LOG_FILE_HEADER_SIZE];
+        log_file_header_pack(hb, &fh);
+        st = emit(w, hb, sizeof hb);
+    }
+    if (st != BTP_OK) {
+        btp_log_writer_abandon(w);
+        return st;
+    }
+    *out = w;
+    return BTP_OK;
+}
+
+btp_status btp_log_writer_open(btp_log_writer **out, btp_log_sink_fn sink, void *ctx,
+                               const btp_log_writer_options *opt)
+{
+    return writer_open(out, sink, ctx, -1, opt);
+}
+
+btp_status btp_log_writer_open_fd(btp_log_writer **out, int fd, const btp_log_writer_options *opt)
+{
+    if (fd < 0) {
+        if (out)
+            *out = NULL;
+        return BTP_E_INVALID_ARGUMENT;
+    }
+    return writer_open(out, fd_sink, NULL, fd, opt);
+}
+
+btp_status btp_log_writer_meta(btp_log_writer *w, const char *key, const void *data, size_t len)
+{
+    if (!w || !key || (!data && len))
+        return BTP_E_INVALID_ARGUMENT;
+    size_t klen = strlen(key);
+    if (klen == 0 || klen > 255 || len > BTP_LOG_MAX_BLOCK / 2)
+        return BTP_E_INVALID_ARGUMENT;
+    btp_status st = btp_log_writer_flush(w);
+    if (st != BTP_OK)
+        return st;
+    log_buf *raw = &w->raw;
+    raw->len = 0;
+    log_buf_varint(raw, klen);
+    log_buf_put(raw, key, klen);
+    log_buf_varint(raw, len);
+    log_buf_put(raw, data, len);
+    if (raw->oom)
+        return w->error = BTP_E_OUT_OF_MEMORY;
+    log_block_header h = {0};
+    h.kind = LOG_BLOCK_META;
+    h.first_record = w->records;
+    return write_block(w, &h, raw->p, raw->len);
+}
+
+/* Start a new segment: fresh dictionary and live table. */
+static btp_status new_segment(btp_log_writer *w)
+{
+    btp_status st = btp_log_writer_flush(w);
+    if (st != BTP_OK)
+        return st;
+    calltree_reset(&w->tree);
+    live_clear(&w->model.live);
+    map_clear(w);
+    w->seq = 0;
+    w->segment++;
+    w->segment_start = 1;
+    begin_block(w);
+    return BTP_OK;
+}
+
+/* Stack number of frames[0..n), adding it to the dictionary section if new. */
+static btp_status stack_id(btp_log_writer *w, const btp_frame *frames, size_t n, uint32_t *sid)
+{
+    size_t matched;
+    uint32_t node = calltree_find(&w->tree, frames, n, &matched);
+    if (matched == n) {
+        uint32_t s = calltree_stack_of(&w->tree, node);
+        if (s) {
+            *sid = s - 1;
+            return BTP_OK;
+        }
+    }
+    size_t fresh = n - matched;
+    size_t len;
+    btp_status st = btp_cbf_encode(frames, fresh, 0, w->opt.word_bits, 0, w->cbf,
+                                   BTP_CBF_BOUND(BTP_LOG_MAX_DEPTH), &len, NULL);
+    if (st != BTP_OK)
+        return st;
+    if (w->tree.n_nodes + fresh > w->opt.max_nodes) {
+        if ((st = new_segment(w)) != BTP_OK)
+            return st;
+        node = 0;
+        fresh = n;
+        if (w->tree.n_nodes + fresh > w->opt.max_nodes)
+            return BTP_E_LIMIT;
+        st = btp_cbf_encode(frames, fresh, 0, w->opt.word_bits, 0, w->cbf,
+                            BTP_CBF_BOUND(BTP_LOG_MAX_DEPTH), &len, NULL);
+        if (st != BTP_OK)
+            return st;
+    }
+    log_buf *d = &w->sec[BTP_LOG_SEC_DICT];
+    log_buf_varint(d, node);
+    log_buf_put(d, w->cbf, len);
+    for (size_t i = fresh; i-- > 0;)
+        if ((st = calltree_add(&w->tree, node, frames[i], 1, &node)) != BTP_OK)
+            return w->error = st;
+    if ((st = calltree_add_stack(&w->tree, node, sid)) != BTP_OK)
+        return w->error = st;
+    return BTP_OK;
+}
+
+static btp_status check_frames(const btp_log_writer *w, const btp_frame *frames, size_t n)
+{
+    if (n > BTP_LOG_MAX_DEPTH)
+        return BTP_E_LIMIT;
+    if (n && !frames)
+        return BTP_E_INVALID_ARGUMENT;
+    uint64_t mask = btp_word_mask(w->opt.word_bits);
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned)frames[i].kind > BTP_FRAME_OMIT)
+            return BTP_E_INVALID_ARGUMENT;
+        if (frames[i].value & ~mask)
+            return BTP_E_VALUE_TOO_WIDE;
+        if (frames[i].kind == BTP_FRAME_OMIT && frames[i].value == 0)
+            return BTP_E_ZERO_COUNT;
+    }
+    return BTP_OK;
+}
+
+static btp_status end_record(btp_log_writer *w)
+{
+    w->records++;
+    w->block_records++;
+    if (pending_bytes(w) >= w->opt.block_bytes || w->block_records == UINT32_MAX)
+        return btp_log_writer_flush(w);
+    return BTP_OK;
+}
+
+btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
+                                const btp_frame *frames, size_t n)
+{
+    if (!w)
+        return BTP_E_INVALID_ARGUMENT;
+    if (w->error)
+        return w->error;
+    btp_status st = check_frames(w, frames, n);
+    if (st != BTP_OK)
+        return st;
+    uint32_t sid;
+    if ((st = stack_id(w, frames, n, &sid)) != BTP_OK)
+        return st;
+    log_model *m = &w->model;
+    unsigned tag = 0;
+    uint64_t last;
+    if (log_model_memo_get(m, sid, &last) && last == size)
+        tag |= TAG_SIZE_SAME;
+    else
+        log_buf_varint(&w->sec[BTP_LOG_SEC_SIZES], size);
+    if ((st = log_model_memo_set(m, sid, size)) != BTP_OK)
+        return w->error = st;
+    log_buf_varint(&w->sec[BTP_LOG_SEC_STACKS], sid);
+    bin *b = log_model_bin(m, log_size_class(size, m->word_bits), 0);
+    int k = b ? bin_find(b, ptr) : -1;
+    if (k >= 0 && k < TAG_BIN_MAX) {
+        bin_take(b, (unsigned)k);
+        tag |= (unsigned)(k + 1) << TAG_BIN_SHIFT;
+    } else {
+        log_buf_varint(&w->sec[BTP_LOG_SEC_PTRS], log_zigzag((int64_t)(ptr - m->prev_ptr)));
+    }
+    m->prev_ptr = ptr;
+    log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], (uint8_t)tag);
+
+    live_entry e = {w->seq, ptr, size, 1, 1};
+    if ((st = live_push(&m->live, e)) != BTP_OK || (st = map_set(w, ptr, w->seq)) != BTP_OK)
+        return w->error = st;
+    w->seq++;
+    if (m->live.count > m->max_live) { /* forget the oldest (the reader does the same) */
+        uint32_t slot = live_oldest(&m->live);
+        ptr_slot *s = map_lookup(w, m->live.e[slot].ptr);
+        if (s->used && s->seq == m->live.e[slot].seq)
+            map_delete(w, s);
+        live_remove(&m->live, slot);
+    }
+    return end_record(w);
+}
+
+btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr)
+{
+    if (!w)
+        return BTP_E_INVALID_ARGUMENT;
+    if (w->error)
+        return w->error;
+    log_model *m = &w->model;
+    ptr_slot *s = w->map ? map_lookup(w, ptr) : NULL;
+    uint32_t slot = s && s->used ? live_find(&m->live, s->seq) : UINT32_MAX;
+    if (slot == UINT32_MAX) { /* not a live allocation we know: literal pointer */
+        log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], TAG_FREE);
+        log_buf_varint(&w->sec[BTP_LOG_SEC_FREES], ptr);
+        return end_record(w);
+    }
+    uint32_t rank = live_rank(&m->live, slot);
+    unsigned field = rank + 1 < TAG_RANK_ESC ? rank + 1 : TAG_RANK_ESC;
+    log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], (uint8_t)(TAG_FREE | field << TAG_RANK_SHIFT));
+    if (field == TAG_RANK_ESC)
+        log_buf_varint(&w->sec[BTP_LOG_SEC_FREES], rank + 1 - TAG_RANK_ESC);
+    uint64_t size = m->live.e[slot].size;
+    live_remove(&m->live, slot);
+    map_delete(w, s);
+    bin *b = log_model_bin(m, log_size_class(size, m->word_bits), 1);
+    if (b)
+        bin_push(b, ptr, 1);
+    return end_record(w);
+}
+
+btp_status btp_log_writer_close(btp_log_writer *w)
+{
+    if (!w)
+        return BTP_OK;
+    btp_status st = btp_log_writer_flush(w);
+    if (st == BTP_OK) {
+        log_buf *raw = &w->raw;
+        raw->len = 0;
+        log_buf_varint(raw, w->records);
+        log_buf_varint(raw, w->block_index);
+        log_block_header h = {0};
+        h.kind = LOG_BLOCK_END;
+        h.first_record = w->records;
+        st = raw->oom ? BTP_E_OUT_OF_MEMORY : write_block(w, &h, raw->p, raw->len);
+    }
+    btp_log_writer_abandon(w);
+    return st;
+}
+
+void btp_log_writer_abandon(btp_log_writer *w)
+{
+    if (!w)
+        return;
+    calltree_free(&w->tree);
+    log_model_free(&w->model);
+    free(w->map);
+    for (int i = 0; i < BTP_LOG_SEC_COUNT; i++)
+        log_buf_free(&w->sec[i]);
+    log_buf_free(&w->raw);
+    log_buf_free(&w->packed);
+    free(w->cbf);
+    free(w);
+}
