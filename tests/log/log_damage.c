@@ -1,0 +1,344 @@
+/* Trace log crash tolerance: a log cut at every byte, and a flipped byte in
+ * each kind of block (file header, block header, metadata, records, end),
+ * with exactly what must be recovered. Also: a stored compressed log is
+ * read (or, in a build without zlib, refused with BTP_E_NO_ZLIB). */
+#include <btpack/btpack.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "log_synth.h"
+
+#define N_RECORDS 3000
+
+typedef struct membuf {
+    unsigned char *p;
+    size_t len, cap;
+} membuf;
+
+static btp_status sink(void *ctx, const void *data, size_t len)
+{
+    membuf *b = ctx;
+    if (b->cap - b->len < len) {
+        size_t c = b->cap ? b->cap : 4096;
+        while (c - b->len < len)
+            c *= 2;
+        unsigned char *p = realloc(b->p, c);
+        if (!p)
+            return BTP_E_OUT_OF_MEMORY;
+        b->p = p;
+        b->cap = c;
+    }
+    memcpy(b->p + b->len, data, len);
+    b->len += len;
+    return BTP_OK;
+}
+
+static synth_rec want[N_RECORDS];
+
+/* Block layout as spec/log.md gives it, found by walking the headers. */
+typedef struct blk {
+    size_t off, end;
+    unsigned kind;
+    uint32_t records;
+    uint64_t first;
+} blk;
+static blk blocks[4096];
+static size_t n_blocks;
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void find_blocks(const membuf *log)
+{
+    n_blocks = 0;
+    for (size_t off = 32; off + 72 <= log->len && n_blocks < 4096;) {
+        blk *b = &blocks[n_blocks++];
+        b->off = off;
+        b->kind = log->p[off + 4];
+        b->records = le32(log->p + off + 20);
+        b->first = le32(log->p + off + 32) | (uint64_t)le32(log->p + off + 36) << 32;
+        b->end = off + 72 + le32(log->p + off + 8);
+        off = b->end;
+    }
+}
+
+static int same(const btp_log_record *r, const synth_rec *w, int allow_unknown)
+{
+    if (r->kind != w->kind)
+        return 0;
+    if (r->flags && !allow_unknown)
+        return 0;
+    if (!(r->flags & BTP_LOG_REC_PTR_UNKNOWN) && r->ptr != w->ptr)
+        return 0;
+    if (w->kind == BTP_LOG_FREE)
+        return 1;
+    if (r->size != w->size)
+        return 0;
+    if (r->flags & BTP_LOG_REC_STACK_UNKNOWN)
+        return r->n_frames == 0;
+    if (r->n_frames != w->n)
+        return 0;
+    for (size_t i = 0; i < w->n; i++)
+        if (r->frames[i].value != w->frames[i].value || r->frames[i].kind != w->frames[i].kind)
+            return 0;
+    return 1;
+}
+
+static void make_log(membuf *log, unsigned flags, uint32_t max_nodes, uint32_t max_live)
+{
+    btp_log_writer_options opt;
+    btp_log_writer_options_init(&opt, 32);
+    opt.flags = flags;
+    opt.block_bytes = 700; /* many small blocks */
+    opt.max_nodes = max_nodes;
+    opt.max_live = max_live;
+    btp_log_writer *w;
+    log->len = 0;
+    btp_status st = btp_log_writer_open(&w, sink, log, &opt);
+    CHECK(st == BTP_OK, "open: %s", btp_strerror(st));
+    if (st)
+        return;
+    CHECK(btp_log_writer_meta(w, "comment", "# synthetic\n", 12) == BTP_OK, "meta");
+    CHECK(btp_log_writer_meta(w, "maps", "00400000-00500000 r-xp 0 0:0 0 /bin/x\n", 38) ==
+              BTP_OK, "meta");
+    synth s;
+    synth_init(&s, 7, 32, 0);
+    for (int i = 0; i < N_RECORDS && st == BTP_OK; i++) {
+        synth_next(&s, &want[i], 0);
+        st = want[i].kind == BTP_LOG_ALLOC
+                 ? btp_log_writer_alloc(w, want[i].size, want[i].ptr, want[i].frames, want[i].n)
+                 : btp_log_writer_free(w, want[i].ptr);
+    }
+    synth_free_all(&s);
+    CHECK(st == BTP_OK, "write: %s", btp_strerror(st));
+    st = btp_log_writer_close(w);
+    CHECK(st == BTP_OK, "close: %s", btp_strerror(st));
+    find_blocks(log);
+}
+
+/* Records in record blocks that end at or before `cut`. */
+static uint64_t complete_records(size_t cut)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < n_blocks; i++)
+        if (blocks[i].kind == 2 && blocks[i].end <= cut)
+            n += blocks[i].records;
+    return n;
+}
+
+/* Cut the log at `cut`: every record of every complete block, exactly, then
+ * BTP_E_TRUNCATED_FILE. */
+static int check_cut(const membuf *log, size_t cut)
+{
+    btp_log_reader *r;
+    btp_status st = btp_log_reader_open(&r, log->p, cut, 0);
+    if (cut < 32)
+        return st == BTP_E_TRUNCATED_FILE;
+    if (st != BTP_OK)
+        return 0;
+    btp_log_record rec;
+    uint64_t n = 0;
+    int ok = 1;
+    while ((st = btp_log_reader_next(r, &rec)) == BTP_OK) {
+        if (n >= N_RECORDS || rec.index != n || !same(&rec, &want[n], 0))
+            ok = 0;
+        n++;
+    }
+    btp_log_reader_close(r);
+    if (ok && st == BTP_E_TRUNCATED_FILE && n == complete_records(cut))
+        return 1;
+    fprintf(stderr, "cut %zu: %s after %llu records (want %llu)\n", cut, btp_status_name(st),
+            (unsigned long long)n, (unsigned long long)complete_records(cut));
+    return 0;
+}
+
+static void test_truncation(const membuf *log)
+{
+    unsigned long bad = 0, tried = 0;
+    /* every byte of the start, then a stride, and every block boundary +-2 */
+    for (size_t cut = 0; cut < log->len; cut += cut < 2048 ? 1 : 13) {
+        tried++;
+        bad += !check_cut(log, cut);
+    }
+    for (size_t i = 0; i < n_blocks; i++)
+        for (size_t d = 0; d < 5; d++) {
+            size_t cut = blocks[i].end + d - 2;
+            if (cut < log->len) {
+                tried++;
+                bad += !check_cut(log, cut);
+            }
+        }
+    CHECK(bad == 0, "%lu of %lu cuts wrong", bad, tried);
+}
+
+/* Read everything in keep-going mode; count records exactly right, records
+ * with unknown parts (which must agree where known), and errors. */
+typedef struct outcome {
+    uint64_t exact, partial, wrong, errors;
+    btp_status first_error;
+    uint64_t first_error_offset;
+    btp_status last;
+} outcome;
+
+static outcome read_all(const membuf *log, unsigned flags)
+{
+    outcome o = {0};
+    btp_log_reader *r;
+    btp_status st = btp_log_reader_open(&r, log->p, log->len, flags);
+    if (st != BTP_OK) {
+        o.last = st;
+        return o;
+    }
+    btp_log_record rec;
+    for (int guard = 0; guard < 100000; guard++) {
+        st = btp_log_reader_next(r, &rec);
+        if (st == BTP_OK) {
+            if (rec.index >= N_RECORDS || !same(&rec, &want[rec.index], 1))
+                o.wrong++;
+            else if (rec.flags)
+                o.partial++;
+            else
+                o.exact++;
+            continue;
+        }
+        if (st == BTP_END || st == BTP_E_TRUNCATED_FILE || !(flags & BTP_LOG_KEEP_GOING))
+            break;
+        if (!o.errors++) {
+            o.first_error = st;
+            o.first_error_offset = btp_log_reader_error_offset(r);
+        }
+    }
+    if (!(flags & BTP_LOG_KEEP_GOING) && st != BTP_END && st != BTP_OK) {
+        o.errors = 1;
+        o.first_error = st;
+        o.first_error_offset = btp_log_reader_error_offset(r);
+    }
+    o.last = st;
+    btp_log_reader_close(r);
+    return o;
+}
+
+static size_t block_of_kind(unsigned kind, size_t nth)
+{
+    for (size_t i = 0; i < n_blocks; i++)
+        if (blocks[i].kind == kind && nth-- == 0)
+            return i;
+    return SIZE_MAX;
+}
+
+static void test_flips(membuf *log)
+{
+    /* file header */
+    log->p[9] ^= 0x40;
+    btp_log_reader *r;
+    CHECK(btp_log_reader_open(&r, log->p, log->len, 0) == BTP_E_CHECKSUM, "file header flip");
+    log->p[9] ^= 0x40;
+    log->p[0] ^= 1;
+    CHECK(btp_log_reader_open(&r, log->p, log->len, 0) == BTP_E_BAD_MAGIC, "magic flip");
+    log->p[0] ^= 1;
+
+    /* metadata block payload: records all intact, metadata error reported */
+    size_t b = block_of_kind(1, 1);
+    log->p[blocks[b].off + 72 + 3] ^= 0x10;
+    outcome o = read_all(log, 0);
+    CHECK(o.exact == 0 && o.first_error == BTP_E_CHECKSUM && o.first_error_offset == blocks[b].off,
+          "meta flip, strict: %s at %llu", btp_status_name(o.first_error),
+          (unsigned long long)o.first_error_offset);
+    o = read_all(log, BTP_LOG_KEEP_GOING);
+    CHECK(o.exact == N_RECORDS && o.wrong == 0 && o.errors == 1 && o.last == BTP_END,
+          "meta flip, keep going: exact %llu wrong %llu errors %llu",
+          (unsigned long long)o.exact, (unsigned long long)o.wrong,
+          (unsigned long long)o.errors);
+    log->p[blocks[b].off + 72 + 3] ^= 0x10;
+
+    /* a record block in the middle: payload, then header */
+    size_t mid = block_of_kind(2, 20);
+    CHECK(mid != SIZE_MAX, "enough record blocks");
+    for (int where = 0; where < 2 && mid != SIZE_MAX; where++) {
+        size_t at = where ? blocks[mid].off + 21 : blocks[mid].off + 72 + 5;
+        log->p[at] ^= 0x01;
+        o = read_all(log, 0);
+        CHECK(o.exact == blocks[mid].first && o.wrong == 0 && o.first_error == BTP_E_CHECKSUM &&
+                  o.first_error_offset == blocks[mid].off,
+              "record %s flip, strict: exact %llu (want %llu) %s at %llu",
+              where ? "header" : "payload", (unsigned long long)o.exact,
+              (unsigned long long)blocks[mid].first, btp_status_name(o.first_error),
+              (unsigned long long)o.first_error_offset);
+        o = read_all(log, BTP_LOG_KEEP_GOING);
+        CHECK(o.wrong == 0 && o.errors == 1 && o.last == BTP_END &&
+                  o.exact + o.partial == N_RECORDS - blocks[mid].records &&
+                  o.exact > blocks[mid].first,
+              "record %s flip, keep going: exact %llu partial %llu wrong %llu errors %llu",
+              where ? "header" : "payload", (unsigned long long)o.exact,
+              (unsigned long long)o.partial, (unsigned long long)o.wrong,
+              (unsigned long long)o.errors);
+        log->p[at] ^= 0x01;
+    }
+
+    /* end block: every record, then the error */
+    b = block_of_kind(3, 0);
+    log->p[blocks[b].off + 72] ^= 0x01;
+    o = read_all(log, 0);
+    CHECK(o.exact == N_RECORDS && o.first_error == BTP_E_CHECKSUM, "end flip");
+    log->p[blocks[b].off + 72] ^= 0x01;
+    o = read_all(log, 0);
+    CHECK(o.exact == N_RECORDS && o.errors == 0 && o.last == BTP_END, "restored log reads");
+}
+
+static void test_stored(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "open %s", path);
+    if (!f)
+        return;
+    membuf m = {0};
+    unsigned char tmp[4096];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
+        sink(&m, tmp, n);
+    fclose(f);
+    find_blocks(&m);
+    outcome o = read_all(&m, 0);
+    if (btp_log_have_zlib())
+        CHECK(o.exact == N_RECORDS && o.last == BTP_END, "stored log: %s, %llu exact",
+              btp_status_name(o.last), (unsigned long long)o.exact);
+    else
+        CHECK(o.exact == 0 && o.last == BTP_E_NO_ZLIB, "stored log without zlib: %s",
+              btp_status_name(o.last));
+    free(m.p);
+}
+
+int main(int argc, char **argv)
+{
+    membuf log = {0};
+    /* uncompressed, plain */
+    make_log(&log, BTP_LOG_WRITE_NO_ZLIB, 1u << 20, 1u << 20);
+    test_truncation(&log);
+    test_flips(&log);
+    /* small caps: several segments and evicted live allocations */
+    make_log(&log, BTP_LOG_WRITE_NO_ZLIB, 300, 50);
+    outcome o = read_all(&log, 0);
+    CHECK(o.exact == N_RECORDS && o.last == BTP_END, "small caps: %s, %llu exact",
+          btp_status_name(o.last), (unsigned long long)o.exact);
+    test_truncation(&log);
+    test_flips(&log);
+    if (btp_log_have_zlib()) {
+        make_log(&log, 0, 1u << 20, 1u << 20);
+        test_truncation(&log);
+        test_flips(&log);
+        if (argc > 2) { /* regenerate the stored compressed log */
+            FILE *f = fopen(argv[2], "wb");
+            if (f) {
+                fwrite(log.p, 1, log.len, f);
+                fclose(f);
+            }
+        }
+    }
+    if (argc > 1)
+        test_stored(argv[1]);
+    free(log.p);
+    return check_finish();
+}
