@@ -2,7 +2,10 @@
 """Write the fuzz targets' seed corpora (fuzz/corpus/<name>/) from the test
 vectors and corpora in tests/data/.
 
-Run from anywhere: python3 fuzz/make_seeds.py. The output is committed;
+Run from anywhere: python3 fuzz/make_seeds.py [BUILD_DIR]. With a build
+directory, the trace-log seeds are written too, by its fuzz/log_seedgen
+(the library's own log writer); without, they are left as they are. The
+output is committed;
 re-run it when the vectors change. It is deterministic (file names are a
 hash of the content) and keeps the corpora small: a few hundred files in
 all, each a single input. Only existing encodings are copied (hex strings
@@ -14,6 +17,8 @@ import json
 import lzma
 import os
 import shutil
+import subprocess
+import tempfile
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -153,8 +158,37 @@ def lws_seeds():
     return blob, text, bline, trans
 
 
+# (seed, word bits, records, block bytes, dictionary cap, zlib): several
+# blocks and segments in a few hundred bytes.
+LOGS = [(1, 64, 30, 256, 64, 1), (2, 32, 40, 200, 32, 0), (3, 16, 20, 128, 1 << 20, 0),
+        (4, 64, 60, 300, 40, 1), (5, 64, 5, 4096, 1 << 20, 1), (6, 32, 80, 512, 64, 1),
+        (7, 64, 25, 160, 40, 0)]
+
+
+def log_seeds(build):
+    gen = os.path.join(build, "fuzz", "log_seedgen")
+    if not os.access(gen, os.X_OK):
+        print(f"{gen} not built: fuzz/corpus/log left as it is")
+        return []
+    c = Corpus("log")
+    tmp = os.path.join(tempfile.mkdtemp(), "log")
+    for seed, word, records, block, nodes, zlib in LOGS:
+        subprocess.run([gen, tmp, str(seed), str(word), str(records), str(block), str(nodes),
+                        str(zlib)], check=True)
+        with open(tmp, "rb") as f:
+            log = f.read()
+        os.unlink(tmp)
+        # Option byte: plain, and keep-going with a cut/seek position.
+        c.add(bytes([0]) + log)
+        c.add(bytes([1 | (seed * 37 % 128) << 1]) + log)
+    os.rmdir(os.path.dirname(tmp))
+    return [c]
+
+
 def main():
     made = [cbf_seeds(), cbf_encode_seeds(), base64_seeds(), *lws_seeds()]
+    if len(sys.argv) > 1:
+        made += log_seeds(sys.argv[1])
     for c in made:
         print(f"{os.path.relpath(c.dir, ROOT)}: {c.count} files")
     print(f"total: {sum(c.count for c in made)} files")
