@@ -121,13 +121,13 @@ def cbf_encode_seeds():
 def base64_seeds():
     c = Corpus("base64")
     for i, v in enumerate(jsonl("cbf-public.jsonl")):
-        if v["kind"] == "valid" and i % 4 == 0:
+        if v["kind"] == "valid" and i % 8 == 0:
             c.add(bytes([i % 4]) + v["swift_b64"].encode())
     for i, v in enumerate(jsonl("lws-public.jsonl")):
-        if i % 4 == 0 and v["m_line"].startswith("~m#"):
+        if i % 6 == 0 and v["m_line"].startswith("~m#"):
             payload = v["m_line"][3:]
             c.add(bytes([i % 4]) + payload.encode())
-            if i % 8 == 0:
+            if i % 12 == 0:
                 spaced = " ".join(payload[k:k + 16] for k in range(0, len(payload), 16))
                 c.add(bytes([1]) + spaced.encode())
     c.add(bytes([2]) + base64.urlsafe_b64encode(bytes(range(0, 256, 7))))
@@ -146,7 +146,7 @@ def lws_seeds():
             blob.add(bytes([word]) + b)
             if i % 4 == 0:
                 trans.add(bytes([1 | word << 2 | (i & 2)]) + b)
-        if i % 3 == 0:
+        if i % 5 == 0:
             text.add(f"[2026/11/21 13:00:{i % 60:02d}] N: alloc {v['m_line']} size\n")
         if i % 9 == 0 and i + 1 < len(vectors):
             text.add(vectors[i]["m_line"] + " " + vectors[i + 1]["m_line"] + "\n")
@@ -156,6 +156,55 @@ def lws_seeds():
         if v["kind"] == "valid" and i % 5 == 0:
             trans.add(bytes([(i & 2) | (i % 32) << 3]) + bytes.fromhex(v["swift_hex"]))
     return blob, text, bline, trans
+
+
+def cli_seeds():
+    """Inputs of the CLI formats: an option byte (fuzz_cli_format.c: bit 0
+    --strict, bits 1-2 word size 16/32/64/64, bit 3 --keep-going), then a
+    small file of several records."""
+    names = ("hex", "b64", "json", "addrs", "trace", "lws", "lws_b", "cbf")
+    cs = {n: Corpus("cli_" + n) for n in names}
+    cbf = [v for v in jsonl("cbf-public.jsonl") if v["kind"] == "valid"]
+    bad = [v for v in jsonl("cbf-public.jsonl") if v["kind"] == "malformed"]
+    lws = jsonl("lws-public.jsonl")
+
+    def opt(word, k):
+        return bytes([{16: 0, 32: 1, 64: 2}[word] << 1 | (k & 1) | (k & 2) << 2])
+
+    def addrs(v):
+        out = []
+        for f in v["frames"]:
+            if f["type"] == "omit":
+                out.append(f"omit:{f['count']}")
+            else:
+                out.append(("" if f["type"] == "ra" else f["type"] + ":") + f["addr"])
+        return " ".join(out + (["trunc"] if v["truncated"] else []))
+
+    for k in range(0, len(cbf), 3):
+        group = cbf[k:k + 3]
+        word = group[0]["word_bits"]
+        same = [v for v in group if v["word_bits"] == word]
+        o = opt(word, k)
+        cs["hex"].add(o + "".join(v["swift_hex"] + "\n" for v in group).encode())
+        cs["b64"].add(o + "".join(v["swift_b64"] + "\n" for v in group).encode())
+        cs["json"].add(o + "".join(json.dumps(v) + "\n" for v in group).encode())
+        cs["addrs"].add(o + "".join(addrs(v) + "\n" for v in same).encode())
+        cs["cbf"].add(o + b"".join(bytes.fromhex(v["spec_hex"]) for v in group))
+    for k, v in enumerate(bad[::4]):
+        cs["hex"].add(opt(64, k) + ("02100100\n" + v["hex"] + "\n02\n").encode())
+    for k in range(0, len(lws), 6):
+        group = lws[k:k + 6]
+        o = opt(group[0]["word_bits"], k)
+        cs["lws"].add(o + "".join(f"t={i} {v['m_line']} x\n" for i, v in enumerate(group)).encode())
+        lines = [v["b_line"] for v in group if v.get("b_line")]
+        if lines:
+            cs["lws_b"].add(o + "".join(line + "\n" for line in lines).encode())
+    for name in ("py311_regrtest", "gcc12_cc1_sqlite3", "sqlite3_i386"):
+        with lzma.open(os.path.join(DATA, "corpus", name + ".trace.xz"), "rt") as f:
+            lines = [next(f) for _ in range(40)]
+        for k in range(0, 40, 10):
+            cs["trace"].add(opt(64, k) + ("".join(lines[:1] + lines[1 + k:9 + k])).encode())
+    return list(cs.values())
 
 
 # (seed, word bits, records, block bytes, dictionary cap, zlib): several
@@ -186,7 +235,7 @@ def log_seeds(build):
 
 
 def main():
-    made = [cbf_seeds(), cbf_encode_seeds(), base64_seeds(), *lws_seeds()]
+    made = [cbf_seeds(), cbf_encode_seeds(), base64_seeds(), *lws_seeds(), *cli_seeds()]
     if len(sys.argv) > 1:
         made += log_seeds(sys.argv[1])
     for c in made:
