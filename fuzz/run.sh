@@ -54,7 +54,7 @@ if [ ! -f "$build/build.ninja" ]; then
         -Ddefault_library=static -Db_lundef=false -Dtests=false \
         --buildtype=debugoptimized >/dev/null
 fi
-ninja -C "$build" -j2 >/dev/null
+nice -n "$nice_level" ninja -C "$build" -j2 >/dev/null
 
 targets=()
 corpora=()
