@@ -11,8 +11,9 @@
  *   bit 7    the value is the previous record's (makes runs likely)
  * Each record goes to btp_cbf_encoder_add(), whose status must be what the
  * header promises (zero count, value too wide, or ok). Then for every
- * capacity from 0 to a little past the size needed (capped for huge
- * encodings), with the buffer ending at a guard page:
+ * capacity from 0 to MAX_CAP_SWEEP, CAP_SAMPLES more up to the size needed,
+ * and the size needed - 1, + 0 and + 1, with the buffer ending at a guard
+ * page:
  *  - without TRUNCATE_ON_FULL: ok with exactly the reference bytes when the
  *    buffer is big enough, else BTP_E_BUFFER_TOO_SMALL, length 0, and the
  *    same size needed;
@@ -30,10 +31,12 @@
 #include <string.h>
 
 #define MAX_RECORDS 64
-/* Capacities tried one by one up to this; beyond, a few samples. */
-#define MAX_CAP_SWEEP 640
+/* Capacities tried one by one up to this; beyond, CAP_SAMPLES evenly
+ * spread up to the size needed (each try encodes twice and decodes). */
+#define MAX_CAP_SWEEP 96
+#define CAP_SAMPLES 32
 /* Largest encoding we materialise and decode. */
-#define MAX_MATERIAL (1u << 20)
+#define MAX_MATERIAL (1u << 16)
 /* Largest one-shot frame array. */
 #define MAX_EXPAND 1024
 
@@ -246,9 +249,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t sweep = needed + 2 < MAX_CAP_SWEEP ? needed + 2 : MAX_CAP_SWEEP;
     for (size_t cap = 0; cap <= sweep; cap++)
         try_cap(cap, ref, needed, &prefix);
-    if (needed <= MAX_MATERIAL && needed > sweep) {
-        try_cap(needed - 1, ref, needed, &prefix);
-        try_cap(needed, ref, needed, &prefix);
+    if (needed + 2 > sweep) {
+        /* Increasing capacities (the prefix check needs the order), then
+         * the boundary. Beyond MAX_MATERIAL only the samples are tried. */
+        size_t top = needed <= MAX_MATERIAL ? needed - 1 : MAX_MATERIAL;
+        size_t last = sweep;
+        for (size_t k = 1; k <= CAP_SAMPLES && top > sweep; k++) {
+            size_t cap = sweep + (top - sweep) * k / (CAP_SAMPLES + 1);
+            if (cap > last)
+                try_cap(cap, ref, needed, &prefix);
+            last = cap > last ? cap : last;
+        }
+        if (needed <= MAX_MATERIAL) {
+            for (size_t cap = needed - 1; cap <= needed + 1; cap++)
+                if (cap > last)
+                    try_cap(cap, ref, needed, &prefix);
+        }
     }
     return 0;
 }
