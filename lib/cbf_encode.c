@@ -161,8 +161,19 @@ btp_status btp_cbf_encoder_add(btp_cbf_encoder *enc, btp_frame frame, uint64_t c
     if (frame.value > enc->mask)
         return BTP_E_VALUE_TOO_WIDE;
     if (enc->have_last && frame.kind == enc->last.kind && frame.value == enc->last.value) {
-        if (enc->pending > UINT64_MAX - copies)
+        if (enc->pending > UINT64_MAX - copies) {
+            /* The count no longer fits 64 bits. Top pending up to a
+             * multiple of the largest count a rep holds (2^64-1 is one for
+             * every word size) and write those full reps, so that only the
+             * run's last rep is partial: flushing pending as it was would
+             * leave a partial rep in the middle and cost an extra one. */
+            uint64_t take = (enc->mask - enc->pending % enc->mask) % enc->mask;
+            if (take > copies)
+                take = copies;
+            enc->pending += take;
+            copies -= take;
             flush_reps(enc);
+        }
         enc->pending += copies;
     } else {
         flush_reps(enc);
