@@ -34,9 +34,9 @@
 /* Capacities tried one by one up to this; beyond, CAP_SAMPLES evenly
  * spread up to the size needed (each try encodes twice and decodes). */
 #define MAX_CAP_SWEEP 96
-#define CAP_SAMPLES 32
+#define CAP_SAMPLES 16
 /* Largest encoding we materialise and decode. */
-#define MAX_MATERIAL (1u << 16)
+#define MAX_MATERIAL (1u << 12)
 /* Largest one-shot frame array. */
 #define MAX_EXPAND 1024
 
