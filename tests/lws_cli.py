@@ -14,18 +14,10 @@ import json
 import subprocess
 import sys
 
+from pycheck import check, finish
+
 BTPACK, VECTORS, XZ = sys.argv[1], sys.argv[2], sys.argv[3]
 CORPORA = sys.argv[4:]
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr)
 
 
 def run(args, text):
@@ -148,6 +140,16 @@ rc, out, err = run(["--from", "addrs", "--to", "json", "--alloc-size", "77"], "0
 check(rc == 0 and json.loads(out)["alloc_size"] == 77, "alloc size into json")
 rc, out, err = run(["--from", "json", "--to", "lws-b", "--alloc-size", "77"], jline(64, ["0x10"], 5) + "\n")
 check(rc == 0 and out == "~b#size: 5, 0x10 \n", "input size wins")
+# A bad record between good ones on a line: named by column; --keep-going
+# reads the others on the same line.
+line = "t=1 ~m#ANdYAAAG ~m#IF0BmUQugNCkgKnkhdAYpQa6wAAW ~m#IF0BmUQugNCkgCnkhdAYpQa6wAAV\n"
+rc, out, err = run(["--from", "lws", "--to", "lws-b", "--keep-going"], line)
+check(rc == 1 and out == "~b#size: 7520, \n~b#size: 7520, 0x406651 0x406852 0x406c1b 0x406294 \n"
+      and ":1: column 17: bad ~m# record" in err, "bad record mid-line: %r %s" % (out, err))
+rc, out, err = run(["--from", "lws", "--to", "lws-b"], "~m#" + "A" * 2000 + "\n")
+check(rc == 1 and "longer than any record" in err, "long payload: %s" % err)
+rc, out, err = run(["--from", "lws", "--to", "lws-b", "--word-bits", "16"], "~m#ANdYAAAG\n")
+check(rc == 1 and "32- or 64-bit" in err, "16-bit refused: %s" % err)
 # Truncated records from a 64-bit host are flagged.
 rc, out, err = run(["--from", "lws", "--to", "json"], "~m#CLw9rmGOPa4zwAAM\n")
 check(rc == 0 and "truncation" in err, "truncation warning: %s" % err)
@@ -187,5 +189,4 @@ for path in CORPORA:
     check(rc == 0 and l3 == zero, "%s: cbf -> lws-b differs" % path)
     print("%s: %d traces of depth <= 31 round-tripped" % (path, len(keep)))
 
-print("%d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+finish()

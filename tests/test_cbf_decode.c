@@ -6,6 +6,7 @@
 #include <btpack/btpack.h>
 
 #include "cbf_testutil.h"
+#include "test_rng.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -163,6 +164,27 @@ static void test_concatenated(void)
     free(buf);
 }
 
+/* Within an instruction the checks come in a fixed order: reserved
+ * opcode; rep without frame; operand wider than the word; operand cut
+ * short; zero count; relative first address. */
+static void test_precedence(void)
+{
+    expect_runs("rep without frame before its cut operand", "0288", STRICT, NO_RUNS,
+                BTP_E_REP_WITHOUT_FRAME, 1);
+    expect_runs("too wide before cut short (address)", "0013ff", STRICT, NO_RUNS,
+                BTP_E_ADDRESS_TOO_WIDE, 1);
+    expect_runs("too wide before cut short (count)", "021810680000", DEFAULT,
+                RUNS({PC, 0x10, 1}), BTP_E_COUNT_TOO_WIDE, 3);
+    expect_runs("cut short before relative first", "0210", STRICT, NO_RUNS,
+                BTP_E_TRUNCATED_OPERAND, 1);
+    expect_runs("cut short before zero count", "0260", STRICT, NO_RUNS, BTP_E_TRUNCATED_OPERAND,
+                1);
+    expect_runs("reserved opcode whatever follows", "02021010", STRICT, NO_RUNS,
+                BTP_E_RESERVED_OPCODE, 1);
+    expect_runs("reserved opcode 0x90", "021810" "90", DEFAULT, RUNS({PC, 0x10, 1}),
+                BTP_E_RESERVED_OPCODE, 3);
+}
+
 /* The policy decisions the vector files do not cover. */
 static void test_policies(void)
 {
@@ -182,6 +204,10 @@ static void test_policies(void)
                 RUNS({PC, 0x10, 1}), BTP_E_ZERO_COUNT, 3);
     expect_runs("end as the last byte is not trailing", "02181000", STRICT,
                 RUNS({PC, 0x10, 1}), BTP_END, 4);
+    /* Strict accepts non-minimal forms: external counts that would fit
+     * inline, padded operands. */
+    expect_runs("non-minimal forms, strict", "0219" "0010" "8801" "6001" "2100ff" "00", STRICT,
+                RUNS({PC, 0x10, 2}, {OMIT, 1, 1}, {RA, 0x10f, 1}), BTP_END, 12);
     /* Default: a zero external rep adds nothing, even as the first thing
      * after a run that overflowed; an omit of 0 is returned as is. */
     expect_runs("zero rep, default", "021810880000", DEFAULT, RUNS({PC, 0x10, 1}), BTP_END, 6);
@@ -212,11 +238,7 @@ static void test_policies(void)
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 static uint64_t rng(void)
 {
-    /* xorshift64*: a fixed seed, so failures reproduce. */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1du;
+    return test_rng(&rng_state);
 }
 
 /* Random bytes under each policy never crash (ASan/UBSan builds check the
@@ -313,6 +335,7 @@ int main(void)
     test_huge_reps();
     test_rep_semantics();
     test_info_byte();
+    test_precedence();
     test_concatenated();
     test_policies();
     test_random_bytes();

@@ -6,7 +6,8 @@
  * default and Swift policies (spec_hex also strictly; swift_hex strictly
  * only if its first address is absolute); our encoder gives spec_hex, and
  * swift_hex with BTP_CBF_ENC_SWIFT, never longer than min_len; the frames
- * round-trip and encode into every too-small buffer correctly.
+ * round-trip and encode into every too-small buffer correctly; swift_b64
+ * is the unpadded base64 of swift_hex.
  * Public, malformed: strict gives `error` at `error_offset` after
  * `frames_before_error`; the default policy the same except that it
  * accepts a relative first address; the Swift policy gives `swift_frames`
@@ -197,13 +198,24 @@ static void check_valid(const char *id, const json_value *v)
         check_valid_hex(id, "alt_hex", json_str(alt, NULL), frames, (size_t)n, truncated, 0);
     }
     /* A relative first address must be what made strict fail. */
-    size_t len;
+    size_t len = 0;
     uint8_t *swift = tu_parse_hex(str_of(v, "swift_hex"), &len);
     btp_cbf_info info;
     static btp_frame out[MAX_FRAMES];
     btp_status st = swift ? decode(swift, len, BTP_CBF_POLICY_STRICT, out, &info) : BTP_E_SYNTAX;
     CHECK(st == (swift_first_relative ? BTP_E_FIRST_ADDRESS_RELATIVE : BTP_OK),
           "%s: swift_hex strict: %s", id, btp_status_name(st));
+    /* Swift serialises CBF as unpadded standard base64. */
+    const char *b64 = str_of(v, "swift_b64");
+    static char text[BTP_BASE64_ENCODED_LEN(BTP_CBF_BOUND(MAX_FRAMES))];
+    static uint8_t bytes[BTP_CBF_BOUND(MAX_FRAMES)];
+    size_t tlen = 0, blen = 0;
+    CHECK(swift && b64 && btp_base64_encode(swift, len, text, sizeof text, 0, &tlen) == BTP_OK &&
+              tlen == strlen(b64) && memcmp(text, b64, tlen) == 0,
+          "%s: base64 of swift_hex differs from swift_b64", id);
+    CHECK(b64 && btp_base64_decode(b64, strlen(b64), bytes, sizeof bytes, 0, &blen, NULL) ==
+                     BTP_OK && swift && blen == len && memcmp(bytes, swift, len) == 0,
+          "%s: swift_b64 does not decode to swift_hex", id);
     free(swift);
     check_encoding(id, v, frames, (size_t)n, truncated, (unsigned)bits);
 }

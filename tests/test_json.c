@@ -75,6 +75,18 @@ int main(void)
     rejects("-", 1);
     rejects("\"a\x01\"", 2);
 
+    /* The value limit: 1 array + 3 numbers is 4 values. */
+    {
+        json_error e = {0};
+        const char *four = "[1, 2, 3]";
+        v = json_parse_limited(four, strlen(four), 4, &e);
+        CHECK(v != NULL, "4 values within a limit of 4");
+        json_free(v);
+        CHECK(json_parse_limited(four, strlen(four), 3, &e) == NULL && e.offset == 7 &&
+                  strcmp(e.msg, "too many values") == 0,
+              "4 values over a limit of 3: %zu %s", e.offset, e.msg);
+    }
+
     /* Nesting beyond the limit fails cleanly instead of exhausting the stack. */
     size_t deep = 100000;
     char *d = malloc(deep);

@@ -22,6 +22,13 @@ static uint64_t rnd(void)
     return rng_state;
 }
 
+/* A random value of random width (two calls, in a fixed order). */
+static uint64_t rnd_any_width(void)
+{
+    uint64_t v = rnd();
+    return v >> (rnd() % 64);
+}
+
 /* Encode frames to a ~m# line; returns the status. */
 static btp_status m_line(const btp_frame *f, size_t n, uint64_t size, unsigned wb, unsigned flags,
                          char *out, size_t *out_len)
@@ -276,7 +283,7 @@ static void test_random_roundtrip(void)
             }
             f[i] = (btp_frame){v & mask & 0x7fffffffffffffffu, BTP_FRAME_RA};
         }
-        uint64_t size = (rnd() >> (rnd() % 64)) & mask & 0x7fffffffffffffffu;
+        uint64_t size = rnd_any_width() & mask & 0x7fffffffffffffffu;
         size_t len[2];
         for (int mode = 0; mode < 2; mode++) {
             uint8_t blob[BTP_LWS_BLOB_MAX];
@@ -345,6 +352,73 @@ static void test_random_blobs(void)
     }
     /* The loop must exercise both outcomes to mean anything. */
     CHECK(accepted > 100 && rejected > 100, "accepted %u rejected %u", accepted, rejected);
+    printf("random blobs: %u accepted, %u rejected\n", accepted, rejected);
+}
+
+/* Random text built from pieces of both line forms: the scanner, the ~m#
+ * reader and the ~b# parser never misbehave, and a ~b# line they accept
+ * formats back to a line that parses to the same record. Each text sits in
+ * a buffer of exactly its size. */
+static void test_random_text(void)
+{
+    static const char *pieces[] = {"~m#", "~b#size: ", "~b#", "0x", "0X", " ", ", ", "=", "\r\n",
+                                   "IF0B", "mUQu", "AAAV", "ffffffff", "8", "12", "-_", "+/",
+                                   "~", "#", "x", "9999999999999999999999",
+                                   "~m#IF0BmUQugNCkgCnkhdAYpQa6wAAV"};
+    unsigned b_ok = 0, m_ok = 0;
+    for (int iter = 0; iter < 20000; iter++) {
+        char tmp[256];
+        size_t n = 0, k = 1 + rnd() % 16;
+        if (iter & 1) {
+            /* A mostly well-formed ~b# line, perhaps with one odd piece. */
+            n = (size_t)snprintf(tmp, sizeof tmp, "~b#size: %llu, ",
+                                 (unsigned long long)rnd_any_width());
+            for (size_t i = 0; i < k % 8; i++)
+                n += (size_t)snprintf(tmp + n, sizeof tmp - n, "0x%llx ",
+                                      (unsigned long long)rnd_any_width());
+            k = rnd() % 3 == 0;
+        }
+        for (size_t i = 0; i < k; i++) {
+            const char *p = pieces[rnd() % (sizeof pieces / sizeof pieces[0])];
+            size_t l = strlen(p);
+            if (n + l > sizeof tmp)
+                break;
+            memcpy(tmp + n, p, l);
+            n += l;
+        }
+        char *t = malloc(n ? n : 1);
+        if (!t)
+            return;
+        memcpy(t, tmp, n);
+        size_t pos = 0, start, len, records = 0;
+        while (btp_lws_scan(t, n, &pos, &start, &len) == BTP_OK && records++ < n) {
+            btp_frame f[BTP_LWS_MAX_FRAMES];
+            btp_lws_info info;
+            CHECK(start + len <= n && pos <= n, "iter %d: scan span", iter);
+            if (btp_lws_m_decode(t + start, len, 64, f, BTP_LWS_MAX_FRAMES, &info) == BTP_OK)
+                m_ok++;
+        }
+        btp_frame f[BTP_LWS_MAX_FRAMES], g[BTP_LWS_MAX_FRAMES];
+        btp_lws_info info, info2;
+        unsigned wb = (iter & 2) ? 32 : 64;
+        if (btp_lws_b_parse(t, n, wb, f, BTP_LWS_MAX_FRAMES, &info) == BTP_OK) {
+            char out[BTP_LWS_B_LINE_MAX(BTP_LWS_MAX_FRAMES)];
+            size_t olen = 0;
+            int same = btp_lws_b_format(f, info.depth, info.alloc_size, out, sizeof out, &olen) ==
+                           BTP_OK &&
+                       btp_lws_b_parse(out, olen, wb, g, BTP_LWS_MAX_FRAMES, &info2) == BTP_OK &&
+                       info2.depth == info.depth && info2.alloc_size == info.alloc_size;
+            for (size_t i = 0; same && i < info.depth; i++)
+                same = f[i].value == g[i].value;
+            CHECK(same, "iter %d: ~b# line does not re-parse: %.*s", iter, (int)n, t);
+            b_ok++;
+        } else {
+            CHECK(info.error_column <= n, "iter %d: column %zu", iter, info.error_column);
+        }
+        free(t);
+    }
+    CHECK(b_ok > 100 && m_ok > 100, "only %u ~b# lines, %u ~m# records accepted", b_ok, m_ok);
+    printf("random text: %u ~b# lines accepted, %u ~m# records decoded\n", b_ok, m_ok);
 }
 
 int main(void)
@@ -356,5 +430,6 @@ int main(void)
     test_truncation_flag();
     test_random_roundtrip();
     test_random_blobs();
+    test_random_text();
     return check_finish();
 }

@@ -15,6 +15,7 @@ static const command commands[] = {
     {"convert", cmd_convert, "convert backtraces between formats"},
     {"dump", cmd_dump, "disassemble CBF streams instruction by instruction"},
     {"stats", cmd_stats, "sizes and depth distribution of a set of traces"},
+    {"heapmap", cmd_heapmap, "symbolize libwebsockets ~m# allocation records, by call site"},
 };
 
 static void usage(FILE *f)

@@ -46,5 +46,6 @@ void cli_list_formats(FILE *f, int readers, int writers);
 int cmd_convert(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_heapmap(int argc, char **argv);
 
 #endif

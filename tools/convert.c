@@ -45,7 +45,7 @@ static const char convert_examples[] =
     "Blank lines are skipped. Exit status 2 for usage errors.\n"
     "\n"
     "examples:\n"
-    "  echo 0218108f7f7f8000 | btpack convert --from hex --to json\n"
+    "  echo 02191000201021ff0001 | btpack convert --from hex --to json\n"
     "  btpack convert --from trace --to cbf -o out.cbf tests/data/corpus/sqlite3_i386.trace.xz\n"
     "  btpack convert --from cbf --to addrs out.cbf\n"
     "  btpack convert --from addrs --to b64 --word-bits 32 stacks.txt\n"

@@ -4,6 +4,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+/* Declared as a printf-style function so the compiler checks every caller's
+ * format string against its arguments. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 0)))
+#endif
 static void set_msg(char *msg, size_t cap, const char *fmt, va_list ap)
 {
     vsnprintf(msg, cap, fmt, ap);
@@ -62,7 +67,7 @@ int rd_add_frame(reader *r, trace *t, btp_frame f, uint64_t copies)
     }
 }
 
-static int hex_digit(char c)
+int hex_digit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';

@@ -113,6 +113,8 @@ int wr_error(writer *w, const char *fmt, ...);
  * names the frame. Returns 0 or -1. */
 int rd_add_frame(reader *r, trace *t, btp_frame f, uint64_t copies);
 
+/* 0..15 for a hex digit of either case, -1 for anything else. */
+int hex_digit(char c);
 /* Parse "0x" followed by 1..16 hex digits (any case) filling s[0..n)
  * exactly. Returns 0 or -1. */
 int parse_hex_u64(const char *s, size_t n, uint64_t *out);

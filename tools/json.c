@@ -25,6 +25,7 @@ struct json_value {
 typedef struct parser {
     const char *text;
     size_t len, pos;
+    size_t values, max_values; /* values made so far, and the limit */
     json_error err;
     int failed;
 } parser;
@@ -358,6 +359,8 @@ static json_value *parse_value(parser *p, unsigned depth)
 {
     skip_ws(p);
     int c = peek(p);
+    if (c != -1 && p->values++ >= p->max_values)
+        return fail(p, p->pos, "too many values");
     switch (c) {
     case -1:
         return fail(p, p->pos, "unexpected end of input");
@@ -394,7 +397,12 @@ static json_value *parse_value(parser *p, unsigned depth)
 
 json_value *json_parse(const char *text, size_t len, json_error *err)
 {
-    parser p = {.text = text, .len = len};
+    return json_parse_limited(text, len, JSON_MAX_VALUES, err);
+}
+
+json_value *json_parse_limited(const char *text, size_t len, size_t max_values, json_error *err)
+{
+    parser p = {.text = text, .len = len, .max_values = max_values};
     json_value *v = NULL;
     if (!text && len)
         fail(&p, 0, "no text");

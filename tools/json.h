@@ -16,6 +16,10 @@
 
 #define JSON_MAX_DEPTH 64
 #define JSON_MAX_TEXT ((size_t)256 << 20) /* 256 MiB */
+/* Values in one tree: each costs ~100 bytes, so this bounds the memory a
+ * hostile "[0,0,0,...]" can claim (4M values: room for a trace of 1M frames
+ * written as JSON). */
+#define JSON_MAX_VALUES ((size_t)1 << 22)
 
 typedef enum json_type {
     JSON_NULL,
@@ -39,9 +43,13 @@ typedef struct json_error {
  * allowed, anything else after it is an error). Returns the tree, to be
  * released with json_free(), or NULL with *err (may be NULL) filled: syntax
  * errors, invalid UTF-8 escapes, nesting deeper than JSON_MAX_DEPTH, input
- * longer than JSON_MAX_TEXT, or out of memory.
+ * longer than JSON_MAX_TEXT, more than JSON_MAX_VALUES values, or out of
+ * memory.
  */
 json_value *json_parse(const char *text, size_t len, json_error *err);
+
+/* json_parse() with another limit on the number of values (>= 1). */
+json_value *json_parse_limited(const char *text, size_t len, size_t max_values, json_error *err);
 
 /* Release a tree (NULL is fine). */
 void json_free(json_value *v);

@@ -142,5 +142,6 @@ static inline int btp_frame_is_address(btp_frame f)
 #include <btpack/cbf.h>
 #include <btpack/lws.h>
 #include <btpack/log.h>
+#include <btpack/capture.h>
 
 #endif

@@ -72,7 +72,10 @@ BTP_API btp_status btp_cbf_encoder_init(btp_cbf_encoder *enc, void *buf, size_t 
 
 /*
  * Append `copies` (>= 1) copies of `frame`. Runs of identical frames, given
- * in one call or across calls, become `rep` instructions.
+ * in one call or across calls, become `rep` instructions (several on a
+ * 16/32-bit word when the run is longer than the word's maximum count;
+ * once the buffer is full the rest are only counted, so any run costs
+ * O(cap) work at most).
  * Returns:
  *  BTP_OK
  *  BTP_E_VALUE_TOO_WIDE   the address does not fit the word, or an omit
@@ -118,9 +121,10 @@ BTP_API btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncat
 /* ------------------------------------------------------------------ */
 
 /* Decoder policy flags. The default (0) reads everything Swift writes
- * (relative first address, missing `end`, zero external counts) and stops
- * at `end`/`trunc`, leaving any further bytes to the caller (streams stored
- * back to back). */
+ * (relative first address, missing `end`, zero external counts: an omit of
+ * 0 comes back as an OMIT frame of value 0, a rep of 0 adds nothing) and
+ * stops at `end`/`trunc`, leaving any further bytes to the caller (streams
+ * stored back to back). spec/cbf.md describes the policies. */
 enum {
     BTP_CBF_REJECT_RELATIVE_FIRST = 1u << 0, /* first address must be absolute */
     BTP_CBF_REJECT_ZERO_COUNT = 1u << 1,     /* external omit/rep count of 0 */

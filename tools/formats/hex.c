@@ -2,17 +2,6 @@
  * out). */
 #include "format.h"
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static int hex_line_bytes(reader *r, const char *line, size_t len, strbuf *out)
 {
     size_t b = 0, e = len;
@@ -26,7 +15,7 @@ static int hex_line_bytes(reader *r, const char *line, size_t len, strbuf *out)
     if (!d)
         return rd_error(r, "out of memory");
     for (size_t i = b; i < e; i += 2) {
-        int hi = hex_value(line[i]), lo = hex_value(line[i + 1]);
+        int hi = hex_digit(line[i]), lo = hex_digit(line[i + 1]);
         if (hi < 0 || lo < 0)
             return rd_error(r, "column %zu: not a hex digit", (hi < 0 ? i : i + 1) + 1);
         d[(i - b) / 2] = (char)(hi << 4 | lo);

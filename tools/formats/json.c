@@ -60,7 +60,7 @@ static int json_read_line(reader *r, const char *line, size_t len, trace *t)
     const json_value *size = json_get(v, "alloc_size");
     if (json_type_of(v) != JSON_OBJECT)
         rd_error(r, "a trace must be a JSON object");
-    else if (wb && (json_u64(wb, &u) < 0 || !btp_word_bits_valid((unsigned)u)))
+    else if (wb && (json_u64(wb, &u) < 0 || u > 64 || !btp_word_bits_valid((unsigned)u)))
         rd_error(r, "\"word_bits\" must be 16, 32 or 64");
     else if (json_type_of(frames) != JSON_ARRAY)
         rd_error(r, "\"frames\" must be an array");

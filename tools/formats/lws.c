@@ -32,6 +32,8 @@ static int lws_read_line(reader *r, const char *line, size_t len, trace *t)
 {
     lws_state *s = r->state;
     size_t start, n, peek;
+    if (lws_reader_word_bits(r) < 0)
+        return -1;
     if (s->line != r->loc.line) {
         s->line = r->loc.line;
         s->pos = 0;
@@ -45,21 +47,16 @@ static int lws_read_line(reader *r, const char *line, size_t len, trace *t)
     btp_frame f[BTP_LWS_MAX_FRAMES];
     btp_lws_info info;
     btp_status st = btp_lws_m_decode(line + start, n, r->word_bits, f, BTP_LWS_MAX_FRAMES, &info);
+    if (st == BTP_E_LIMIT)
+        return rd_error(r, "column %zu: bad ~m# record: longer than any record (%d bytes)",
+                        start + 1, BTP_LWS_BLOB_MAX);
     if (st == BTP_E_BAD_BASE64)
         return rd_error(r, "column %zu: bad ~m# record: %s at column %zu", start + 1,
                         btp_strerror(st), start + info.error_column + 1);
     if (st != BTP_OK)
         return rd_error(r, "column %zu: bad ~m# record: %s (%s) at bit %zu", start + 1,
                         btp_strerror(st), btp_status_name(st), info.error_bit);
-    lws_warn_info(r, start + 1, &info);
-    trace_reset(t, r->word_bits);
-    t->loc = r->loc;
-    t->has_alloc_size = 1;
-    t->alloc_size = info.alloc_size;
-    for (size_t i = 0; i < info.depth; i++)
-        if (rd_add_frame(r, t, f[i], 1) < 0)
-            return -1;
-    return 1;
+    return lws_record(r, start + 1, f, &info, t);
 }
 
 static int lws_write(writer *w, const trace *t, strbuf *out)

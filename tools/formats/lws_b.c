@@ -11,6 +11,8 @@
 static int lws_b_read_line(reader *r, const char *line, size_t len, trace *t)
 {
     size_t start = 0;
+    if (lws_reader_word_bits(r) < 0)
+        return -1;
     while (start + 3 <= len && memcmp(line + start, "~b#", 3) != 0)
         start++;
     if (start + 3 > len)
@@ -22,15 +24,7 @@ static int lws_b_read_line(reader *r, const char *line, size_t len, trace *t)
     if (st != BTP_OK)
         return rd_error(r, "column %zu: bad ~b# line: %s", start + info.error_column + 1,
                         btp_strerror(st));
-    lws_warn_info(r, start + 1, &info);
-    trace_reset(t, r->word_bits);
-    t->loc = r->loc;
-    t->has_alloc_size = 1;
-    t->alloc_size = info.alloc_size;
-    for (size_t i = 0; i < info.depth; i++)
-        if (rd_add_frame(r, t, f[i], 1) < 0)
-            return -1;
-    return 1;
+    return lws_record(r, start + 1, f, &info, t);
 }
 
 static int lws_b_write(writer *w, const trace *t, strbuf *out)

@@ -34,7 +34,7 @@ int lws_check_trace(writer *w, const trace *t, uint64_t *size)
     return 0;
 }
 
-void lws_warn_info(reader *r, size_t column, const btp_lws_info *info)
+static void warn_info(reader *r, size_t column, const btp_lws_info *info)
 {
     if (info->suspect & ~BTP_LWS_SUSPECT_SIZE) {
         char list[160];
@@ -54,4 +54,26 @@ void lws_warn_info(reader *r, size_t column, const btp_lws_info *info)
         diag(DIAG_WARNING, r->name, &r->loc,
              "column %zu: %u sign-extended value%s folded back to 32 bits", column,
              info->folded, info->folded == 1 ? "" : "s");
+}
+
+int lws_record(reader *r, size_t column, const btp_frame *f, const btp_lws_info *info, trace *t)
+{
+    warn_info(r, column, info);
+    trace_reset(t, r->word_bits);
+    t->loc = r->loc;
+    t->has_alloc_size = 1;
+    t->alloc_size = info->alloc_size;
+    for (size_t i = 0; i < info->depth; i++)
+        if (rd_add_frame(r, t, f[i], 1) < 0)
+            return -1;
+    return 1;
+}
+
+int lws_reader_word_bits(reader *r)
+{
+    if (r->word_bits == 32 || r->word_bits == 64)
+        return 0;
+    r->fatal = 1;
+    return rd_error(r, "lws records come from 32- or 64-bit hosts: --word-bits 32 or 64, not %u",
+                    r->word_bits);
 }

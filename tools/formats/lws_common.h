@@ -16,8 +16,15 @@
  */
 int lws_check_trace(writer *w, const trace *t, uint64_t *size);
 
-/* Warn about values showing libwebsockets' 64-bit truncation signature, and
- * about 32-bit values folded back from the x86_64 tool's sign extension. */
-void lws_warn_info(reader *r, size_t column, const btp_lws_info *info);
+/* Refuse word sizes libwebsockets does not have (rd_error, -1); 0 if fine. */
+int lws_reader_word_bits(reader *r);
+
+/* A decoded record (info->depth frames f, info->alloc_size) into t: frames
+ * are return addresses, the size is kept. Warns about values showing
+ * libwebsockets' 64-bit truncation signature and about 32-bit values folded
+ * back from the x86_64 tool's sign extension (`column`: where the record
+ * starts). Returns 1, or -1 (rd_error). */
+int lws_record(reader *r, size_t column, const btp_frame *f, const btp_lws_info *info,
+               trace *t);
 
 #endif

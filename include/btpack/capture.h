@@ -1,0 +1,301 @@
+/*
+ * Stack capture: the current thread's backtrace, or the one a signal's
+ * ucontext_t (or a saved register set) describes, from one of several
+ * unwinders, into a caller buffer of frames or straight into CBF, with no
+ * allocation. Plus a crash-handler helper built on it.
+ *
+ * Methods (which are built in depends on the platform and the build):
+ *  fp         frame-pointer walk. Every frame pointer is checked before it is
+ *             read: inside the stack's bounds, aligned to a word, strictly
+ *             above the previous one. A bogus chain (code built without frame
+ *             pointers, corrupt stack) ends the walk instead of faulting.
+ *             Fast, async-signal-safe, but it only sees code built with
+ *             -fno-omit-frame-pointer; a function interrupted in its prologue
+ *             or a leaf without a frame loses its caller.
+ *  libgcc     _Unwind_Backtrace from libgcc_s (DWARF unwind tables). Sees
+ *             code without frame pointers. Async-signal-safe in practice with
+ *             gcc >= 12 on glibc >= 2.35 (dl_find_object), not by contract.
+ *  libunwind  libunwind's local cursor (optional, Meson feature `libunwind`;
+ *             a cursor rather than unw_backtrace() so that deep stacks stream
+ *             through the ring instead of an array). From a ucontext it
+ *             starts at the interrupted frame itself (unw_init_local2, on
+ *             x86_64). Documented async-signal-safe except for its use of
+ *             dl_iterate_phdr.
+ *  glibc      backtrace() from <execinfo.h>. Sees at most
+ *             BTP_CAPTURE_GLIBC_MAX_FRAMES frames (it fills an array, so the
+ *             bottom of deeper stacks is lost). Not async-signal-safe: its
+ *             first call loads libgcc_s (btp_capture_options_init() and
+ *             btp_crash_install() make that first call for you).
+ *
+ * Frames: the first recorded frame is a `pc`, the rest are `ra`. For a
+ * capture of the current thread the first frame is the address the call to
+ * btp_capture*() returns to (the caller's position): the library removes its
+ * own frames exactly, by finding that return address in the unwinder's
+ * output, so snip_pre counts frames of the caller's choosing only. For a
+ * ucontext/register capture the first frame is the interrupted program
+ * counter.
+ *
+ * snip_pre / snip_post then drop that many frames at the innermost / outermost
+ * end. Our defaults are 0 and 0 (libwebsockets uses 2 and 1 because its count
+ * includes its own API frames, which we already drop, and because the
+ * outermost frames differ per method: _start for the unwinders, often main or
+ * __libc_start_call_main for fp). Pass 2 and 1 for lws-compatible output.
+ *
+ * Deep stacks: with room for `cap` frames, a stack of at most cap-1 frames is
+ * kept whole. A deeper one keeps its innermost ceil((cap-1)/2) frames, then
+ * one `omit` frame counting the frames left out, then its outermost
+ * floor((cap-1)/2) frames (a ring of the last frames plus a count, so nothing
+ * is allocated whatever the depth). With cap 1 only the innermost frame is
+ * kept. snip_pre applies before this shortening; snip_post after it (the
+ * total is known only at the end), so it removes frames from the kept tail,
+ * then from the omitted count, then from the head. The walk itself is
+ * bounded by BTP_CAPTURE_MAX_WALK frames.
+ *
+ * Thread-safety: all capture functions may run in any number of threads at
+ * once. The only state the library keeps is a per-thread cache of the
+ * thread's stack bounds for the fp method, and the crash handler's
+ * configuration (set by btp_crash_install()).
+ */
+#ifndef BTPACK_CAPTURE_H
+#define BTPACK_CAPTURE_H
+
+#include <btpack/btpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum btp_capture_method {
+    BTP_CAPTURE_DEFAULT = 0, /* the build's preferred method (see below) */
+    BTP_CAPTURE_FP = 1,
+    BTP_CAPTURE_LIBGCC = 2,
+    BTP_CAPTURE_LIBUNWIND = 3,
+    BTP_CAPTURE_GLIBC = 4
+} btp_capture_method;
+
+/* Upper bound on frames any method walks (bounded work on corrupt stacks;
+ * large enough for an 8 MiB stack of the smallest frames, so the bottom of
+ * an overflowed stack is still found). */
+#define BTP_CAPTURE_MAX_WALK (1u << 20)
+/* Frames the glibc method can see (backtrace() needs an array). */
+#define BTP_CAPTURE_GLIBC_MAX_FRAMES 512
+/* Frames an unwinder may report above the first frame to keep (the
+ * library's own, a signal handler's, the signal trampoline) before the
+ * search for that frame gives up. */
+#define BTP_CAPTURE_SEEK_MAX 32
+/* Frames the *_cbf functions collect before encoding (on the stack). */
+#define BTP_CAPTURE_CBF_MAX_FRAMES 128
+
+/* Option flags. */
+enum {
+    /* The fp method must not call anything that is not async-signal-safe
+     * (no pthread_getattr_np): without opt->bounds or a cached value it finds
+     * the stack from /proc/self/maps with raw open/read. Set it when
+     * capturing inside a signal handler. */
+    BTP_CAPTURE_ASYNC_SIGNAL_SAFE = 1u << 0
+};
+
+/* A thread's stack: addresses [lo, hi). */
+typedef struct btp_stack_bounds {
+    uintptr_t lo;
+    uintptr_t hi;
+} btp_stack_bounds;
+
+/* Capture options. Caller-allocated; zero-initialised means: default method,
+ * no snipping, no flags, bounds found by the library. */
+typedef struct btp_capture_options {
+    btp_capture_method method;
+    unsigned snip_pre;  /* frames dropped at the innermost end */
+    unsigned snip_post; /* frames dropped at the outermost end */
+    unsigned flags;     /* BTP_CAPTURE_* */
+    /* fp only: the stack to trust. NULL: this thread's stack (cached per
+     * thread), or with BTP_CAPTURE_ASYNC_SIGNAL_SAFE the mapping holding the
+     * stack pointer. A signal's alternate stack is recognised on its own. */
+    const btp_stack_bounds *bounds;
+} btp_capture_options;
+
+/* A saved register set: what the fp walk needs. fp is the frame pointer
+ * (rbp / x29), sp the stack pointer, pc the program counter. */
+typedef struct btp_regs {
+    uintptr_t pc;
+    uintptr_t sp;
+    uintptr_t fp;
+} btp_regs;
+
+/* "fp", "libgcc", "libunwind", "glibc" ("default" for DEFAULT); NULL for an
+ * unknown value. Async-signal-safe. */
+BTP_API const char *btp_capture_method_name(btp_capture_method method);
+
+/* Parse a method name (as above, "default" included). Returns BTP_OK or
+ * BTP_E_SYNTAX (unknown name, *out untouched) or BTP_E_INVALID_ARGUMENT. */
+BTP_API btp_status btp_capture_method_parse(const char *name, btp_capture_method *out);
+
+/* Non-zero if `method` is built in (DEFAULT: if any is). Async-signal-safe. */
+BTP_API int btp_capture_method_available(btp_capture_method method);
+
+/* The method DEFAULT stands for in this build: libgcc, else libunwind, else
+ * glibc, else fp (the unwinders see code without frame pointers, which is
+ * most code). Async-signal-safe. */
+BTP_API btp_capture_method btp_capture_method_default(void);
+
+/* Path of the shared object whose code implements `method` (to check which
+ * unwinder really runs: libunwind also exports _Unwind_Backtrace), or NULL
+ * (fp, not available, or static linking). Not async-signal-safe (dladdr). */
+BTP_API const char *btp_capture_method_library(btp_capture_method method);
+
+/*
+ * Fill *opt with the defaults, then apply the environment:
+ *  BTPACK_STACKTRACE_METHOD=fp|libgcc|libunwind|glibc selects the method;
+ *  BTPACK_STACKTRACE_METHOD_VERBOSE=1 (any non-empty value but "0") prints
+ *  the methods built in and the one chosen to stderr.
+ * opt->method is always set to a concrete, available method. Also makes the
+ * chosen method's first call (which may load libraries), so later captures
+ * from signal handlers do not.
+ * Returns BTP_OK, BTP_E_INVALID_ARGUMENT (NULL), or BTP_E_NO_METHOD when the
+ * variable names an unknown or unavailable method: then opt holds the
+ * default method and a message went to stderr.
+ * Not async-signal-safe (getenv, stdio); call it at start-up.
+ */
+BTP_API btp_status btp_capture_options_init(btp_capture_options *opt);
+
+/*
+ * Capture the current thread's stack into frames[0..cap) (see the header
+ * comment for which frames and how deep stacks are shortened).
+ * opt may be NULL (all defaults). *n_out gets the number of frames written.
+ * Returns:
+ *  BTP_OK                 (possibly with 0 frames if everything was snipped)
+ *  BTP_E_INVALID_ARGUMENT NULL frames/n_out, cap 0, bad method
+ *  BTP_E_NO_METHOD        the method is not built in, or failed to start
+ * Async-signal-safe with the fp method and BTP_CAPTURE_ASYNC_SIGNAL_SAFE (or
+ * bounds given), and inasmuch as the chosen unwinder is otherwise.
+ */
+BTP_API btp_status btp_capture(const btp_capture_options *opt, btp_frame *frames, size_t cap,
+                               size_t *n_out);
+
+/*
+ * Capture the stack a signal handler's ucontext_t (its third argument)
+ * describes: the first frame is the interrupted pc. fp walks from the
+ * context's registers; libunwind starts from the context itself; libgcc and
+ * glibc unwind through the signal frame from where they are called, so they
+ * must be called on the thread and inside the handler that received the
+ * context. If an unwinder does not reach the interrupted pc (within
+ * BTP_CAPTURE_SEEK_MAX frames) or fails, the fp walk from the context's
+ * registers is used instead. Same results as btp_capture(), plus BTP_E_UNSUPPORTED when the
+ * registers cannot be read on this architecture (x86_64, i386 and aarch64
+ * Linux are supported).
+ */
+BTP_API btp_status btp_capture_context(const btp_capture_options *opt, const void *ucontext,
+                                       btp_frame *frames, size_t cap, size_t *n_out);
+
+/* Read pc/sp/fp from a ucontext_t. BTP_OK, BTP_E_INVALID_ARGUMENT or
+ * BTP_E_UNSUPPORTED (unknown architecture). Async-signal-safe. */
+BTP_API btp_status btp_regs_from_context(const void *ucontext, btp_regs *regs);
+
+/*
+ * Frame-pointer walk from a saved register set (fp method only; another
+ * method gives BTP_E_UNSUPPORTED). The first frame is regs->pc (omitted if
+ * 0). The walk reads only words inside `bounds` (or opt->bounds, or the
+ * mapping holding regs->sp when both are NULL), so a corrupt or hostile chain
+ * ends it: nothing outside the bounds is ever dereferenced. Same results as
+ * btp_capture(). Async-signal-safe.
+ */
+BTP_API btp_status btp_capture_regs(const btp_capture_options *opt, const btp_regs *regs,
+                                    const btp_stack_bounds *bounds, btp_frame *frames, size_t cap,
+                                    size_t *n_out);
+
+/*
+ * Capture (current thread when ucontext is NULL, else as
+ * btp_capture_context()) and encode as one CBF stream with the word size of
+ * a pointer into buf[0..cap): at most BTP_CAPTURE_CBF_MAX_FRAMES frames
+ * (deep stacks shortened as above), then `end`; if the buffer is too small
+ * the stream is cut with `trunc` (cap >= 2 needed). *len_out gets its length.
+ * Returns the capture's status, BTP_E_INVALID_ARGUMENT for cap < 2, or
+ * BTP_E_BUFFER_TOO_SMALL when the stream had to be cut (buf still holds
+ * valid CBF). No allocation; uses about 2 KiB of stack. Signal safety as
+ * for the capture.
+ */
+BTP_API btp_status btp_capture_cbf(const btp_capture_options *opt, const void *ucontext,
+                                   void *buf, size_t cap, size_t *len_out);
+
+/* This thread's stack bounds from pthread_getattr_np. BTP_OK, BTP_E_IO.
+ * Not async-signal-safe (it may read /proc/self/maps with stdio and
+ * allocate for the main thread). */
+BTP_API btp_status btp_stack_bounds_current(btp_stack_bounds *out);
+
+/* Bounds of the readable memory mapping holding `addr`, from
+ * /proc/self/maps read with plain open/read: async-signal-safe. For a stack
+ * pointer, lo is the mapping's start (a grows-down main stack may later
+ * extend below it). BTP_OK, BTP_E_IO (cannot read the file), BTP_END (no
+ * readable mapping holds addr), BTP_E_INVALID_ARGUMENT. */
+BTP_API btp_status btp_stack_bounds_of(uintptr_t addr, btp_stack_bounds *out);
+
+/* ------------------------------------------------------------------ */
+/* Crash handler                                                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Record written on a crash (text lines, so grep/sed extract the parts):
+ *
+ *   btpack-crash v1 signal=<n> code=<si_code> addr=0x<fault address> pid=<n> tid=<n> method=<name>
+ *   cbf <the backtrace: one CBF stream, lower-case hex>
+ *   map <a line of /proc/self/maps>      (one per mapping, in file order)
+ *   end
+ *
+ * `sed -n 's/^cbf //p'` gives a line the CLI's `hex` format reads
+ * (`btpack convert --from hex --to addrs`). The `map` lines let a reader
+ * turn an address into (file, offset) for addr2line: for an address A in a
+ * mapping `S-E perms O ... PATH`, the file's virtual address is
+ * A - S + O when the file maps its segments at vaddr == file offset (true of
+ * ordinary PIE executables and libraries), or in general A - L where L is
+ * the start of PATH's mapping with offset 0. A missing `end` line means the
+ * record was cut short.
+ */
+
+/* Crash handler configuration. */
+typedef struct btp_crash_options {
+    /* Capture options for the handler; flags get BTP_CAPTURE_ASYNC_SIGNAL_SAFE
+     * added. Zero: the fp method (the only one that is async-signal-safe by
+     * construction). */
+    btp_capture_options capture;
+    /* Bytes of alternate signal stack to map for the installing thread;
+     * 0 gives 64 KiB. */
+    size_t altstack_size;
+} btp_crash_options;
+
+/*
+ * Install handlers for SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT that run
+ * on an alternate stack (mapped now for the calling thread; other threads
+ * get one with btp_crash_thread_init()), capture the crashed thread's stack
+ * from the signal context, write one record (above) to `fd` with write(2)
+ * only, then restore the default action and re-raise the signal, so the
+ * process still dies by it (and dumps core where configured). fd must stay
+ * open; it is not closed. If several threads crash at once the first one
+ * writes; the others wait for it (up to ~2 s) and then re-raise.
+ * Previously installed handlers for these signals are replaced, not chained.
+ * opt may be NULL. Call once, early, from one thread (not thread-safe with
+ * itself); calling again replaces the configuration.
+ * Returns BTP_OK, BTP_E_INVALID_ARGUMENT (fd < 0, bad method),
+ * BTP_E_NO_METHOD, BTP_E_OUT_OF_MEMORY (alternate stack), BTP_E_IO
+ * (sigaction/sigaltstack failed).
+ */
+BTP_API btp_status btp_crash_install(int fd, const btp_crash_options *opt);
+
+/* Give the calling thread its own alternate signal stack for the crash
+ * handler (sigaltstack is per thread); without one, a thread that overflows
+ * its stack cannot run the handler. BTP_OK, BTP_E_OUT_OF_MEMORY, BTP_E_IO.
+ * The stack is never freed (it must outlive the thread's last signal). */
+BTP_API btp_status btp_crash_thread_init(void);
+
+/* Write a crash record for `ucontext` (or the current thread when NULL) to
+ * fd, as the handler does; exposed so a program's own handler can use it.
+ * signal/code/addr go into the header line. BTP_OK or BTP_E_IO, or the
+ * capture's error (the record is then written without frames).
+ * Async-signal-safe with the fp method. */
+BTP_API btp_status btp_crash_write_record(int fd, const btp_capture_options *opt, int signal,
+                                          int code, uintptr_t addr, const void *ucontext);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

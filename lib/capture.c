@@ -1,0 +1,435 @@
+/*
+ * Stack capture: method names and selection, the collector every walker
+ * feeds (anchor, snip, head + ring + omit), and the public entry points.
+ */
+#include "capture_internal.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Collector                                                            */
+/* ------------------------------------------------------------------ */
+
+void btp_collector_init(btp_collector *c, btp_frame *out, size_t cap, uintptr_t anchor,
+                        const btp_capture_options *opt)
+{
+    c->out = out;
+    c->cap = cap;
+    /* One slot is kept for the omit; a single slot holds just the innermost
+     * frame. */
+    c->ring_cap = cap < 2 ? 0 : (cap - 1) / 2;
+    c->head_cap = cap < 2 ? cap : cap - 1 - c->ring_cap;
+    c->head_n = 0;
+    c->ring_total = 0;
+    c->anchor = anchor;
+    c->seeking = anchor != 0;
+    c->drop_unanchored = 0;
+    c->pending_n = 0;
+    c->skip = opt ? opt->snip_pre : 0;
+    c->snip_post = opt ? opt->snip_post : 0;
+    c->walked = 0;
+}
+
+static void keep(btp_collector *c, uintptr_t addr)
+{
+    if (c->skip > 0) {
+        c->skip--;
+        return;
+    }
+    btp_frame f = {(uint64_t)addr, BTP_FRAME_RA};
+    if (c->head_n < c->head_cap) {
+        c->out[c->head_n++] = f;
+    } else if (c->ring_cap > 0) {
+        c->out[c->head_cap + 1 + (size_t)(c->ring_total % c->ring_cap)] = f;
+        c->ring_total++;
+    } else {
+        c->ring_total++; /* no ring: counted only, reported as nothing */
+    }
+}
+
+static void flush_pending(btp_collector *c)
+{
+    for (size_t i = 0; i < c->pending_n; i++)
+        keep(c, c->pending[i]);
+    c->pending_n = 0;
+    c->seeking = 0;
+}
+
+int btp_collector_push(btp_collector *c, uintptr_t addr)
+{
+    if (c->walked >= BTP_CAPTURE_MAX_WALK)
+        return 0;
+    c->walked++;
+    if (c->seeking) {
+        if (addr == c->anchor) {
+            c->seeking = 0;
+            c->pending_n = 0;
+        } else if (c->pending_n < BTP_CAPTURE_SEEK_MAX) {
+            c->pending[c->pending_n++] = addr;
+            return 1;
+        } else if (c->drop_unanchored) {
+            return 0; /* give up: the caller falls back to another walk */
+        } else {
+            flush_pending(c);
+        }
+    }
+    keep(c, addr);
+    return 1;
+}
+
+int btp_collector_missed_anchor(const btp_collector *c)
+{
+    return c->seeking;
+}
+
+static void reverse(btp_frame *f, size_t n)
+{
+    for (size_t i = 0, j = n; i + 1 < j; i++, j--) {
+        btp_frame t = f[i];
+        f[i] = f[j - 1];
+        f[j - 1] = t;
+    }
+}
+
+size_t btp_collector_finish(btp_collector *c)
+{
+    if (c->seeking) {
+        if (c->drop_unanchored) {
+            c->pending_n = 0;
+            return 0;
+        }
+        /* Anchor never seen: keep everything rather than nothing. */
+        flush_pending(c);
+    }
+    /* With no ring (cap < 3) its would-be start may lie past the array. */
+    btp_frame *ring = c->ring_cap > 0 ? c->out + c->head_cap + 1 : NULL;
+    uint64_t stored = c->ring_total < c->ring_cap ? c->ring_total : c->ring_cap;
+    uint64_t omitted = c->ring_total - stored;
+    size_t r = (size_t)stored;
+    if (c->ring_total > c->ring_cap && c->ring_cap > 0) {
+        /* The ring wrapped: rotate so the oldest frame comes first. */
+        size_t start = (size_t)(c->ring_total % c->ring_cap);
+        reverse(ring, start);
+        reverse(ring + start, r - start);
+        reverse(ring, r);
+    }
+    /* snip_post eats the ring, then the omitted count, then the head. */
+    uint64_t post = c->snip_post;
+    uint64_t d = post < r ? post : r;
+    r -= (size_t)d;
+    post -= d;
+    d = post < omitted ? post : omitted;
+    omitted -= d;
+    post -= d;
+    d = post < c->head_n ? post : c->head_n;
+    c->head_n -= (size_t)d;
+
+    size_t n = c->head_n;
+    if (omitted > 0 && n < c->cap) {
+        c->out[n].kind = BTP_FRAME_OMIT;
+        c->out[n].value = omitted;
+        n++;
+    }
+    if (r > 0 && ring && c->out + n != ring)
+        memmove(c->out + n, ring, r * sizeof *ring);
+    n += r;
+    if (n > 0 && c->out[0].kind == BTP_FRAME_RA)
+        c->out[0].kind = BTP_FRAME_PC;
+    return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Methods                                                              */
+/* ------------------------------------------------------------------ */
+
+static const char *const method_names[] = {"default", "fp", "libgcc", "libunwind", "glibc"};
+
+const char *btp_capture_method_name(btp_capture_method method)
+{
+    if ((unsigned)method >= sizeof method_names / sizeof method_names[0])
+        return NULL;
+    return method_names[method];
+}
+
+btp_status btp_capture_method_parse(const char *name, btp_capture_method *out)
+{
+    if (!name || !out)
+        return BTP_E_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < sizeof method_names / sizeof method_names[0]; i++) {
+        if (strcmp(name, method_names[i]) == 0) {
+            *out = (btp_capture_method)i;
+            return BTP_OK;
+        }
+    }
+    return BTP_E_SYNTAX;
+}
+
+int btp_capture_method_available(btp_capture_method method)
+{
+    switch (method) {
+    case BTP_CAPTURE_DEFAULT:
+        return 1;
+    case BTP_CAPTURE_FP:
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+        return 1;
+#else
+        return 0;
+#endif
+    case BTP_CAPTURE_LIBGCC:
+        return BTP_HAVE_LIBGCC_UNWIND;
+    case BTP_CAPTURE_LIBUNWIND:
+        return BTP_HAVE_LIBUNWIND;
+    case BTP_CAPTURE_GLIBC:
+        return BTP_HAVE_EXECINFO;
+    }
+    return 0;
+}
+
+btp_capture_method btp_capture_method_default(void)
+{
+    static const btp_capture_method order[] = {BTP_CAPTURE_LIBGCC, BTP_CAPTURE_LIBUNWIND,
+                                               BTP_CAPTURE_GLIBC};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (btp_capture_method_available(order[i]))
+            return order[i];
+    return BTP_CAPTURE_FP;
+}
+
+const char *btp_capture_method_library(btp_capture_method method)
+{
+    const void *sym = NULL;
+    switch (method) {
+    case BTP_CAPTURE_LIBGCC: sym = btp_capture_libgcc_symbol(); break;
+    case BTP_CAPTURE_LIBUNWIND: sym = btp_capture_libunwind_symbol(); break;
+    case BTP_CAPTURE_GLIBC: sym = btp_capture_glibc_symbol(); break;
+    default: break;
+    }
+    Dl_info info;
+    if (!sym || !dladdr(sym, &info) || !info.dli_fname || !info.dli_fname[0])
+        return NULL;
+    return info.dli_fname;
+}
+
+btp_status btp_capture_options_init(btp_capture_options *opt)
+{
+    if (!opt)
+        return BTP_E_INVALID_ARGUMENT;
+    memset(opt, 0, sizeof *opt);
+    opt->method = btp_capture_method_default();
+    btp_status st = BTP_OK;
+    const char *want = getenv("BTPACK_STACKTRACE_METHOD");
+    if (want && want[0]) {
+        btp_capture_method m;
+        if (btp_capture_method_parse(want, &m) != BTP_OK || !btp_capture_method_available(m)) {
+            fprintf(stderr, "btpack: BTPACK_STACKTRACE_METHOD=%s is not available; using %s\n",
+                    want, btp_capture_method_name(opt->method));
+            st = BTP_E_NO_METHOD;
+        } else if (m != BTP_CAPTURE_DEFAULT) {
+            opt->method = m;
+        }
+    }
+    const char *verbose = getenv("BTPACK_STACKTRACE_METHOD_VERBOSE");
+    if (verbose && verbose[0] && strcmp(verbose, "0") != 0) {
+        fputs("btpack: stack trace methods available:", stderr);
+        for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_GLIBC; m++)
+            if (btp_capture_method_available((btp_capture_method)m))
+                fprintf(stderr, " %s", btp_capture_method_name((btp_capture_method)m));
+        const char *lib = btp_capture_method_library(opt->method);
+        fprintf(stderr, "; using %s%s%s%s\n", btp_capture_method_name(opt->method),
+                lib ? " (" : "", lib ? lib : "", lib ? ")" : "");
+    }
+    btp_capture_preload(opt->method);
+    return st;
+}
+
+void btp_capture_preload(btp_capture_method method)
+{
+    btp_capture_options o = {0};
+    o.method = method;
+    btp_frame tmp[4];
+    size_t n;
+    (void)btp_capture(&o, tmp, sizeof tmp / sizeof tmp[0], &n);
+}
+
+/* ------------------------------------------------------------------ */
+/* Entry points                                                         */
+/* ------------------------------------------------------------------ */
+
+static btp_status resolve(const btp_capture_options *opt, btp_capture_method *m)
+{
+    *m = opt ? opt->method : BTP_CAPTURE_DEFAULT;
+    if (*m == BTP_CAPTURE_DEFAULT)
+        *m = btp_capture_method_default();
+    if (!btp_capture_method_name(*m))
+        return BTP_E_INVALID_ARGUMENT;
+    return btp_capture_method_available(*m) ? BTP_OK : BTP_E_NO_METHOD;
+}
+
+/* Resolve the method and start a collector keeping frames from `anchor`. */
+static btp_status begin(const btp_capture_options *opt, btp_capture_method *m, btp_collector *c,
+                        btp_frame *frames, size_t cap, uintptr_t anchor)
+{
+    btp_status st = resolve(opt, m);
+    if (st == BTP_OK)
+        btp_collector_init(c, frames, cap, anchor, opt);
+    return st;
+}
+
+/* Run method m into c. For the current thread (uc NULL) `here` is the frame
+ * of the public entry point, whose saved frame pointer and return address
+ * start the fp walk. */
+static btp_status run(btp_capture_method m, btp_collector *c, const void *uc, const btp_regs *here,
+                      const btp_capture_options *opt)
+{
+    unsigned flags = opt ? opt->flags : 0;
+    const btp_stack_bounds *bounds = opt ? opt->bounds : NULL;
+    switch (m) {
+    case BTP_CAPTURE_FP:
+        return btp_capture_fp_walk(c, here, bounds, flags);
+    case BTP_CAPTURE_LIBGCC:
+        return btp_capture_libgcc(c, uc);
+    case BTP_CAPTURE_LIBUNWIND:
+        return btp_capture_libunwind(c, uc);
+    case BTP_CAPTURE_GLIBC:
+        return btp_capture_glibc(c, uc);
+    default:
+        return BTP_E_INVALID_ARGUMENT;
+    }
+}
+
+/* The current thread's capture; `ra` is the entry point's return address,
+ * `fp` its frame (see btp_capture). */
+static btp_status capture_here(const btp_capture_options *opt, uintptr_t ra, uintptr_t fp,
+                               btp_frame *frames, size_t cap, size_t *n_out)
+{
+    btp_capture_method m;
+    btp_collector c;
+    btp_status st = begin(opt, &m, &c, frames, cap, ra);
+    if (st != BTP_OK)
+        return st;
+    /* The fp walk starts at the entry point's frame record, whose return
+     * address is the anchor: the first frame it reports is the anchor. */
+    btp_regs here = {0, fp, fp};
+    st = run(m, &c, NULL, &here, opt);
+    *n_out = btp_collector_finish(&c);
+    return st;
+}
+
+static btp_status capture_context(const btp_capture_options *opt, const void *uc,
+                                  btp_frame *frames, size_t cap, size_t *n_out)
+{
+    btp_capture_method m;
+    btp_collector c;
+    btp_status st = begin(opt, &m, &c, frames, cap, 0);
+    if (st != BTP_OK)
+        return st;
+    btp_regs regs;
+    st = btp_regs_from_context(uc, &regs);
+    if (st != BTP_OK)
+        return st;
+    if (m == BTP_CAPTURE_LIBUNWIND && BTP_LIBUNWIND_FROM_CONTEXT) {
+        /* libunwind starts at the interrupted frame itself. */
+        st = btp_capture_libunwind(&c, uc);
+        *n_out = btp_collector_finish(&c);
+        if (st == BTP_OK)
+            return BTP_OK;
+    } else if (m != BTP_CAPTURE_FP) {
+        /* libgcc / glibc (/ libunwind elsewhere) unwind from here through
+         * the signal frame: keep from the interrupted pc on. */
+        btp_collector_init(&c, frames, cap, regs.pc, opt);
+        c.drop_unanchored = 1;
+        st = run(m, &c, uc, NULL, opt);
+        int missed = btp_collector_missed_anchor(&c);
+        *n_out = btp_collector_finish(&c);
+        if (st == BTP_OK && !missed)
+            return BTP_OK;
+    }
+    /* The fp method, or an unwinder that did not get through the signal
+     * frame: walk the frame pointers from the context's registers. */
+    btp_collector_init(&c, frames, cap, 0, opt);
+    st = btp_capture_fp_walk(&c, &regs, opt ? opt->bounds : NULL,
+                             (opt ? opt->flags : 0) | BTP_CAPTURE_ASYNC_SIGNAL_SAFE);
+    *n_out = btp_collector_finish(&c);
+    return st;
+}
+
+/* Entry points are noinline so that their return address and frame are
+ * the caller's position; the empty asm after the call keeps the compiler
+ * from turning it into a tail call (which would pop the frame the fp walk
+ * starts from). */
+__attribute__((noinline)) btp_status btp_capture(const btp_capture_options *opt,
+                                                  btp_frame *frames, size_t cap, size_t *n_out)
+{
+    if (!frames || !n_out || cap == 0)
+        return BTP_E_INVALID_ARGUMENT;
+    *n_out = 0;
+    btp_status st = capture_here(opt, (uintptr_t)__builtin_return_address(0),
+                                 (uintptr_t)__builtin_frame_address(0), frames, cap, n_out);
+    __asm__ volatile("" : "+r"(st) : : "memory");
+    return st;
+}
+
+btp_status btp_capture_context(const btp_capture_options *opt, const void *ucontext,
+                               btp_frame *frames, size_t cap, size_t *n_out)
+{
+    if (!frames || !n_out || cap == 0 || !ucontext)
+        return BTP_E_INVALID_ARGUMENT;
+    *n_out = 0;
+    return capture_context(opt, ucontext, frames, cap, n_out);
+}
+
+btp_status btp_capture_regs(const btp_capture_options *opt, const btp_regs *regs,
+                            const btp_stack_bounds *bounds, btp_frame *frames, size_t cap,
+                            size_t *n_out)
+{
+    if (!frames || !n_out || cap == 0 || !regs)
+        return BTP_E_INVALID_ARGUMENT;
+    *n_out = 0;
+    btp_capture_method m;
+    btp_status st = resolve(opt, &m);
+    if (st == BTP_E_INVALID_ARGUMENT)
+        return st;
+    if (opt && opt->method != BTP_CAPTURE_FP && opt->method != BTP_CAPTURE_DEFAULT)
+        return BTP_E_UNSUPPORTED;
+    if (!btp_capture_method_available(BTP_CAPTURE_FP))
+        return BTP_E_NO_METHOD;
+    btp_collector c;
+    btp_collector_init(&c, frames, cap, 0, opt);
+    st = btp_capture_fp_walk(&c, regs, bounds ? bounds : opt ? opt->bounds : NULL,
+                             (opt ? opt->flags : 0) | BTP_CAPTURE_ASYNC_SIGNAL_SAFE);
+    *n_out = btp_collector_finish(&c);
+    return st;
+}
+
+btp_status btp_capture_cbf_at(const btp_capture_options *opt, const void *ucontext,
+                              uintptr_t ra, uintptr_t fp, void *buf, size_t cap, size_t *len_out)
+{
+    if (!buf || !len_out || cap < 2)
+        return BTP_E_INVALID_ARGUMENT;
+    *len_out = 0;
+    btp_frame frames[BTP_CAPTURE_CBF_MAX_FRAMES];
+    size_t n = 0;
+    btp_status st;
+    if (ucontext)
+        st = capture_context(opt, ucontext, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n);
+    else
+        st = capture_here(opt, ra, fp, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n);
+    size_t len = 0;
+    btp_status est = btp_cbf_encode(frames, n, 0, (unsigned)(8 * sizeof(void *)),
+                                    BTP_CBF_ENC_TRUNCATE_ON_FULL, buf, cap, &len, NULL);
+    *len_out = len;
+    return st != BTP_OK ? st : est;
+}
+
+__attribute__((noinline)) btp_status btp_capture_cbf(const btp_capture_options *opt,
+                                                      const void *ucontext, void *buf, size_t cap,
+                                                      size_t *len_out)
+{
+    btp_status st = btp_capture_cbf_at(opt, ucontext, (uintptr_t)__builtin_return_address(0),
+                                       (uintptr_t)__builtin_frame_address(0), buf, cap, len_out);
+    __asm__ volatile("" : "+r"(st) : : "memory");
+    return st;
+}

@@ -1,0 +1,152 @@
+/*
+ * The fp method: follow the chain of frame records {saved fp, return
+ * address} that code built with frame pointers keeps (x86_64, i386 and
+ * aarch64 all lay a record out this way), and read the registers out of a
+ * signal's ucontext_t.
+ *
+ * Safety comes from never reading a word that is not known to be mapped:
+ * a frame record is followed only if it lies inside a trusted region (the
+ * thread's stack or the signal alternate stack), is word-aligned and lies
+ * strictly above the previous one. Moving up and staying inside [lo, hi)
+ * also bounds the walk. The chain may leave the alternate stack for the
+ * thread's stack once (a handler's frames sit on the alternate stack, the
+ * interrupted code's on the ordinary one).
+ */
+#include "capture_internal.h"
+
+#include <signal.h>
+#include <ucontext.h>
+
+#define WORD ((uintptr_t)sizeof(uintptr_t))
+
+/* This thread's stack, found once by pthread_getattr_np (slow, and not
+ * async-signal-safe, hence cached). initial-exec keeps the access a plain
+ * thread-pointer load with no call into the dynamic linker, so reading it
+ * in a signal handler is safe. */
+static __thread btp_stack_bounds thread_stack __attribute__((tls_model("initial-exec")));
+
+static int inside(const btp_stack_bounds *b, uintptr_t a)
+{
+    return a >= b->lo && a < b->hi;
+}
+
+/* The region to trust for a chain starting at `addr` on the thread's own
+ * stack (not the alternate stack). */
+static btp_status thread_bounds(uintptr_t addr, unsigned flags, btp_stack_bounds *b)
+{
+    if (thread_stack.hi != 0 && inside(&thread_stack, addr)) {
+        *b = thread_stack;
+        return BTP_OK;
+    }
+    if (thread_stack.hi == 0 && !(flags & BTP_CAPTURE_ASYNC_SIGNAL_SAFE)) {
+        btp_stack_bounds t;
+        if (btp_stack_bounds_current(&t) == BTP_OK) {
+            thread_stack = t;
+            if (inside(&t, addr)) {
+                *b = t;
+                return BTP_OK;
+            }
+        }
+    }
+    /* Not the stack the thread started with (a coroutine, a signal context
+     * from another thread) or no cache yet in a signal handler: whichever
+     * readable mapping holds the address. */
+    return btp_stack_bounds_of(addr, b) == BTP_OK ? BTP_OK : BTP_E_NO_METHOD;
+}
+
+/* The alternate signal stack, if this thread is running on it. */
+static int alt_stack(btp_stack_bounds *b)
+{
+    stack_t ss;
+    if (sigaltstack(NULL, &ss) != 0 || !(ss.ss_flags & SS_ONSTACK) || !ss.ss_sp)
+        return 0;
+    b->lo = (uintptr_t)ss.ss_sp;
+    b->hi = b->lo + ss.ss_size;
+    return b->hi > b->lo;
+}
+
+/* A frame record at f may be read if both of its words lie in r. */
+static int record_ok(const btp_stack_bounds *r, uintptr_t f)
+{
+    return f % WORD == 0 && f >= r->lo && r->hi >= 2 * WORD && f <= r->hi - 2 * WORD;
+}
+
+/* Reads stack words the compiler's instrumentation knows nothing about (other
+ * frames, possibly poisoned redzones); the bounds above are what keep it
+ * safe. */
+__attribute__((no_sanitize_address)) static uintptr_t load(uintptr_t a)
+{
+    return *(const volatile uintptr_t *)a;
+}
+
+__attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
+    btp_collector *c, const btp_regs *regs, const btp_stack_bounds *given, unsigned flags)
+{
+    if (regs->pc != 0 && !btp_collector_push(c, regs->pc))
+        return BTP_OK;
+    uintptr_t f = regs->fp;
+    if (f == 0)
+        return BTP_OK;
+
+    btp_stack_bounds r;
+    int on_alt = 0; /* r is the alternate stack: one switch to the thread's is allowed */
+    if (given) {
+        r = *given;
+    } else if (thread_stack.hi != 0 && inside(&thread_stack, f)) {
+        r = thread_stack; /* the common case: no system call */
+    } else if (alt_stack(&r) && inside(&r, f)) {
+        on_alt = 1;
+    } else if (thread_bounds(f, flags, &r) != BTP_OK) {
+        return BTP_OK; /* nothing we may read: the pc alone */
+    }
+    /* The first record must be at or above the stack pointer too: below it
+     * is dead stack. */
+    if (regs->sp && inside(&r, regs->sp) && f < regs->sp)
+        return BTP_OK;
+
+    uintptr_t prev = 0;
+    for (;;) {
+        if (!record_ok(&r, f) || f <= prev) {
+            btp_stack_bounds t;
+            if (!on_alt || given || inside(&r, f) || thread_bounds(f, flags, &t) != BTP_OK ||
+                !record_ok(&t, f))
+                return BTP_OK;
+            r = t; /* left the alternate stack for the thread's own */
+            on_alt = 0;
+        }
+        uintptr_t next = load(f);
+        uintptr_t ra = load(f + WORD);
+        if (ra == 0 || !btp_collector_push(c, ra))
+            return BTP_OK;
+        if (next == 0)
+            return BTP_OK;
+        prev = f;
+        f = next;
+    }
+}
+
+btp_status btp_regs_from_context(const void *ucontext, btp_regs *regs)
+{
+    if (!ucontext || !regs)
+        return BTP_E_INVALID_ARGUMENT;
+    const ucontext_t *uc = ucontext;
+#if defined(__linux__) && defined(__x86_64__)
+    regs->pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    regs->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    regs->fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+    return BTP_OK;
+#elif defined(__linux__) && defined(__i386__)
+    regs->pc = (uintptr_t)uc->uc_mcontext.gregs[REG_EIP];
+    regs->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_ESP];
+    regs->fp = (uintptr_t)uc->uc_mcontext.gregs[REG_EBP];
+    return BTP_OK;
+#elif defined(__linux__) && defined(__aarch64__)
+    regs->pc = (uintptr_t)uc->uc_mcontext.pc;
+    regs->sp = (uintptr_t)uc->uc_mcontext.sp;
+    regs->fp = (uintptr_t)uc->uc_mcontext.regs[29];
+    return BTP_OK;
+#else
+    (void)uc;
+    return BTP_E_UNSUPPORTED;
+#endif
+}

@@ -1,0 +1,52 @@
+# Sourced by scripts/demo.sh and scripts/test.sh: install what the build
+# needs and is missing, with apt-get (Debian 12), and only then.
+#
+# BTPACK_NO_INSTALL=1 turns installing off (missing tools are then reported).
+
+btpack_need_pkgs=()
+
+# btpack_want CHECK PACKAGE: add PACKAGE when CHECK (a shell command) fails.
+btpack_want() {
+    if ! eval "$1" >/dev/null 2>&1; then
+        btpack_need_pkgs+=("$2")
+    fi
+}
+
+btpack_ensure_deps() {
+    btpack_need_pkgs=()
+    btpack_want 'command -v cc' gcc
+    btpack_want 'command -v cc && printf "#include <stdio.h>\nint main(void){return 0;}\n" | cc -x c -o /dev/null -' libc6-dev
+    btpack_want 'command -v meson' meson
+    btpack_want 'command -v ninja' ninja-build
+    btpack_want 'command -v pkg-config' pkg-config
+    btpack_want 'command -v python3' python3
+    btpack_want 'command -v xz' xz-utils
+    btpack_want 'command -v nm' binutils
+    btpack_want 'pkg-config --exists zlib' zlib1g-dev
+    btpack_want 'pkg-config --exists liblzma' liblzma-dev
+    btpack_want 'pkg-config --exists libunwind' libunwind-dev  # optional capture method
+    if [ ${#btpack_need_pkgs[@]} -eq 0 ]; then
+        return 0
+    fi
+    # Deduplicate (gcc and libc6-dev may both be listed).
+    local pkgs
+    pkgs=$(printf '%s\n' "${btpack_need_pkgs[@]}" | sort -u | tr '\n' ' ')
+    if [ "${BTPACK_NO_INSTALL:-0}" = 1 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "btpack: missing: $pkgs(install them, e.g. apt-get install $pkgs)" >&2
+        return 1
+    fi
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1; then
+            sudo=(sudo)
+        else
+            echo "btpack: missing: $pkgs(run as root, or install them yourself)" >&2
+            return 1
+        fi
+    fi
+    echo "btpack: installing $pkgs" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update </dev/null
+    # shellcheck disable=SC2086
+    "${sudo[@]}" apt-get install -y --no-install-recommends $pkgs </dev/null
+}

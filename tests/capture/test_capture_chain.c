@@ -1,0 +1,324 @@
+/*
+ * A known call chain captured by every method built in, checked against the
+ * functions' address ranges; snipping; deep stacks (head, omit, tail);
+ * CBF output; method selection from the environment.
+ *
+ * Built twice: with frame pointers (CHAIN_WITH_FP=1, all methods) and without
+ * (CHAIN_WITH_FP=0: the fp method is then only required not to crash and to
+ * report its first frame, which it takes from the library's own frame).
+ */
+#include "../check.h"
+#include "chain.h"
+
+#include <btpack/btpack.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef CHAIN_WITH_FP
+#error "build with -DCHAIN_WITH_FP=0 or 1"
+#endif
+
+#define MAXF 1024
+
+typedef struct result {
+    btp_capture_options opt;
+    int cbf; /* capture as CBF instead of frames */
+    size_t cap;
+    btp_frame f[MAXF];
+    size_t n;
+    uint8_t bytes[BTP_CBF_BOUND(BTP_CAPTURE_CBF_MAX_FRAMES)];
+    size_t len;
+    btp_status st;
+} result;
+
+/* Exported (export_dynamic) so dladdr can name them. */
+void chain_c(result *r);
+void chain_b(result *r);
+void chain_a(result *r);
+void chain_top(result *r);
+void deep(result *r, unsigned d);
+
+NOINL void chain_c(result *r)
+{
+    if (r->cbf)
+        r->st = btp_capture_cbf(&r->opt, NULL, r->bytes, sizeof r->bytes, &r->len);
+    else
+        r->st = btp_capture(&r->opt, r->f, r->cap, &r->n);
+    BARRIER();
+}
+
+NOINL void chain_b(result *r)
+{
+    chain_c(r);
+    BARRIER();
+}
+
+NOINL void chain_a(result *r)
+{
+    chain_b(r);
+    BARRIER();
+}
+
+NOINL void chain_top(result *r)
+{
+    chain_a(r);
+    BARRIER();
+}
+
+NOINL void deep(result *r, unsigned d)
+{
+    if (d == 0)
+        r->st = btp_capture(&r->opt, r->f, r->cap, &r->n);
+    else
+        deep(r, d - 1);
+    BARRIER();
+}
+
+static const char *const chain_names[] = {"chain_c", "chain_b", "chain_a", "chain_top"};
+
+static void check_chain(const char *what, const btp_frame *f, size_t n, size_t from)
+{
+    CHECK(n >= 4 - from, "%s: %zu frames", what, n);
+    for (size_t i = 0; i + from < 4 && i < n; i++) {
+        CHECK(frame_in(f[i], chain_names[i + from], 0), "%s: frame %zu is 0x%llx in %s, not %s",
+              what, i, (unsigned long long)f[i].value, function_at((uintptr_t)f[i].value - 1),
+              chain_names[i + from]);
+        CHECK(f[i].kind == (i == 0 ? BTP_FRAME_PC : BTP_FRAME_RA), "%s: frame %zu kind %d", what,
+              i, (int)f[i].kind);
+    }
+}
+
+/* Frames of two captures agree: same addresses, except the return address
+ * into test_method, which depends on which line of it started the chain. */
+static int same(const btp_frame *a, const btp_frame *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i].value != b[i].value &&
+            !(frame_in(a[i], "test_method", 0) && frame_in(b[i], "test_method", 0)))
+            return 0;
+    return 1;
+}
+
+static result r, full, small;
+
+void test_method(btp_capture_method m);
+
+NOINL void test_method(btp_capture_method m)
+{
+    const char *name = btp_capture_method_name(m);
+    int walks_chain = CHAIN_WITH_FP || m != BTP_CAPTURE_FP;
+
+    memset(&r, 0, sizeof r);
+    r.opt.method = m;
+    r.cap = 64;
+    chain_top(&r);
+    CHECK(r.st == BTP_OK, "%s: status %s", name, btp_status_name(r.st));
+    if (walks_chain) {
+        check_chain(name, r.f, r.n, 0);
+        CHECK(r.n >= 5 && frame_in(r.f[4], "test_method", 0), "%s: frame 4 in %s", name,
+              r.n >= 5 ? function_at((uintptr_t)r.f[4].value - 1) : "-");
+    } else {
+        /* Without frame pointers the fp walk may stop anywhere, but the first
+         * frame comes from the library's own frame record. */
+        CHECK(r.n >= 1 && frame_in(r.f[0], "chain_c", 0), "%s (no fp): first frame", name);
+    }
+    if (!walks_chain)
+        return;
+    size_t n0 = r.n;
+    btp_frame f0[64];
+    memcpy(f0, r.f, sizeof f0);
+
+    /* snip_pre drops innermost frames, snip_post outermost ones. */
+    memset(&r, 0, sizeof r);
+    r.opt.method = m;
+    r.opt.snip_pre = 2;
+    r.cap = 64;
+    chain_top(&r);
+    check_chain(name, r.f, r.n, 2);
+    CHECK(r.n == n0 - 2, "%s: snip_pre 2 gave %zu of %zu", name, r.n, n0);
+
+    memset(&r, 0, sizeof r);
+    r.opt.method = m;
+    r.opt.snip_post = 1;
+    r.cap = 64;
+    chain_top(&r);
+    CHECK(r.n == n0 - 1 && same(r.f, f0, r.n), "%s: snip_post 1 gave %zu of %zu", name, r.n, n0);
+
+    /* A tiny buffer: cap 1 keeps the innermost frame only. */
+    memset(&r, 0, sizeof r);
+    r.opt.method = m;
+    r.cap = 1;
+    chain_top(&r);
+    CHECK(r.n == 1 && frame_in(r.f[0], "chain_c", 0), "%s: cap 1 gave %zu", name, r.n);
+
+    /* Deep stack: 200 frames of deep(). With cap 16 we keep 8 innermost, an
+     * omit, 7 outermost. */
+    memset(&full, 0, sizeof full);
+    full.opt.method = m;
+    full.cap = MAXF;
+    deep(&full, 200);
+    CHECK(full.st == BTP_OK && full.n > 200 && full.n < MAXF, "%s: deep full %zu", name, full.n);
+    for (size_t i = 1; i < 200 && i < full.n; i++)
+        if (!frame_in(full.f[i], "deep", 0)) {
+            CHECK(0, "%s: deep frame %zu not in deep()", name, i);
+            break;
+        }
+    memset(&small, 0, sizeof small);
+    small.opt.method = m;
+    small.cap = 16;
+    deep(&small, 200);
+    CHECK(small.n == 16, "%s: deep small %zu", name, small.n);
+    if (small.n == 16 && full.n > 16) {
+        CHECK(same(small.f, full.f, 8), "%s: deep head differs", name);
+        CHECK(small.f[8].kind == BTP_FRAME_OMIT && small.f[8].value == full.n - 15,
+              "%s: omit %d %llu, expected %zu", name, (int)small.f[8].kind,
+              (unsigned long long)small.f[8].value, full.n - 15);
+        CHECK(same(small.f + 9, full.f + full.n - 7, 7), "%s: deep tail differs", name);
+    }
+    /* ... and snip_post then eats the tail. */
+    memset(&small, 0, sizeof small);
+    small.opt.method = m;
+    small.opt.snip_post = 2;
+    small.cap = 16;
+    deep(&small, 200);
+    CHECK(small.n == 14, "%s: deep small snip_post %zu", name, small.n);
+    if (small.n == 14 && full.n > 16) {
+        CHECK(small.f[8].kind == BTP_FRAME_OMIT && small.f[8].value == full.n - 15,
+              "%s: omit with snip_post", name);
+        CHECK(same(small.f + 9, full.f + full.n - 7, 5), "%s: snipped tail differs", name);
+    }
+
+    /* Straight into CBF: decodes to the same chain. */
+    memset(&r, 0, sizeof r);
+    r.opt.method = m;
+    r.cbf = 1;
+    chain_top(&r);
+    CHECK(r.st == BTP_OK && r.len >= 2, "%s: cbf %s len %zu", name, btp_status_name(r.st), r.len);
+    btp_frame dec[BTP_CAPTURE_CBF_MAX_FRAMES];
+    btp_cbf_info info;
+    btp_status ds = btp_cbf_decode(r.bytes, r.len, BTP_CBF_POLICY_STRICT, dec,
+                                   BTP_CAPTURE_CBF_MAX_FRAMES, &info);
+    CHECK(ds == BTP_OK && info.word_bits == 8 * sizeof(void *) && !info.truncated,
+          "%s: cbf decode %s", name, btp_status_name(ds));
+    if (ds == BTP_OK) {
+        check_chain(name, dec, info.frames, 0);
+        CHECK(info.frames == n0, "%s: cbf has %zu frames, capture %zu", name, info.frames, n0);
+    }
+    /* A buffer too small for it: a valid stream cut by trunc. */
+    uint8_t tiny[6];
+    size_t tlen = 0;
+    btp_status ts = btp_capture_cbf(&r.opt, NULL, tiny, sizeof tiny, &tlen);
+    CHECK(ts == BTP_E_BUFFER_TOO_SMALL && tlen >= 2 && tlen <= sizeof tiny, "%s: tiny cbf %s",
+          name, btp_status_name(ts));
+    ds = btp_cbf_decode(tiny, tlen, BTP_CBF_POLICY_STRICT, dec, BTP_CAPTURE_CBF_MAX_FRAMES, &info);
+    CHECK(ds == BTP_OK && info.truncated, "%s: tiny cbf decode %s", name, btp_status_name(ds));
+}
+
+/* The environment picks the method; verbose lists them on stderr. */
+static void test_environment(void)
+{
+    btp_capture_options o;
+    setenv("BTPACK_STACKTRACE_METHOD", "fp", 1);
+    CHECK(btp_capture_options_init(&o) == BTP_OK && o.method == BTP_CAPTURE_FP, "env fp");
+    setenv("BTPACK_STACKTRACE_METHOD", "bogus", 1);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *tmp = tmpfile();
+    CHECK(tmp != NULL, "tmpfile");
+    if (!tmp || saved < 0)
+        return;
+    dup2(fileno(tmp), 2);
+    CHECK(btp_capture_options_init(&o) == BTP_E_NO_METHOD &&
+              o.method == btp_capture_method_default(),
+          "env bogus");
+    setenv("BTPACK_STACKTRACE_METHOD", "glibc", 1);
+    setenv("BTPACK_STACKTRACE_METHOD_VERBOSE", "1", 1);
+    btp_status st = btp_capture_options_init(&o);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[1024] = {0};
+    rewind(tmp);
+    size_t got = fread(text, 1, sizeof text - 1, tmp);
+    fclose(tmp);
+    text[got] = 0;
+    CHECK(strstr(text, "BTPACK_STACKTRACE_METHOD=bogus is not available") != NULL,
+          "no complaint: %s", text);
+    CHECK(strstr(text, "available: fp") != NULL, "no list: %s", text);
+    if (btp_capture_method_available(BTP_CAPTURE_GLIBC)) {
+        CHECK(st == BTP_OK && o.method == BTP_CAPTURE_GLIBC, "env glibc");
+        CHECK(strstr(text, "using glibc") != NULL, "verbose: %s", text);
+    }
+    unsetenv("BTPACK_STACKTRACE_METHOD");
+    unsetenv("BTPACK_STACKTRACE_METHOD_VERBOSE");
+    CHECK(btp_capture_options_init(&o) == BTP_OK && o.method == btp_capture_method_default(),
+          "env unset");
+}
+
+static void test_names(void)
+{
+    btp_capture_method m;
+    for (int i = BTP_CAPTURE_DEFAULT; i <= BTP_CAPTURE_GLIBC; i++) {
+        const char *n = btp_capture_method_name((btp_capture_method)i);
+        CHECK(n && btp_capture_method_parse(n, &m) == BTP_OK && (int)m == i, "name %d", i);
+    }
+    CHECK(btp_capture_method_name((btp_capture_method)99) == NULL, "name 99");
+    CHECK(btp_capture_method_parse("FP", &m) == BTP_E_SYNTAX, "parse is exact");
+    btp_frame f[4];
+    size_t n;
+    btp_capture_options o = {0};
+    o.method = (btp_capture_method)99;
+    CHECK(btp_capture(&o, f, 4, &n) == BTP_E_INVALID_ARGUMENT, "bad method");
+    CHECK(btp_capture(NULL, f, 0, &n) == BTP_E_INVALID_ARGUMENT, "cap 0");
+    CHECK(btp_capture(NULL, NULL, 4, &n) == BTP_E_INVALID_ARGUMENT, "NULL frames");
+    CHECK(btp_capture(NULL, f, 4, &n) == BTP_OK && n >= 1, "defaults");
+    /* The unwinder the libgcc method calls really is libgcc's: libunwind
+     * exports _Unwind_Backtrace too. */
+    if (btp_capture_method_available(BTP_CAPTURE_LIBGCC)) {
+        const char *lib = btp_capture_method_library(BTP_CAPTURE_LIBGCC);
+        CHECK(lib && strstr(lib, "libgcc_s"), "libgcc from %s", lib ? lib : "(null)");
+    }
+    if (btp_capture_method_available(BTP_CAPTURE_LIBUNWIND)) {
+        const char *lib = btp_capture_method_library(BTP_CAPTURE_LIBUNWIND);
+        CHECK(lib && strstr(lib, "libunwind"), "libunwind from %s", lib ? lib : "(null)");
+    }
+}
+
+/* Every method from a second thread (its own stack, its own bounds). */
+static void *in_thread(void *arg)
+{
+    static result tr;
+    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_GLIBC; m++) {
+        if (!btp_capture_method_available((btp_capture_method)m) ||
+            (!CHAIN_WITH_FP && m == BTP_CAPTURE_FP))
+            continue;
+        memset(&tr, 0, sizeof tr);
+        tr.opt.method = (btp_capture_method)m;
+        tr.cap = 64;
+        chain_top(&tr);
+        CHECK(tr.st == BTP_OK, "thread: %s", btp_status_name(tr.st));
+        check_chain(btp_capture_method_name((btp_capture_method)m), tr.f, tr.n, 0);
+    }
+    return arg;
+}
+
+int main(void)
+{
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, in_thread, NULL) == 0, "pthread_create");
+    CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+    int ran = 0;
+    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_GLIBC; m++) {
+        if (!btp_capture_method_available((btp_capture_method)m))
+            continue;
+        printf("method %s\n", btp_capture_method_name((btp_capture_method)m));
+        test_method((btp_capture_method)m);
+        ran++;
+    }
+    CHECK(ran >= 1, "no method built in");
+    test_names();
+    test_environment();
+    return check_finish();
+}

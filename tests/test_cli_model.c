@@ -1,0 +1,127 @@
+/* The tool's building blocks: the trace model's checks and limits, number
+ * parsing, the byte buffer, and the shared line reader. */
+#include "check.h"
+#include "format.h"
+#include "lines.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int hex(const char *s, uint64_t *v)
+{
+    return parse_hex_u64(s, strlen(s), v);
+}
+
+static int dec(const char *s, uint64_t *v)
+{
+    return parse_dec_u64(s, strlen(s), v);
+}
+
+static void test_trace(void)
+{
+    trace t;
+    trace_init(&t, 10);
+    trace_reset(&t, 16);
+    btp_frame ra = {0xffff, BTP_FRAME_RA};
+    CHECK(trace_add(&t, ra, 3) == BTP_OK && t.n == 3, "3 copies");
+    CHECK(t.frames[2].value == 0xffff && t.frames[2].kind == BTP_FRAME_RA, "copy content");
+    /* A count far past the limit fails before anything is allocated. */
+    size_t cap = t.cap;
+    CHECK(trace_add(&t, ra, UINT64_MAX) == BTP_E_LIMIT && t.n == 3 && t.cap == cap,
+          "2^64-1 copies: limit, nothing added");
+    CHECK(trace_add(&t, ra, 8) == BTP_E_LIMIT && t.n == 3, "11 > 10 frames");
+    CHECK(trace_add(&t, ra, 7) == BTP_OK && t.n == 10, "exactly 10 frames");
+    trace_reset(&t, 16);
+    CHECK(t.n == 0 && t.word_bits == 16 && !t.truncated && t.max_frames == 10, "reset");
+    CHECK(trace_add(&t, (btp_frame){0x10000, BTP_FRAME_PC}, 1) == BTP_E_VALUE_TOO_WIDE,
+          "address wider than 16 bits");
+    CHECK(trace_add(&t, (btp_frame){0x10000, BTP_FRAME_OMIT}, 1) == BTP_E_VALUE_TOO_WIDE,
+          "omit count wider than 16 bits");
+    CHECK(trace_add(&t, (btp_frame){0, BTP_FRAME_OMIT}, 1) == BTP_E_ZERO_COUNT, "omit 0");
+    CHECK(trace_add(&t, ra, 0) == BTP_E_ZERO_COUNT, "0 copies");
+    CHECK(t.n == 0, "nothing added by failures");
+    trace_reset(&t, 64);
+    CHECK(trace_add(&t, (btp_frame){UINT64_MAX, BTP_FRAME_ASYNC}, 1) == BTP_OK, "64-bit max");
+    trace_free(&t);
+}
+
+static void test_numbers(void)
+{
+    uint64_t v = 0;
+    CHECK(hex("0x0", &v) == 0 && v == 0, "0x0");
+    CHECK(hex("0XaBc", &v) == 0 && v == 0xabc, "case");
+    CHECK(hex("0xffffffffffffffff", &v) == 0 && v == UINT64_MAX, "2^64-1");
+    CHECK(hex("0x0000ffffffffffffffff", &v) == 0 && v == UINT64_MAX, "leading zeros");
+    CHECK(hex("0x10000000000000000", &v) == -1, "2^64 overflows");
+    CHECK(hex("0x", &v) == -1 && hex("10", &v) == -1 && hex("0xg", &v) == -1 &&
+              hex("0x1 ", &v) == -1 && hex("", &v) == -1,
+          "malformed hex");
+    CHECK(dec("18446744073709551615", &v) == 0 && v == UINT64_MAX, "dec 2^64-1");
+    CHECK(dec("18446744073709551616", &v) == -1, "dec 2^64 overflows");
+    CHECK(dec("", &v) == -1 && dec("-1", &v) == -1 && dec("1x", &v) == -1, "malformed dec");
+}
+
+static void test_strbuf(void)
+{
+    strbuf sb = STRBUF_INIT;
+    sb_adds(&sb, "a");
+    sb_printf(&sb, "%d-%s", 42, "x");
+    sb_hex(&sb, "\x01\xab", 2);
+    sb_addc(&sb, '!');
+    CHECK(sb.len == 10 && strcmp(sb.data, "a42-x01ab!") == 0, "content %s", sb.data);
+    for (int i = 0; i < 10000; i++)
+        sb_adds(&sb, "0123456789");
+    CHECK(sb.len == 100010 && !sb.oom && sb.data[sb.len] == 0, "growth");
+    sb_clear(&sb);
+    CHECK(sb.len == 0 && sb.data[0] == 0, "clear");
+    sb_free(&sb);
+}
+
+static void test_lines(void)
+{
+    /* CRLF, an empty line, a long line across read chunks, no final newline. */
+    char path[] = "/tmp/btpack-lines-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0)
+        return;
+    FILE *f = fdopen(fd, "wb");
+    size_t long_len = 200000;
+    fputs("one\r\n\n", f);
+    for (size_t i = 0; i < long_len; i++)
+        fputc('a' + (int)(i % 26), f);
+    fputs("\nlast", f);
+    fclose(f);
+
+    input in;
+    line_reader lr;
+    const char *line;
+    size_t len;
+    CHECK(input_open(&in, path) == 0, "open");
+    lines_init(&lr, &in);
+    CHECK(lines_next(&lr, &line, &len) == 1 && len == 3 && strcmp(line, "one") == 0 &&
+              lr.lineno == 1,
+          "CR removed");
+    CHECK(lines_next(&lr, &line, &len) == 1 && len == 0 && lr.lineno == 2, "empty line");
+    CHECK(line_is_blank(line, len), "blank");
+    CHECK(lines_next(&lr, &line, &len) == 1 && len == long_len && line[long_len - 1] ==
+              'a' + (int)((long_len - 1) % 26) && lr.lineno == 3,
+          "long line");
+    CHECK(lines_next(&lr, &line, &len) == 1 && strcmp(line, "last") == 0 && lr.lineno == 4,
+          "final line without newline");
+    CHECK(lines_next(&lr, &line, &len) == 0, "end");
+    CHECK(lines_next(&lr, &line, &len) == 0, "end stays");
+    CHECK(!line_is_blank(" x ", 3) && line_is_blank(" \t", 2), "line_is_blank");
+    lines_free(&lr);
+    input_close(&in);
+    remove(path);
+}
+
+int main(void)
+{
+    test_trace();
+    test_numbers();
+    test_strbuf();
+    test_lines();
+    return check_finish();
+}
