@@ -6,7 +6,8 @@
  * which block to seek to); the rest is the log, in a buffer ending at a
  * guard page. Properties:
  *  - open and next return documented statuses only; records are well formed
- *    (kind, frames within the word and the depth limit, ALLOC-only stacks,
+ *    (kind, frames within the word and the depth limit, no frames on frees,
+ *    the truncated flag only on plain traces,
  *    increasing indexes, flags only in keep-going mode); the reader ends
  *    (END, TRUNCATED_FILE, or a sticky error without keep-going) within a
  *    bounded number of calls, and error offsets lie inside the log;
@@ -60,7 +61,9 @@ static void check_record(const btp_log_reader *r, const btp_log_record *rec, uns
                          uint64_t min_index)
 {
     uint64_t mask = btp_word_mask(btp_log_reader_word_bits(r));
-    FUZZ_CHECK(rec->kind == BTP_LOG_ALLOC || rec->kind == BTP_LOG_FREE, "kind %d", rec->kind);
+    FUZZ_CHECK(rec->kind == BTP_LOG_ALLOC || rec->kind == BTP_LOG_FREE ||
+                   rec->kind == BTP_LOG_TRACE,
+               "kind %d", rec->kind);
     FUZZ_CHECK(rec->index >= min_index, "index %llu after %llu", (unsigned long long)rec->index,
                (unsigned long long)min_index);
     FUZZ_CHECK((rec->flags & ~(unsigned)(BTP_LOG_REC_PTR_UNKNOWN | BTP_LOG_REC_STACK_UNKNOWN)) ==
@@ -71,6 +74,8 @@ static void check_record(const btp_log_reader *r, const btp_log_record *rec, uns
     FUZZ_CHECK(rec->n_frames <= BTP_LOG_MAX_DEPTH, "%zu frames", rec->n_frames);
     if (rec->kind == BTP_LOG_FREE)
         FUZZ_CHECK(rec->n_frames == 0, "a free with frames");
+    if (rec->kind != BTP_LOG_TRACE)
+        FUZZ_CHECK(!rec->truncated, "truncated flag on an allocation or free");
     FUZZ_CHECK(rec->ptr <= mask, "pointer beyond the word");
     for (size_t i = 0; i < rec->n_frames; i++) {
         btp_frame f = rec->frames[i];
@@ -105,6 +110,7 @@ static int same_record(const kept *k, const btp_log_record *rec)
 {
     return k->rec.kind == rec->kind && k->rec.index == rec->index && k->rec.size == rec->size &&
            k->rec.ptr == rec->ptr && k->rec.flags == rec->flags &&
+           k->rec.truncated == rec->truncated &&
            k->rec.n_frames == rec->n_frames &&
            fuzz_frames_equal(frames_kept + k->first, rec->frames, rec->n_frames);
 }
@@ -170,9 +176,12 @@ static void read_meta(const btp_log_reader *r)
     const char *key;
     const void *data;
     size_t len;
-    for (size_t i = 0; btp_log_reader_meta(r, i, &key, &data, &len) == BTP_OK; i++) {
+    uint64_t before = 0, record;
+    for (size_t i = 0; btp_log_reader_meta(r, i, &key, &data, &len, &record) == BTP_OK; i++) {
         FUZZ_CHECK(i < (size_t)1 << 20, "endless metadata");
         FUZZ_CHECK(strlen(key) >= 1 && strlen(key) <= 255, "key length");
+        FUZZ_CHECK(record >= before, "metadata out of file order");
+        before = record;
     }
     btp_log_stats stats;
     btp_log_reader_stats(r, &stats);

@@ -48,8 +48,7 @@ int main(int argc, char **argv)
     synth_init(&s, (uint64_t)atol(argv[2]), word_bits, 0);
     for (int i = 0; i < records && st == BTP_OK; i++) {
         synth_next(&s, &rec, i % 3 == 0);
-        st = rec.kind == BTP_LOG_ALLOC ? btp_log_writer_alloc(w, rec.size, rec.ptr, rec.frames, rec.n)
-                                       : btp_log_writer_free(w, rec.ptr);
+        st = synth_put(w, &rec);
     }
     synth_free_all(&s);
     if (w)

@@ -166,6 +166,11 @@ void log_buf_free(log_buf *b)
     memset(b, 0, sizeof *b);
 }
 
+int btp_log_probe(const void *buf, size_t len)
+{
+    return buf && len >= sizeof btp_log_magic && memcmp(buf, btp_log_magic, sizeof btp_log_magic) == 0;
+}
+
 int btp_log_have_zlib(void)
 {
     return BTP_HAVE_ZLIB;

@@ -27,7 +27,9 @@ enum {
     TAG_FREE = 1u << 0,
     TAG_SIZE_SAME = 1u << 1, /* alloc: same size as the last alloc of this stack in the block */
     TAG_BIN_SHIFT = 2,       /* alloc: bits 2..7: 0 = pointer delta, k = bin entry k-1 */
-    TAG_BIN_MAX = 63,
+    TAG_BIN_MAX = 62,        /* field 63 is for plain traces: */
+    TAG_TRACE = 0xFC,        /* a plain backtrace */
+    TAG_TRACE_TRUNC = 0xFE,  /* a plain backtrace, truncated */
     TAG_RANK_SHIFT = 1,      /* free: bits 1..7: 0 = literal, k = rank k-1, 127 = escape */
     TAG_RANK_ESC = 127
 };

@@ -11,6 +11,7 @@ typedef struct meta_item {
     char *key;
     uint8_t *data;
     size_t len;
+    uint64_t record; /* records before it */
 } meta_item;
 
 /* A record of the current block, decoded before any is returned so that a
@@ -18,7 +19,7 @@ typedef struct meta_item {
 typedef struct drec {
     uint64_t ptr, size;
     uint32_t stack;  /* stack number (alloc) */
-    uint8_t kind, flags;
+    uint8_t kind, flags, truncated;
 } drec;
 
 struct btp_log_reader {
@@ -69,7 +70,7 @@ static void lose(btp_log_reader *r)
     r->unknown_live = 0;
 }
 
-static btp_status add_meta(btp_log_reader *r, const uint8_t *p, size_t n)
+static btp_status add_meta(btp_log_reader *r, const uint8_t *p, size_t n, uint64_t record)
 {
     log_rd rd = {p, n, 0, 0};
     uint64_t klen = log_rd_varint(&rd);
@@ -88,7 +89,8 @@ static btp_status add_meta(btp_log_reader *r, const uint8_t *p, size_t n)
         r->meta = m;
         r->cap_meta = c;
     }
-    meta_item it = {malloc((size_t)klen + 1), malloc(dlen ? (size_t)dlen : 1), (size_t)dlen};
+    meta_item it = {malloc((size_t)klen + 1), malloc(dlen ? (size_t)dlen : 1), (size_t)dlen,
+                    record};
     if (!it.key || !it.data) {
         free(it.key);
         free(it.data);
@@ -176,6 +178,15 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
         drec *d = &r->recs[i];
         unsigned tag = (unsigned)log_rd_byte(&sec[BTP_LOG_SEC_TAGS]);
         memset(d, 0, sizeof *d);
+        if (tag == TAG_TRACE || tag == TAG_TRACE_TRUNC) {
+            uint64_t sid = log_rd_varint(&sec[BTP_LOG_SEC_STACKS]);
+            if (sec[BTP_LOG_SEC_STACKS].bad || sid >= r->tree.n_stacks)
+                return BTP_E_CORRUPT;
+            d->kind = BTP_LOG_TRACE;
+            d->stack = (uint32_t)sid;
+            d->truncated = tag == TAG_TRACE_TRUNC;
+            continue;
+        }
         if (tag & TAG_FREE) {
             d->kind = BTP_LOG_FREE;
             unsigned field = tag >> TAG_RANK_SHIFT;
@@ -224,6 +235,8 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
             return st;
         unsigned k = tag >> TAG_BIN_SHIFT;
         int known;
+        if (k > TAG_BIN_MAX)
+            return BTP_E_CORRUPT;
         if (k) {
             bin *b = log_model_bin(m, log_size_class(d->size, m->word_bits), 0);
             if (tainted) {
@@ -419,7 +432,7 @@ static btp_status load_block(btp_log_reader *r)
         case LOG_BLOCK_META:
             r->st.meta_bytes += h.stored_len;
             if (h.block_index >= r->meta_upto) {
-                st = add_meta(r, raw, h.raw_len);
+                st = add_meta(r, raw, h.raw_len, h.first_record);
                 if (st == BTP_OK)
                     r->meta_upto = h.block_index + 1;
             }
@@ -549,7 +562,8 @@ btp_status btp_log_reader_next(btp_log_reader *r, btp_log_record *rec)
     rec->ptr = d->ptr;
     rec->segment = r->block_segment;
     r->next_rec++;
-    if (d->kind == BTP_LOG_ALLOC) {
+    rec->truncated = d->truncated;
+    if (d->kind != BTP_LOG_FREE) {
         rec->stack_id = d->stack;
         size_t n = calltree_frames(&r->tree, r->tree.stack_node[d->stack], r->frames,
                                    BTP_LOG_MAX_DEPTH);
@@ -559,7 +573,10 @@ btp_status btp_log_reader_next(btp_log_reader *r, btp_log_record *rec)
             rec->frames = r->frames;
             rec->n_frames = n;
         }
-        r->st.allocs++;
+        if (d->kind == BTP_LOG_ALLOC)
+            r->st.allocs++;
+        else
+            r->st.traces++;
     } else {
         r->st.frees++;
     }
@@ -608,7 +625,7 @@ btp_status btp_log_reader_seek_block(btp_log_reader *r, uint64_t block)
 }
 
 btp_status btp_log_reader_meta(const btp_log_reader *r, size_t i, const char **key,
-                               const void **data, size_t *len)
+                               const void **data, size_t *len, uint64_t *record)
 {
     if (!r || !key || !data || !len)
         return BTP_E_INVALID_ARGUMENT;
@@ -617,6 +634,8 @@ btp_status btp_log_reader_meta(const btp_log_reader *r, size_t i, const char **k
     *key = r->meta[i].key;
     *data = r->meta[i].data;
     *len = r->meta[i].len;
+    if (record)
+        *record = r->meta[i].record;
     return BTP_OK;
 }
 

@@ -108,7 +108,7 @@ void btp_log_writer_options_init(btp_log_writer_options *opt, unsigned word_bits
     memset(opt, 0, sizeof *opt);
     opt->word_bits = word_bits;
     opt->zlib_level = 9;
-    opt->block_bytes = 256u << 10;
+    opt->block_bytes = 128u << 10;
     opt->max_nodes = 1u << 20;
     opt->max_live = 1u << 20;
 }
@@ -440,6 +440,22 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
             map_delete(w, s);
         live_remove(&m->live, slot);
     }
+    return end_record(w);
+}
+
+btp_status btp_log_writer_trace(btp_log_writer *w, const btp_frame *frames, size_t n,
+                                int truncated)
+{
+    if (!w)
+        return BTP_E_INVALID_ARGUMENT;
+    if (w->error)
+        return w->error;
+    btp_status st = check_frames(w, frames, n);
+    uint32_t sid;
+    if (st != BTP_OK || (st = stack_id(w, frames, n, &sid)) != BTP_OK)
+        return st;
+    log_buf_varint(&w->sec[BTP_LOG_SEC_STACKS], sid);
+    log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], truncated ? TAG_TRACE_TRUNC : TAG_TRACE);
     return end_record(w);
 }
 

@@ -41,7 +41,8 @@ extern "C" {
 
 typedef enum btp_log_kind {
     BTP_LOG_ALLOC = 0, /* `m size ptr stack` */
-    BTP_LOG_FREE = 1   /* `f ptr` */
+    BTP_LOG_FREE = 1,  /* `f ptr` */
+    BTP_LOG_TRACE = 2  /* a plain backtrace (no allocation), maybe truncated */
 } btp_log_kind;
 
 /* ------------------------------------------------------------------ */
@@ -62,7 +63,7 @@ typedef struct btp_log_writer_options {
     unsigned flags;       /* BTP_LOG_WRITE_* */
     int zlib_level;       /* 1..9 (default 9) */
     size_t block_bytes;   /* flush a block when its raw payload reaches this
-                             (default 256 KiB, at most BTP_LOG_MAX_BLOCK/2) */
+                             (default 128 KiB, at most BTP_LOG_MAX_BLOCK/2) */
     uint32_t max_nodes;   /* dictionary cap in tree nodes (default 1<<20,
                              at most BTP_LOG_MAX_NODES_LIMIT) */
     uint32_t max_live;    /* live allocations remembered for coding frees
@@ -114,6 +115,11 @@ BTP_API btp_status btp_log_writer_meta(btp_log_writer *w, const char *key, const
 BTP_API btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
                                         const btp_frame *frames, size_t n);
 
+/* Append a plain backtrace frames[0..n) (innermost first); `truncated`
+ * non-zero says the stack was cut. Same returns as btp_log_writer_alloc(). */
+BTP_API btp_status btp_log_writer_trace(btp_log_writer *w, const btp_frame *frames, size_t n,
+                                        int truncated);
+
 /* Append a free of `ptr`. Same returns as btp_log_writer_alloc(). */
 BTP_API btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr);
 
@@ -152,11 +158,12 @@ typedef struct btp_log_record {
     uint64_t index;          /* 0-based position of the record in the log */
     uint64_t size;           /* ALLOC: requested size */
     uint64_t ptr;            /* the pointer allocated or freed */
-    const btp_frame *frames; /* ALLOC: the stack, innermost first; valid until
+    int truncated;           /* TRACE: the stack was cut */
+    const btp_frame *frames; /* ALLOC, TRACE: the stack, innermost first; valid until
                                 the next call on the reader */
     size_t n_frames;
     uint32_t segment;        /* segment the record is in */
-    uint32_t stack_id;       /* ALLOC: stack number within the segment (equal
+    uint32_t stack_id;       /* ALLOC, TRACE: stack number within the segment (equal
                                 numbers in one segment = equal stacks) */
 } btp_log_record;
 
@@ -223,12 +230,14 @@ BTP_API uint64_t btp_log_reader_lost_records(const btp_log_reader *r);
  */
 BTP_API btp_status btp_log_reader_seek_block(btp_log_reader *r, uint64_t block);
 
-/* Metadata seen so far (all of it once the reader reached the end).
- * Returns BTP_OK with key (NUL-terminated) and data (not NUL-terminated;
- * both valid until the reader is closed), or BTP_END when i is past the
- * last one. */
+/* Metadata seen so far, in file order (all of it once the reader reached
+ * the end; a metadata block is seen at the latest when the first record
+ * after it is returned). Returns BTP_OK with key (NUL-terminated) and data
+ * (not NUL-terminated; both valid until the reader is closed) and, if
+ * `record` is not NULL, the number of records written before it; or
+ * BTP_END when i is past the last one. */
 BTP_API btp_status btp_log_reader_meta(const btp_log_reader *r, size_t i, const char **key,
-                                       const void **data, size_t *len);
+                                       const void **data, size_t *len, uint64_t *record);
 
 /* Find metadata by key (the first with that key). BTP_OK or BTP_END. */
 BTP_API btp_status btp_log_reader_meta_find(const btp_log_reader *r, const char *key,
@@ -252,12 +261,16 @@ typedef struct btp_log_stats {
     uint64_t record_bytes;    /* stored bytes of record blocks */
     uint64_t raw_section_bytes[BTP_LOG_SEC_COUNT]; /* before zlib */
     uint64_t blocks, record_blocks, segments;
-    uint64_t records, allocs, frees;
+    uint64_t records, allocs, frees, traces;
     uint64_t stacks, nodes;   /* summed over segments */
 } btp_log_stats;
 
 /* Statistics of what was read so far. */
 BTP_API void btp_log_reader_stats(const btp_log_reader *r, btp_log_stats *st);
+
+/* 1 when buf[0..len) starts with the trace log magic (len >= 8), else 0.
+ * For telling a log from other input; opening it checks the rest. */
+BTP_API int btp_log_probe(const void *buf, size_t len);
 
 /* Whether this build can read and write zlib-compressed blocks. */
 BTP_API int btp_log_have_zlib(void);

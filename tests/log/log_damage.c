@@ -75,7 +75,7 @@ static int same(const btp_log_record *r, const synth_rec *w, int allow_unknown)
         return 0;
     if (w->kind == BTP_LOG_FREE)
         return 1;
-    if (r->size != w->size)
+    if (r->size != w->size || r->truncated != w->truncated)
         return 0;
     if (r->flags & BTP_LOG_REC_STACK_UNKNOWN)
         return r->n_frames == 0;
@@ -108,9 +108,7 @@ static void make_log(membuf *log, unsigned flags, uint32_t max_nodes, uint32_t m
     synth_init(&s, 7, 32, 0);
     for (int i = 0; i < N_RECORDS && st == BTP_OK; i++) {
         synth_next(&s, &want[i], 0);
-        st = want[i].kind == BTP_LOG_ALLOC
-                 ? btp_log_writer_alloc(w, want[i].size, want[i].ptr, want[i].frames, want[i].n)
-                 : btp_log_writer_free(w, want[i].ptr);
+        st = synth_put(w, &want[i]);
     }
     synth_free_all(&s);
     CHECK(st == BTP_OK, "write: %s", btp_strerror(st));

@@ -11,6 +11,7 @@
 typedef struct synth_rec {
     btp_log_kind kind;
     uint64_t size, ptr;
+    int truncated;
     size_t n;
     btp_frame frames[24];
 } synth_rec;
@@ -46,10 +47,25 @@ static void synth_free_all(synth *s)
     free(s->live);
 }
 
+/* Append r to the log. */
+static btp_status synth_put(btp_log_writer *w, const synth_rec *r)
+{
+    switch (r->kind) {
+    case BTP_LOG_ALLOC:
+        return btp_log_writer_alloc(w, r->size, r->ptr, r->frames, r->n);
+    case BTP_LOG_TRACE:
+        return btp_log_writer_trace(w, r->frames, r->n, r->truncated);
+    default:
+        return btp_log_writer_free(w, r->ptr);
+    }
+}
+
 /* The next record; `unique` makes most stacks new (to stress the dictionary). */
 static void synth_next(synth *s, synth_rec *r, int unique)
 {
     uint64_t x = synth_rand(s);
+    r->truncated = 0;
+    r->size = 0;
     uint64_t mask = btp_word_mask(s->word_bits);
     if (!s->leak && s->n_live > 0 && x % 5 < 2) {
         size_t i = (x >> 8) % 7 == 0 ? (size_t)((x >> 16) % s->n_live) : s->n_live - 1;
@@ -65,7 +81,8 @@ static void synth_next(synth *s, synth_rec *r, int unique)
         r->n = 0;
         return;
     }
-    r->kind = BTP_LOG_ALLOC;
+    r->kind = x % 53 == 5 ? BTP_LOG_TRACE : BTP_LOG_ALLOC;
+    r->truncated = r->kind == BTP_LOG_TRACE && (x >> 9) % 2;
     r->size = (x >> 4) % 3 ? 16 * ((x >> 12) % 8 + 1) : (x >> 20) % 100000;
     s->next_ptr += 16 * ((x >> 40) % 64 + 1);
     r->ptr = s->next_ptr & mask;
@@ -81,6 +98,10 @@ static void synth_next(synth *s, synth_rec *r, int unique)
     if (r->n > 2 && (y & 0xff) == 7) { /* an omit run now and then */
         r->frames[1].kind = BTP_FRAME_OMIT;
         r->frames[1].value = 3;
+    }
+    if (r->kind == BTP_LOG_TRACE) {
+        r->size = r->ptr = 0;
+        return;
     }
     if (!s->leak) {
         if (s->n_live == s->cap_live) {
