@@ -26,4 +26,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
         }                                                                             \
     } while (0)
 
+/* Room for `need` elements of `elem` bytes in v (capacity *cap elements),
+ * growing geometrically. Returns the (possibly moved) array; running out of
+ * memory is a harness failure. */
+static inline void *fuzz_reserve(void *v, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return v;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *bigger = realloc(v, c * elem);
+    FUZZ_CHECK(bigger != NULL, "out of memory (%zu elements)", c);
+    *cap = c;
+    return bigger;
+}
+
 #endif

@@ -67,13 +67,7 @@ static int collect(void *ctx, trace *t)
 {
     traces *list = ctx;
     check_trace(t);
-    if (list->n == list->cap) {
-        size_t cap = list->cap ? list->cap * 2 : 16;
-        trace *v = realloc(list->v, cap * sizeof *v);
-        FUZZ_CHECK(v != NULL, "out of memory");
-        list->v = v;
-        list->cap = cap;
-    }
+    list->v = fuzz_reserve(list->v, &list->cap, list->n + 1, sizeof *list->v);
     trace *copy = &list->v[list->n++];
     *copy = *t;
     copy->frames = NULL;

@@ -90,13 +90,8 @@ static void keep(const btp_log_record *rec)
 {
     if (n_recs == MAX_KEPT)
         return;
-    if (n_frames + rec->n_frames > cap_frames) {
-        size_t cap = (n_frames + rec->n_frames) * 2 + 256;
-        btp_frame *f = realloc(frames_kept, cap * sizeof *f);
-        FUZZ_CHECK(f != NULL, "out of memory");
-        frames_kept = f;
-        cap_frames = cap;
-    }
+    frames_kept = fuzz_reserve(frames_kept, &cap_frames, n_frames + rec->n_frames,
+                               sizeof *frames_kept);
     if (rec->n_frames)
         memcpy(frames_kept + n_frames, rec->frames, rec->n_frames * sizeof *rec->frames);
     recs[n_recs].rec = *rec;

@@ -13,13 +13,7 @@ void fuzz_runs_add(fuzz_runs *r, btp_frame f, fuzz_count count)
         r->v[r->n - 1].count += count;
         return;
     }
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 16;
-        fuzz_run *v = realloc(r->v, cap * sizeof *v);
-        FUZZ_CHECK(v != NULL, "out of memory");
-        r->v = v;
-        r->cap = cap;
-    }
+    r->v = fuzz_reserve(r->v, &r->cap, r->n + 1, sizeof *r->v);
     r->v[r->n].frame = f;
     r->v[r->n].count = count;
     r->n++;
