@@ -76,6 +76,8 @@ static void check_record(const btp_log_reader *r, const btp_log_record *rec, uns
         FUZZ_CHECK(rec->n_frames == 0, "a free with frames");
     if (rec->kind != BTP_LOG_TRACE)
         FUZZ_CHECK(!rec->truncated, "truncated flag on an allocation or free");
+    if (rec->kind != BTP_LOG_FREE)
+        FUZZ_CHECK(!rec->matched, "matched flag on an allocation or trace");
     FUZZ_CHECK(rec->ptr <= mask, "pointer beyond the word");
     for (size_t i = 0; i < rec->n_frames; i++) {
         btp_frame f = rec->frames[i];
@@ -105,7 +107,7 @@ static int same_record(const kept *k, const btp_log_record *rec)
 {
     return k->rec.kind == rec->kind && k->rec.index == rec->index && k->rec.size == rec->size &&
            k->rec.ptr == rec->ptr && k->rec.flags == rec->flags &&
-           k->rec.truncated == rec->truncated &&
+           k->rec.truncated == rec->truncated && k->rec.matched == rec->matched &&
            k->rec.n_frames == rec->n_frames &&
            fuzz_frames_equal(frames_kept + k->first, rec->frames, rec->n_frames);
 }

@@ -13,39 +13,25 @@
 const uint8_t btp_log_magic[8] = {0x89, 'B', 'T', 'P', 'L', 'O', 'G', '\n'};
 const uint8_t btp_log_sync[4] = {'B', 'T', 'L', 'B'};
 
-static void put16(uint8_t *p, unsigned v)
+/* Little-endian fields of n bytes. */
+static void put_le(uint8_t *p, uint64_t v, int n)
 {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < n; i++)
         p[i] = (uint8_t)(v >> (8 * i));
 }
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static unsigned get16(const uint8_t *p)
-{
-    return (unsigned)p[0] | (unsigned)p[1] << 8;
-}
-static uint32_t get32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-static uint64_t get64(const uint8_t *p)
+static uint64_t get_le(const uint8_t *p, int n)
 {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
+    for (int i = n - 1; i >= 0; i--)
         v = v << 8 | p[i];
     return v;
 }
+#define put16(p, v) put_le(p, v, 2)
+#define put32(p, v) put_le(p, v, 4)
+#define put64(p, v) put_le(p, v, 8)
+#define get16(p) ((unsigned)get_le(p, 2))
+#define get32(p) ((uint32_t)get_le(p, 4))
+#define get64(p) get_le(p, 8)
 
 void log_file_header_pack(uint8_t out[LOG_FILE_HEADER_SIZE], const log_file_header *h)
 {

@@ -13,6 +13,7 @@ typedef struct live_entry {
     uint64_t seq;  /* allocation number: increasing along the slots */
     uint64_t ptr;
     uint64_t size;
+    uint32_t stack; /* stack number of the allocation */
     uint8_t alive;
     uint8_t known; /* reader: ptr is known */
 } live_entry;

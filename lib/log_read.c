@@ -19,7 +19,7 @@ typedef struct meta_item {
 typedef struct drec {
     uint64_t ptr, size;
     uint32_t stack;  /* stack number (alloc) */
-    uint8_t kind, flags, truncated;
+    uint8_t kind, flags, truncated, matched;
 } drec;
 
 struct btp_log_reader {
@@ -143,10 +143,11 @@ static btp_status read_dict(btp_log_reader *r, log_rd *d)
     return BTP_OK;
 }
 
-static btp_status push_live(btp_log_reader *r, uint64_t ptr, uint64_t size, int known)
+static btp_status push_live(btp_log_reader *r, uint64_t ptr, uint64_t size, uint32_t stack,
+                            int known)
 {
     log_model *m = &r->model;
-    live_entry e = {r->seq++, ptr, size, 1, (uint8_t)known};
+    live_entry e = {r->seq++, ptr, size, stack, 1, (uint8_t)known};
     btp_status st = live_push(&m->live, e);
     if (st != BTP_OK)
         return st;
@@ -205,6 +206,9 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
                 live_remove(&m->live, slot);
                 d->ptr = e.known ? e.ptr : 0;
                 d->flags = e.known ? 0 : BTP_LOG_REC_PTR_UNKNOWN;
+                d->size = e.size;
+                d->stack = e.stack;
+                d->matched = 1;
                 bin *b = log_model_bin(m, log_size_class(e.size, m->word_bits), 1);
                 if (b)
                     bin_push(b, e.ptr, e.known);
@@ -261,7 +265,7 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
             d->flags |= BTP_LOG_REC_PTR_UNKNOWN;
             d->ptr = 0;
         }
-        if ((st = push_live(r, d->ptr, d->size, known)) != BTP_OK)
+        if ((st = push_live(r, d->ptr, d->size, d->stack, known)) != BTP_OK)
             return st;
     }
     for (int i = 0; i < BTP_LOG_SEC_COUNT; i++)
@@ -508,10 +512,12 @@ btp_status btp_log_reader_open(btp_log_reader **out, const void *buf, size_t len
         if (r->len - at < LOG_BLOCK_HEADER_SIZE ||
             log_block_header_parse(r->buf + at, &h) != BTP_OK || h.kind != LOG_BLOCK_META)
             break;
+        btp_log_stats before = r->st;
         if (load_block(r) != BTP_OK) { /* let next() meet it again */
             r->pos = at;
             r->error = BTP_OK;
             r->final = 0;
+            r->st = before;
             break;
         }
     }
@@ -563,6 +569,9 @@ btp_status btp_log_reader_next(btp_log_reader *r, btp_log_record *rec)
     rec->segment = r->block_segment;
     r->next_rec++;
     rec->truncated = d->truncated;
+    rec->matched = d->matched;
+    if (d->matched)
+        rec->stack_id = d->stack;
     if (d->kind != BTP_LOG_FREE) {
         rec->stack_id = d->stack;
         size_t n = calltree_frames(&r->tree, r->tree.stack_node[d->stack], r->frames,

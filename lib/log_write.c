@@ -429,7 +429,7 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
     m->prev_ptr = ptr;
     log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], (uint8_t)tag);
 
-    live_entry e = {w->seq, ptr, size, 1, 1};
+    live_entry e = {w->seq, ptr, size, sid, 1, 1};
     if ((st = live_push(&m->live, e)) != BTP_OK || (st = map_set(w, ptr, w->seq)) != BTP_OK)
         return w->error = st;
     w->seq++;

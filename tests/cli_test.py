@@ -119,12 +119,25 @@ def sized(data, src_json):
     return data.replace(b',"alloc_size":0}', b'}')
 
 
+def canon(fmt, data, src_json, wbits):
+    """What to compare of a rendering: sized() text; a log (binary, one with
+    a size stores an allocation record, one without a plain trace) as the
+    json it reads back as."""
+    if fmt == "log":
+        rc, data, _ = conv("log", "json", data, *wbits)
+    return sized(data, src_json)
+
+
 def test_every_pair():
     fmts = formats_from_help()
     names = [f[0] for f in fmts]
     for must in ["json", "hex", "b64", "cbf", "addrs", "trace"]:
         check(must in names, "format %s listed in --help" % must)
     core = {"json", "hex", "b64", "cbf", "addrs"}
+    # Formats that hold allocation records only (size and pointer) cannot take
+    # these plain traces; tests/log/log_cli.py runs them on allocation records.
+    alloc_only = {"trace"}
+    fmts = [f for f in fmts if f[0] not in alloc_only]
     sets = [(wb, js, True) for wb, js in RICH] + [(wb, js, False) for wb, js in PLAIN]
     for wb, src_json, only_core in sets:
         wbits = ["--word-bits", str(wb)]
@@ -142,7 +155,8 @@ def test_every_pair():
                 rc, out, err = conv(frm, to, data, *wbits)
                 check(rc == 0, "%s -> %s exits 0: %s" % (frm, to, err))
                 if to in rendered:
-                    check(sized(out, src_json) == sized(rendered[to], src_json),
+                    check(canon(to, out, src_json, wbits) ==
+                          canon(to, rendered[to], src_json, wbits),
                           "%d-bit: %s -> %s equals json -> %s" %
                           (wb, frm, to, to))
                 if readable:
@@ -174,7 +188,7 @@ def test_trace_format():
     rc, out, err = conv("trace", "hex", b"m 1 0x1 0x2\nx 1\n")
     check(rc == 1 and ":2:" in err and out.count(b"\n") == 1, "bad record line: %s" % err)
     rc, _, err = conv("hex", "trace", b"0200\n")
-    check(rc == 2 and "cannot be written" in err, "trace is input only: %s" % err)
+    check(rc == 1 and "allocation records" in err, "trace holds allocations only: %s" % err)
 
 
 def test_errors():

@@ -53,6 +53,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
         printf("btpack %s (library %s)\n", BTP_VERSION_STRING, btp_version());
+        printf("log compression: %s\n",
+               btp_log_have_zlib() ? "zlib" : "none (built without zlib)");
         return EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -27,6 +27,9 @@ static const char convert_help[] =
     "  --keep-going      skip bad traces with a warning; exit status 1 at the end\n"
     "  --max-frames N    frames per trace after expanding repeats (default 1048576);\n"
     "                    more is an error\n"
+    "  --maps FILE       (to log) store FILE, the /proc/PID/maps of the traced\n"
+    "                    process, so that addresses can be symbolized later\n"
+    "  --no-zlib         (to log) store blocks uncompressed\n"
     "  --alloc-size N    allocation size of traces whose input has none (lws\n"
     "                    writes one per record; default 0)\n"
     "  --allow-truncated write truncated traces (CBF trunc) into lws/lws-b with a\n"
@@ -50,7 +53,9 @@ static const char convert_examples[] =
     "  btpack convert --from cbf --to addrs out.cbf\n"
     "  btpack convert --from addrs --to b64 --word-bits 32 stacks.txt\n"
     "  btpack convert --from lws --to lws-b device.log   (every ~m# record in a log)\n"
-    "  btpack convert --from lws --to json --word-bits 32 esp32.log\n";
+    "  btpack convert --from lws --to json --word-bits 32 esp32.log\n"
+    "  btpack convert --from trace --to log --maps app.maps -o app.btlog app.trace.xz\n"
+    "  btpack convert --from log --to trace app.btlog\n";
 
 typedef struct convert_ctx {
     const format *to;
@@ -103,6 +108,8 @@ int cmd_convert(int argc, char **argv)
         {"allow-truncated", no_argument, NULL, 'T'},
         {"lws-optimal", no_argument, NULL, 'O'},
         {"output", required_argument, NULL, 'o'},
+        {"maps", required_argument, NULL, 'M'},
+        {"no-zlib", no_argument, NULL, 'Z'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -151,6 +158,12 @@ int cmd_convert(int argc, char **argv)
         case 'o':
             out_path = optarg;
             break;
+        case 'M':
+            opt.maps_path = optarg;
+            break;
+        case 'Z':
+            opt.no_zlib = 1;
+            break;
         case 'h':
             fputs(convert_help, stdout);
             cli_list_formats(stdout, 1, 0);
@@ -170,6 +183,10 @@ int cmd_convert(int argc, char **argv)
     convert_ctx c = {.to = to, .out = stdout, .out_name = "<stdout>",
                      .in_name = input_name(optind < argc ? argv[optind] : NULL)};
     c.w = (writer){.fmt = to, .opt = &opt, .in_name = c.in_name};
+    strbuf comments = STRBUF_INIT;
+    if (to->comments)
+        opt.comments = &comments;
+
     if (out_path && strcmp(out_path, "-") != 0) {
         c.out = fopen(out_path, "wb");
         c.out_name = out_path;
@@ -207,5 +224,6 @@ int cmd_convert(int argc, char **argv)
         rc = EXIT_BAD_INPUT;
     }
     sb_free(&c.buf);
+    sb_free(&comments);
     return rc;
 }

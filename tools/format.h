@@ -22,6 +22,13 @@ typedef struct cli_options {
     int strict;          /* --strict: strict CBF policy */
     int keep_going;      /* --keep-going: skip bad records */
     size_t max_frames;   /* --max-frames: frames per trace after expanding runs */
+    /* Allocation logs: */
+    const char *maps_path; /* --maps: /proc/PID/maps text to store in a log */
+    int no_zlib;           /* --no-zlib: store log blocks uncompressed */
+    strbuf *comments;      /* set when the writer keeps comment lines (format.comments):
+                              readers append the comment lines they meet (with their
+                              newlines); the writer takes them before its next record
+                              and at the end */
     int alloc_size_set;  /* --alloc-size given: */
     uint64_t alloc_size; /* the size of traces whose input has none (lws default 0) */
     int allow_truncated; /* --allow-truncated: write truncated traces into lws anyway */
@@ -65,6 +72,7 @@ typedef struct format {
     const char *help;          /* one line for --help */
     int binary;                /* binary input/output (not line-based text) */
     int events;                /* the writer takes TRACE_FREE records (others never see them) */
+    int comments;              /* the writer keeps comment lines (cli_options.comments) */
 
     /* Optional setup/teardown of reader state (r->state). */
     int (*open)(reader *r);

@@ -10,14 +10,23 @@
 
 static const char stats_help[] =
     "usage: btpack stats [--from FMT] [--word-bits N] [--strict] [--keep-going]\n"
-    "                    [--max-frames N] [IN]\n"
+    "                    [--max-frames N] [--elf FILE] [--top N] [IN]\n"
     "\n"
     "Read traces and print: traces, frames, truncated traces, the bytes their\n"
     "minimal CBF encoding takes (total, per frame, per trace) next to raw words,\n"
     "and the depth distribution (min/median/mean/max and a histogram in\n"
     "power-of-two buckets). Free records of allocation logs are counted apart.\n"
     "IN defaults to stdin; xz-compressed input is decompressed on the fly.\n"
-    "Options are those of `btpack convert`; --from defaults to hex.\n"
+    "Options are those of `btpack convert`; --from defaults to hex, or to log\n"
+    "when IN is a btpack trace log.\n"
+    "\n"
+    "For a trace log (--from log): records, distinct stacks, tree nodes, bytes per\n"
+    "section and per trace, then a heap profile: the top allocation stacks by count\n"
+    "and by bytes, with what is still live at the end, symbolized with addr2line\n"
+    "where the stored maps point at readable files (the files now at those paths).\n"
+    "  --elf FILE        also symbolize addresses outside the stored maps (or all,\n"
+    "                    when the log has none) in FILE\n"
+    "  --top N           stacks to show in each list (default 10)\n"
     "\n"
     "input formats:\n";
 
@@ -25,7 +34,8 @@ static const char stats_examples[] =
     "\n"
     "examples:\n"
     "  btpack stats --from trace tests/data/corpus/sqlite3_i386.trace.xz\n"
-    "  btpack stats --from cbf traces.cbf\n";
+    "  btpack stats --from cbf traces.cbf\n"
+    "  btpack stats app.btlog\n";
 
 typedef struct stats {
     unsigned long long traces, frames, truncated, frees, cbf_bytes, raw_bytes;
@@ -139,10 +149,15 @@ int cmd_stats(int argc, char **argv)
         {"keep-going", no_argument, NULL, 'k'},
         {"max-frames", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
+        {"elf", required_argument, NULL, 'E'},
+        {"top", required_argument, NULL, 'T'},
         {0, 0, 0, 0},
     };
     cli_options opt = {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES};
     const format *from = format_find("hex");
+    const char *elf = NULL;
+    size_t top = 10;
+    int from_given = 0;
     int ch;
     opterr = 0;
     optind = 1;
@@ -150,6 +165,14 @@ int cmd_stats(int argc, char **argv)
         switch (ch) {
         case 'f':
             if (cli_format_arg("stats", optarg, 1, 0, &from) < 0)
+                return EXIT_USAGE;
+            from_given = 1;
+            break;
+        case 'E':
+            elf = optarg;
+            break;
+        case 'T':
+            if (cli_count_arg("stats", "--top", optarg, &top) < 0)
                 return EXIT_USAGE;
             break;
         case 'w':
@@ -177,6 +200,27 @@ int cmd_stats(int argc, char **argv)
     }
     if (argc - optind > 1)
         return cli_usage_error("stats", "one input at most, got %d", argc - optind);
+    const char *path = optind < argc ? argv[optind] : NULL;
+    if (!from_given && path && strcmp(path, "-") != 0) {
+        FILE *f = fopen(path, "rb");
+        unsigned char head[8];
+        if (f) {
+            if (fread(head, 1, sizeof head, f) == sizeof head && btp_log_probe(head, sizeof head))
+                from = format_find("log");
+            fclose(f);
+        }
+    }
+    if (from == format_find("log")) {
+        input in;
+        strbuf data = STRBUF_INIT;
+        if (input_open(&in, path) < 0)
+            return EXIT_BAD_INPUT;
+        int rc = input_read_all(&in, &data) < 0 ? EXIT_BAD_INPUT
+                                                 : log_stats(path, &data, &opt, elf, top);
+        input_close(&in);
+        sb_free(&data);
+        return rc;
+    }
     stats s = {0};
     int rc = read_traces(from, &opt, optind < argc ? argv[optind] : NULL, stats_sink, &s);
     if (rc == EXIT_OK || opt.keep_going)

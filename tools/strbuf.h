@@ -23,6 +23,13 @@ void sb_adds(strbuf *sb, const char *s);
 __attribute__((format(printf, 2, 3)))
 #endif
 void sb_printf(strbuf *sb, const char *fmt, ...);
+/* "0x" and the lowercase hex digits of v, no leading zeros: printf's
+ * "0x%llx" without its cost (trace text is millions of addresses). The
+ * fmt_ forms write to d (room for 18 / 20 bytes) and return the end. */
+char *fmt_hex_u64(char *d, uint64_t v);
+char *fmt_dec_u64(char *d, uint64_t v);
+void sb_hex_u64(strbuf *sb, uint64_t v);
+void sb_dec_u64(strbuf *sb, uint64_t v);
 /* Lowercase hex of bytes p[0..n). */
 void sb_hex(strbuf *sb, const void *p, size_t n);
 void sb_clear(strbuf *sb);

@@ -140,8 +140,8 @@ static inline int btp_frame_is_address(btp_frame f)
 
 #include <btpack/base64.h>
 #include <btpack/cbf.h>
-#include <btpack/lws.h>
 #include <btpack/log.h>
+#include <btpack/lws.h>
 #include <btpack/capture.h>
 
 #endif

@@ -156,7 +156,8 @@ typedef struct btp_log_record {
     btp_log_kind kind;
     unsigned flags;          /* BTP_LOG_REC_* */
     uint64_t index;          /* 0-based position of the record in the log */
-    uint64_t size;           /* ALLOC: requested size */
+    uint64_t size;           /* ALLOC: requested size; FREE: the freed allocation's
+                                size when `matched` */
     uint64_t ptr;            /* the pointer allocated or freed */
     int truncated;           /* TRACE: the stack was cut */
     const btp_frame *frames; /* ALLOC, TRACE: the stack, innermost first; valid until
@@ -164,7 +165,11 @@ typedef struct btp_log_record {
     size_t n_frames;
     uint32_t segment;        /* segment the record is in */
     uint32_t stack_id;       /* ALLOC, TRACE: stack number within the segment (equal
-                                numbers in one segment = equal stacks) */
+                                numbers in one segment = equal stacks); FREE: the
+                                freed allocation's, when `matched` */
+    int matched;             /* FREE: the log names the allocation it frees (a free
+                                of a pointer it had not seen allocated, or forgot
+                                past max_live, is not matched) */
 } btp_log_record;
 
 typedef struct btp_log_reader btp_log_reader; /* opaque: it rebuilds the dictionary */
@@ -222,11 +227,13 @@ BTP_API uint64_t btp_log_reader_lost_records(const btp_log_reader *r);
 
 /*
  * Go to block number `block` (0-based, counting every block in the file):
- * the next btp_log_reader_next() returns that block's first record. The
- * reader re-reads the blocks of the segment before it (dictionary and live
- * allocations depend on them) without returning their records.
- * Returns BTP_OK, BTP_END (fewer blocks), or an error met on the way (as
- * btp_log_reader_next()). Clears a sticky error.
+ * the next btp_log_reader_next() returns that block's first record (for a
+ * metadata block, the first record after it). The reader starts over and
+ * decodes the blocks before it without returning their records (the
+ * dictionary and live allocations depend on them), so a seek costs a read
+ * of the log up to the block. Statistics and lost-record counts restart.
+ * Returns BTP_OK, BTP_END (no record block at or after it), or an error met
+ * on the way (as btp_log_reader_next()). Clears a sticky error.
  */
 BTP_API btp_status btp_log_reader_seek_block(btp_log_reader *r, uint64_t block);
 

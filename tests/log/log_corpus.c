@@ -8,34 +8,7 @@
 #include <time.h>
 
 #include "check.h"
-
-typedef struct membuf {
-    unsigned char *p;
-    size_t len, cap;
-} membuf;
-
-static void mb_put(membuf *b, const void *d, size_t n)
-{
-    if (b->cap - b->len < n) {
-        size_t c = b->cap ? b->cap : 1 << 16;
-        while (c - b->len < n)
-            c *= 2;
-        b->p = realloc(b->p, c);
-        if (!b->p) {
-            perror("realloc");
-            exit(2);
-        }
-        b->cap = c;
-    }
-    memcpy(b->p + b->len, d, n);
-    b->len += n;
-}
-
-static btp_status sink(void *ctx, const void *data, size_t len)
-{
-    mb_put(ctx, data, len);
-    return BTP_OK;
-}
+#include "membuf.h"
 
 /* CPU time of this process: the machine may be busy */
 static double now(void)
@@ -118,7 +91,7 @@ int main(int argc, char **argv)
     double t0 = now();
     membuf log = {0}, comment = {0}, want = {0};
     btp_log_writer *wr;
-    btp_status st = btp_log_writer_open(&wr, sink, &log, &opt);
+    btp_status st = btp_log_writer_open(&wr, mb_sink, &log, &opt);
     CHECK(st == BTP_OK, "open: %s", btp_strerror(st));
     if (st)
         return check_finish();

@@ -8,31 +8,9 @@
 
 #include "check.h"
 #include "log_synth.h"
+#include "membuf.h"
 
 #define N_RECORDS 3000
-
-typedef struct membuf {
-    unsigned char *p;
-    size_t len, cap;
-} membuf;
-
-static btp_status sink(void *ctx, const void *data, size_t len)
-{
-    membuf *b = ctx;
-    if (b->cap - b->len < len) {
-        size_t c = b->cap ? b->cap : 4096;
-        while (c - b->len < len)
-            c *= 2;
-        unsigned char *p = realloc(b->p, c);
-        if (!p)
-            return BTP_E_OUT_OF_MEMORY;
-        b->p = p;
-        b->cap = c;
-    }
-    memcpy(b->p + b->len, data, len);
-    b->len += len;
-    return BTP_OK;
-}
 
 static synth_rec want[N_RECORDS];
 
@@ -97,7 +75,7 @@ static void make_log(membuf *log, unsigned flags, uint32_t max_nodes, uint32_t m
     opt.max_live = max_live;
     btp_log_writer *w;
     log->len = 0;
-    btp_status st = btp_log_writer_open(&w, sink, log, &opt);
+    btp_status st = btp_log_writer_open(&w, mb_sink, log, &opt);
     CHECK(st == BTP_OK, "open: %s", btp_strerror(st));
     if (st)
         return;
@@ -286,6 +264,39 @@ static void test_flips(membuf *log)
     CHECK(o.exact == N_RECORDS && o.errors == 0 && o.last == BTP_END, "restored log reads");
 }
 
+/* Seek to every block: the next record is that block's first (or, for a
+ * metadata block, the next record block's), and reading goes on exactly. */
+static void test_seek(const membuf *log)
+{
+    btp_log_reader *r;
+    CHECK(btp_log_reader_open(&r, log->p, log->len, 0) == BTP_OK, "open");
+    unsigned long bad = 0;
+    for (size_t b = n_blocks; b-- > 0;) { /* backwards: every seek goes back */
+        btp_status st = btp_log_reader_seek_block(r, b);
+        uint64_t first = N_RECORDS;
+        for (size_t k = b; k < n_blocks; k++)
+            if (blocks[k].kind == 2) {
+                first = blocks[k].first;
+                break;
+            }
+        btp_log_record rec;
+        if (first == N_RECORDS) {
+            bad += !((st == BTP_END || st == BTP_OK) && btp_log_reader_next(r, &rec) == BTP_END);
+            continue;
+        }
+        uint64_t want_n = first + 50 < N_RECORDS ? 50 : N_RECORDS - first;
+        for (uint64_t i = 0; i < want_n; i++)
+            if (st != BTP_OK || btp_log_reader_next(r, &rec) != BTP_OK ||
+                rec.index != first + i || !same(&rec, &want[first + i], 0)) {
+                bad++;
+                break;
+            }
+    }
+    CHECK(bad == 0, "%lu of %zu seeks wrong", bad, n_blocks);
+    CHECK(btp_log_reader_seek_block(r, n_blocks + 5) == BTP_END, "seek past the end");
+    btp_log_reader_close(r);
+}
+
 static void test_stored(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -296,7 +307,7 @@ static void test_stored(const char *path)
     unsigned char tmp[4096];
     size_t n;
     while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-        sink(&m, tmp, n);
+        mb_put(&m, tmp, n);
     fclose(f);
     find_blocks(&m);
     outcome o = read_all(&m, 0);
@@ -314,10 +325,12 @@ int main(int argc, char **argv)
     membuf log = {0};
     /* uncompressed, plain */
     make_log(&log, BTP_LOG_WRITE_NO_ZLIB, 1u << 20, 1u << 20);
+    test_seek(&log);
     test_truncation(&log);
     test_flips(&log);
     /* small caps: several segments and evicted live allocations */
     make_log(&log, BTP_LOG_WRITE_NO_ZLIB, 300, 50);
+    test_seek(&log);
     outcome o = read_all(&log, 0);
     CHECK(o.exact == N_RECORDS && o.last == BTP_END, "small caps: %s, %llu exact",
           btp_status_name(o.last), (unsigned long long)o.exact);

@@ -1,13 +1,19 @@
-/* trace (input): the allocation record format of the bundled corpora
+/* trace: the allocation record format of the bundled corpora
  * (tests/data/corpus/README.md):
  *   # stkshim v1 method=... word=<64|32> ...
  *   m <size> <ptr> <addr0> ... <addrK>     an allocation and its stack
  *   f <ptr>                                a free
  * The word size comes from the header line (`word=`), else --word-bits.
  * `m` records become TRACE_ALLOC with the size; `f` records TRACE_FREE,
- * which formats that hold only traces skip. */
+ * which formats that hold only traces skip. Comment lines go to the writer
+ * when it keeps them (log, trace).
+ * Writing: allocation records only (size and pointer needed; frames must be
+ * return addresses), as the lines above, so that trace -> log -> trace gives
+ * the same text back. */
 #include "format.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* `word=N` in a comment line sets the word size. */
@@ -46,8 +52,13 @@ static int field(const char *line, size_t len, size_t *i, const char **tok, size
 
 static int trace_read_line(reader *r, const char *line, size_t len, trace *t)
 {
-    if (line[0] == '#')
+    if (line[0] == '#') {
+        if (r->opt->comments) {
+            sb_add(r->opt->comments, line, len);
+            sb_addc(r->opt->comments, '\n');
+        }
         return header(r, line, len) < 0 ? -1 : 0;
+    }
     const char *tok;
     size_t n, i = 1, k = 0;
     if (len < 2 || (line[0] != 'm' && line[0] != 'f') || line[1] != ' ')
@@ -77,8 +88,88 @@ static int trace_read_line(reader *r, const char *line, size_t len, trace *t)
     return 1;
 }
 
+typedef struct trace_wstate {
+    int records;      /* records written */
+    int word_written; /* a comment line with word= went out */
+} trace_wstate;
+
+static int trace_begin(writer *w, strbuf *out)
+{
+    (void)out;
+    w->state = calloc(1, sizeof(trace_wstate));
+    return w->state ? 0 : wr_error(w, "out of memory");
+}
+
+static void take_comments(writer *w, strbuf *out)
+{
+    trace_wstate *s = w->state;
+    strbuf *c = w->opt->comments;
+    if (!c || !c->len)
+        return;
+    if (strstr(c->data, " word="))
+        s->word_written = 1;
+    sb_add(out, c->data, c->len);
+    sb_clear(c);
+}
+
+static int trace_write(writer *w, const trace *t, strbuf *out)
+{
+    trace_wstate *s = w->state;
+    if (t->event == TRACE_FREE) {
+        if (!t->has_pointer)
+            return wr_error(w, "a free record needs a pointer");
+    } else {
+        if (!t->has_alloc_size || !t->has_pointer)
+            return wr_error(w, "the trace format holds allocation records (size and pointer)");
+        if (t->truncated)
+            return wr_error(w, "the trace format cannot mark a stack as truncated");
+        for (size_t i = 0; i < t->n; i++)
+            if (t->frames[i].kind != BTP_FRAME_RA)
+                return wr_error(w, "frame %zu is %s: the trace format holds return addresses",
+                                i, trace_kind_name(t->frames[i].kind));
+    }
+    take_comments(w, out);
+    if (!s->records++ && !s->word_written) /* so that reading it back knows the word size */
+        sb_printf(out, "# btpack word=%u\n", t->word_bits);
+    /* one reservation for the whole line: "m ", size, pointer, frames, '\n' */
+    if (t->n > (SIZE_MAX - 64) / 19)
+        return wr_error(w, "trace too long");
+    char *d = sb_reserve(out, 64 + 19 * t->n), *p = d;
+    if (!d)
+        return wr_error(w, "out of memory");
+    *p++ = t->event == TRACE_FREE ? 'f' : 'm';
+    *p++ = ' ';
+    if (t->event != TRACE_FREE) {
+        p = fmt_dec_u64(p, t->alloc_size);
+        *p++ = ' ';
+    }
+    p = fmt_hex_u64(p, t->pointer);
+    for (size_t i = 0; i < t->n; i++) {
+        *p++ = ' ';
+        p = fmt_hex_u64(p, t->frames[i].value);
+    }
+    *p++ = '\n';
+    out->len += (size_t)(p - d);
+    out->data[out->len] = 0;
+    return 0;
+}
+
+static int trace_end(writer *w, strbuf *out)
+{
+    if (w->state)
+        take_comments(w, out);
+    free(w->state);
+    w->state = NULL;
+    return 0;
+}
+
 const format fmt_trace = {
     .name = "trace",
     .help = "allocation records: `m SIZE PTR ADDR...`, `f PTR`, `# ... word=N`",
+    .events = 1,
+    .comments = 1,
     .read_line = trace_read_line,
+    .write = trace_write,
+    .begin = trace_begin,
+    .end = trace_end,
 };

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""The `log` format through the real `btpack`:
+
+- every corpus: trace -> log -> trace gives the decompressed file back byte for
+  byte (comments included), with and without zlib;
+- log -> every other writable format equals trace -> that format;
+- allocation formats on small records: trace <-> log <-> json;
+- stats on a log (counts, sections, symbolized module offsets from the maps);
+- a cut and a damaged log: what is recovered, messages, exit status.
+
+usage: log_cli.py BTPACK CORPUS_DIR
+"""
+import lzma
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pycheck import check, finish  # noqa: E402
+
+BTPACK, CORPUS = sys.argv[1], sys.argv[2]
+STORED = os.path.join(CORPUS, "..", "log", "synthetic-zlib.btlog")
+
+
+def run(args, data=None):
+    p = subprocess.run([BTPACK] + args, input=data, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=600)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def conv(frm, to, *args, data=None):
+    return run(["convert", "--from", frm, "--to", to] + list(args), data)
+
+
+def writable_formats():
+    """The output formats `btpack convert --help` lists."""
+    out = run(["convert", "--help"])[1].decode()
+    section = out.split("output formats:\n", 1)[1].split("\n\n", 1)[0]
+    return [l.split()[0] for l in section.splitlines() if l.startswith("  ")]
+
+
+def have_zlib():
+    rc, out, _ = run(["--version"])
+    return b"log compression: zlib" in out
+
+
+def test_corpora(tmp):
+    zlib = have_zlib()
+    if not zlib:
+        print("built without zlib: the size target (log smaller than .trace.xz) is not checked")
+    fmts = writable_formats()
+    check("log" in fmts and "trace" in fmts, "log and trace listed as output formats")
+    for name, word in [("sqlite3_i386", 32), ("gcc12_cc1_sqlite3", 64), ("py311_regrtest", 64)]:
+        src = os.path.join(CORPUS, name + ".trace.xz")
+        maps = os.path.join(CORPUS, name + ".maps")
+        with lzma.open(src) as f:
+            text = f.read()
+        log = os.path.join(tmp, name + ".btlog")
+        rc, out, err = conv("trace", "log", "--maps", maps, "-o", log, src)
+        check(rc == 0 and out == b"", "%s: trace -> log: %s" % (name, err))
+        size = os.path.getsize(log)
+        xz = os.path.getsize(src)
+        print("%s: log %d bytes, .trace.xz %d bytes (%.1f%%)" % (name, size, xz, 100.0 * size / xz))
+        if zlib:
+            check(size < xz, "%s: log (%d) smaller than the .trace.xz (%d)" % (name, size, xz))
+        rc, back, err = conv("log", "trace", log)
+        check(rc == 0 and back == text, "%s: log -> trace is the original file (%s)" % (name, err))
+        rc, out, err = conv("trace", "log", "--no-zlib", "-o", log + ".raw", src)
+        check(rc == 0, "%s: --no-zlib: %s" % (name, err))
+        rc, back, err = conv("log", "trace", log + ".raw")
+        check(rc == 0 and back == text, "%s: uncompressed log -> trace: %s" % (name, err))
+        if zlib:
+            check(os.path.getsize(log + ".raw") > size, "%s: --no-zlib stores more bytes" % name)
+        os.unlink(log + ".raw")
+        if name == "sqlite3_i386":
+            for to in fmts:
+                if to in ("log", "trace"):
+                    continue
+                # --keep-going: lws holds at most 31 frames, deeper stacks are skipped
+                rc1, a, e1 = conv("trace", to, "--keep-going", src)
+                rc2, b, e2 = conv("log", to, "--keep-going", log)
+                check(rc1 == rc2 and len(a) > 1000 and a == b,
+                      "%s: log -> %s equals trace -> %s (%s %s)" % (name, to, to, e1[:300],
+                                                                 e2[:300]))
+                if to == "lws":
+                    # lws records (allocation size and stack) -> log -> lws
+                    rc, log2, err = conv("lws", "log", "--word-bits", "32", data=a)
+                    rc2, back, err2 = conv("log", "lws", data=log2)
+                    check(rc == 0 and rc2 == 0 and back == a,
+                          "lws -> log -> lws: %s %s" % (err[:300], err2[:300]))
+            rc, out, err = run(["stats", log, "--top", "2"])
+            s = out.decode()
+            for want in ["records         220389 (110196 allocations, 110193 frees, 0 backtraces)",
+                         "distinct stacks 499", "tree nodes", "word size       32",
+                         "top 2 allocation stacks by count:", "sqlite3-i386+0x7508d",
+                         "top 2 allocation stacks by bytes:", "live at end     4640 bytes in 3"]:
+                check(want in s, "stats shows %r:\n%s%s" % (want, s[:3000], err))
+            rc2, out2, _ = run(["stats", "--from", "log", log, "--top", "2"])
+            check(rc == 0 and rc2 == 0 and out2 == out, "stats: --from log same as sniffed")
+
+
+SMALL = (b"# stkshim v1 method=x word=64 pid=1 comm=a every=1 maxdepth=256\n"
+         b"m 32 0x1000 0x401000 0x402000 0x403000\n"
+         b"m 48 0x1040 0x401010 0x402000 0x403000\n"
+         b"f 0x1000\n"
+         b"m 32 0x1000 0x401000 0x402000 0x403000\n"
+         b"f 0xdead0\n"
+         b"f 0x1040\n"
+         b"m 0 0x2000\n"
+         b"# end alloc_calls=4 traces=4 frees=3 truncated=0 stopped_early=0\n")
+
+
+def test_small(tmp):
+    rc, log, err = conv("trace", "log", data=SMALL)
+    check(rc == 0 and log[:8] == b"\x89BTPLOG\n", "small trace -> log: %s" % err)
+    rc, back, err = conv("log", "trace", data=log)
+    check(rc == 0 and back == SMALL, "small log -> trace: %r %s" % (back, err))
+    rc, js, err = conv("log", "json", data=log)
+    rc2, js2, _ = conv("trace", "json", data=SMALL)
+    check(rc == 0 and js == js2 and b'"alloc_size":48' in js, "log -> json: %r %s" % (js, err))
+    # json (plain traces, one with an allocation size) -> log -> json
+    rc, log2, err = conv("json", "log", data=js)
+    rc, js3, err = conv("log", "json", data=log2)
+    check(rc == 0 and js3 == js, "json -> log -> json: %r %s" % (js3, err))
+    # plain traces with every frame kind and truncation, 32-bit
+    plain = ('{"word_bits":32,"frames":[{"type":"pc","addr":"0x10"},{"type":"omit","count":4},'
+             '{"type":"async","addr":"0xffffffff"}],"truncated":true}\n').encode()
+    rc, log3, err = conv("json", "log", data=plain)
+    rc, back, err = conv("log", "json", data=log3)
+    check(rc == 0 and back == plain, "plain traces through a log: %r %s" % (back, err))
+    # trace cannot hold plain traces; log holds one word size
+    rc, _, err = conv("log", "trace", data=log3)
+    check(rc == 1 and "allocation records" in err, "plain log -> trace: %s" % err)
+    mixed = plain + b'{"word_bits":64,"frames":[{"type":"ra","addr":"0x10"}],"truncated":false}\n'
+    rc, _, err = conv("json", "log", data=mixed)
+    check(rc == 1 and "one word size" in err, "two word sizes: %s" % err)
+    # empty input gives a valid empty log
+    rc, empty, err = conv("trace", "log", data=b"")
+    rc2, back, err2 = conv("log", "trace", data=empty)
+    check(rc == 0 and rc2 == 0 and back == b"", "empty log: %r %s %s" % (back, err, err2))
+    # not a log
+    rc, _, err = conv("log", "json", data=b"hello world, this is not a log at all....")
+    check(rc == 1 and "not a readable btpack log" in err, "garbage: %s" % err)
+    rc, _, err = conv("trace", "log", "--maps", os.path.join(tmp, "nope"), data=SMALL)
+    check(rc == 1 and "--maps" in err, "missing maps file: %s" % err)
+    # a compressed log: read with zlib, refused clearly without
+    rc, out, err = conv("log", "json", STORED)
+    if have_zlib():
+        check(rc == 0 and out.count(b"\n") > 1000, "stored compressed log: %s" % err)
+    else:
+        check(rc == 1 and "no zlib" in err and "rebuild btpack with zlib" in err,
+              "compressed log without zlib: %s" % err)
+
+
+def test_damage(tmp):
+    src = os.path.join(CORPUS, "py311_regrtest.trace.xz")
+    with lzma.open(src) as f:
+        lines = [l for l in f.read().splitlines(True) if not l.startswith(b"#")]
+    rc, log, err = conv("trace", "log", "--no-zlib", src)
+    check(rc == 0, "py311 -> log: %s" % err)
+    # cut in the middle: complete blocks come out, then the error, exit 1
+    cut = log[:len(log) // 2]
+    rc, out, err = conv("log", "trace", data=cut)
+    got = [l for l in out.splitlines(True) if not l.startswith(b"#")]
+    check(rc == 1 and "ends inside a block" in err and 0 < len(got) < len(lines) and
+          got == lines[:len(got)], "cut log: %d of %d lines, %s" % (len(got), len(lines), err))
+    # a flipped byte in the middle: strict stops, --keep-going goes on
+    bad = bytearray(log)
+    bad[len(bad) // 2] ^= 0x55
+    rc, out, err = conv("log", "trace", data=bytes(bad))
+    got1 = [l for l in out.splitlines(True) if not l.startswith(b"#")]
+    check(rc == 1 and "checksum" in err and "byte offset" in err and got1 == lines[:len(got1)],
+          "flipped byte, strict: %s" % err)
+    rc, out, err = conv("log", "trace", "--keep-going", data=bytes(bad))
+    got2 = [l for l in out.splitlines(True) if not l.startswith(b"#")]
+    check(rc == 1 and len(got2) > len(got1) and set(got2) <= set(lines),
+          "flipped byte, keep going: %d then %d of %d lines: %s" %
+          (len(got1), len(got2), len(lines), err[:500]))
+
+
+def test_symbols(tmp):
+    """stats --elf: an address in the btpack binary itself is named."""
+    import shutil
+    if not shutil.which("nm") or not shutil.which("addr2line"):
+        print("nm or addr2line not found: --elf symbolization not checked")
+        return
+    out = subprocess.run(["nm", BTPACK], stdout=subprocess.PIPE).stdout.decode()
+    addr = next((int(l.split()[0], 16) for l in out.splitlines()
+                 if l.endswith(" cmd_stats")), None)
+    check(addr is not None, "cmd_stats in nm output")
+    if addr is None:
+        return
+    text = ("m 8 0x10 0x%x\n" % (addr + 1)).encode()
+    rc, log, err = conv("trace", "log", data=text)
+    path = os.path.join(tmp, "sym.btlog")
+    with open(path, "wb") as f:
+        f.write(log)
+    rc, out, err = run(["stats", "--elf", BTPACK, path])
+    check(rc == 0 and b"cmd_stats" in out, "stats --elf names the function: %s %s" %
+          (out[-400:], err))
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    for t in [test_corpora, test_small, test_damage, test_symbols]:
+        t(tmp)
+finish()

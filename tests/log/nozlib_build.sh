@@ -1,0 +1,23 @@
+#!/bin/sh
+# Configure a second build of the project with -Dzlib=disabled, build it and
+# run its 'log' test suite there: uncompressed logs must round-trip and the
+# stored compressed log must be refused with BTP_E_NO_ZLIB.
+# usage: nozlib_build.sh SOURCE_DIR BUILD_DIR
+set -eu
+if [ "${BTP_NESTED_NOZLIB:-}" = 1 ]; then
+    echo "skip: this is the nested no-zlib build itself"
+    exit 77
+fi
+if ! command -v meson >/dev/null 2>&1 || ! command -v ninja >/dev/null 2>&1; then
+    echo "skip: meson or ninja not found, cannot configure a second build"
+    exit 77
+fi
+src=$1
+dir=$2/nozlib-build
+if [ ! -f "$dir/build.ninja" ]; then
+    meson setup "$dir" "$src" -Dzlib=disabled --werror >"$2/nozlib-setup.log" 2>&1 ||
+        { cat "$2/nozlib-setup.log"; exit 1; }
+fi
+grep -q '^#define BTP_HAVE_ZLIB 0' "$dir/lib/btp_config.h" || { echo "zlib not disabled"; exit 1; }
+ninja -C "$dir" -j2 >/dev/null
+BTP_NESTED_NOZLIB=1 meson test -C "$dir" --suite log --no-rebuild --print-errorlogs
