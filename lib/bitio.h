@@ -38,15 +38,22 @@ static inline int bw_overflowed(const bit_writer *w)
  * entered, so unused bits of the last byte are zero. */
 static inline void bw_put(bit_writer *w, uint64_t v, unsigned n)
 {
-    for (unsigned i = n; i-- > 0;) {
-        size_t p = w->pos++;
+    /* Up to a byte's worth of bits per step (what is left of the current
+     * byte), not one bit: at most 9 steps for 64 bits. */
+    while (n) {
+        size_t p = w->pos;
+        unsigned off = (unsigned)(p & 7), take = 8 - off;
+        if (take > n)
+            take = n;
+        n -= take;
+        w->pos += take;
         if (p >= w->cap_bits)
-            continue;
-        uint8_t bit = (uint8_t)(0x80u >> (p & 7));
-        if ((p & 7) == 0)
-            w->buf[p >> 3] = 0;
-        if ((v >> i) & 1)
-            w->buf[p >> 3] |= bit;
+            continue; /* counted, not stored: cap_bits is a whole number of bytes */
+        unsigned bits = (unsigned)(v >> n) & ((1u << take) - 1); /* the next `take` bits */
+        uint8_t *b = &w->buf[p >> 3];
+        if (off == 0)
+            *b = 0;
+        *b = (uint8_t)(*b | bits << (8 - off - take));
     }
 }
 
@@ -89,9 +96,32 @@ static inline uint64_t br_get(bit_reader *r, unsigned n)
         r->fail_at = r->pos;
         return 0;
     }
+    size_t byte = r->pos >> 3;
+    unsigned off = (unsigned)(r->pos & 7);
+    if (n && n + off <= 64 && (r->len_bits >> 3) - byte >= 8) {
+        /* The 8 bytes from the cursor's byte are inside the buffer and hold
+         * all n bits: one big-endian load and two shifts. */
+        const uint8_t *p = r->buf + byte;
+        uint64_t w = (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 |
+                     (uint64_t)p[3] << 32 | (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 |
+                     (uint64_t)p[6] << 8 | (uint64_t)p[7];
+        r->pos += n;
+        return (w << off) >> (64 - n);
+    }
+    /* Near the end of the buffer, a byte's worth of bits per step: the
+     * length check above covers all n bits, so each step takes what is
+     * left of the current byte (at most 9 steps for 64 bits). */
     uint64_t v = 0;
-    for (unsigned i = 0; i < n; i++, r->pos++)
-        v = v << 1 | ((r->buf[r->pos >> 3] >> (7 - (r->pos & 7))) & 1u);
+    while (n) {
+        unsigned take = 8 - off;
+        if (take > n)
+            take = n;
+        unsigned bits = (uint8_t)(r->buf[r->pos >> 3] << off); /* from the cursor on */
+        v = v << take | bits >> (8 - take);
+        r->pos += take;
+        n -= take;
+        off = 0;
+    }
     return v;
 }
 

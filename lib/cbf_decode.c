@@ -37,6 +37,22 @@ btp_status btp_cbf_decoder_init(btp_cbf_decoder *d, const void *buf, size_t len,
     return BTP_OK;
 }
 
+/* The 8 bytes at p as a big-endian number (compilers make this one load). */
+static inline uint64_t load_be64(const uint8_t *p)
+{
+    return (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 |
+           (uint64_t)p[3] << 32 | (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 |
+           (uint64_t)p[6] << 8 | (uint64_t)p[7];
+}
+
+/* The n-byte (1..8) big-endian address operand at p, sign-extended to 64
+ * bits; p[0..8) must be readable. */
+static inline uint64_t address_operand(const uint8_t *p, unsigned n)
+{
+    uint64_t sign = (uint64_t)1 << (8 * n - 1);
+    return ((load_be64(p) >> (64 - 8 * n)) ^ sign) - sign;
+}
+
 /* Read the n-byte big-endian operand after the opcode at `at`.
  * Checks width against the word, then length. With ACCEPT_WIDE any width
  * is read: an address (at most 8 bytes) keeps its low bytes as Swift does,
@@ -107,8 +123,15 @@ static btp_status read_frame(btp_cbf_decoder *d, uint8_t op, btp_frame *f)
     }
     unsigned n = (op & 7u) + 1;
     int absolute = (op & CBF_OP_ABSOLUTE) != 0;
-    if ((st = operand(d, at, n, 1, BTP_E_ADDRESS_TOO_WIDE, &v)) != BTP_OK)
+    if (n <= d->word_bits / 8 && d->len - at - 1 >= 8) {
+        /* Fast path for the common case, an operand that fits the word
+         * with 8 bytes readable after the opcode: one big-endian load
+         * keeps the n wanted bytes and sign-extends them, instead of a
+         * byte loop whose length the branch predictor cannot guess. */
+        v = address_operand(d->buf + at + 1, n);
+    } else if ((st = operand(d, at, n, 1, BTP_E_ADDRESS_TOO_WIDE, &v)) != BTP_OK) {
         return st;
+    }
     if (!absolute && !d->seen_address && (d->policy & BTP_CBF_REJECT_RELATIVE_FIRST))
         return fail(d, BTP_E_FIRST_ADDRESS_RELATIVE, at);
     /* Wrap-around modulo the word, as real encoders rely on. */
@@ -120,7 +143,9 @@ static btp_status read_frame(btp_cbf_decoder *d, uint8_t op, btp_frame *f)
     return BTP_OK;
 }
 
-btp_status btp_cbf_decoder_next(btp_cbf_decoder *d, btp_cbf_run *run)
+/* The body of btp_cbf_decoder_next, static so that btp_cbf_decode's loop
+ * inlines it (the exported function is called through the PLT). */
+static inline btp_status next(btp_cbf_decoder *d, btp_cbf_run *run)
 {
     if (!d || !run)
         return BTP_E_INVALID_ARGUMENT;
@@ -156,10 +181,15 @@ btp_status btp_cbf_decoder_next(btp_cbf_decoder *d, btp_cbf_run *run)
         }
         if (op < CBF_OP_PC || op >= CBF_OP_REP)
             return fail(d, BTP_E_RESERVED_OPCODE, d->pos);
-        btp_status st = read_frame(d, op, &run->frame);
+        /* Into a local first: copying run->frame right after read_frame
+         * stored it field by field stalls on store forwarding (most of the
+         * decoding time before). */
+        btp_frame f;
+        btp_status st = read_frame(d, op, &f);
         if (st != BTP_OK)
             return st;
-        d->last = run->frame;
+        run->frame = f;
+        d->last = f;
         d->have_last = 1;
         run->count = 1;
         break;
@@ -177,6 +207,11 @@ btp_status btp_cbf_decoder_next(btp_cbf_decoder *d, btp_cbf_run *run)
         d->pos += size;
     }
     return BTP_OK;
+}
+
+btp_status btp_cbf_decoder_next(btp_cbf_decoder *d, btp_cbf_run *run)
+{
+    return next(d, run);
 }
 
 unsigned btp_cbf_decoder_word_bits(const btp_cbf_decoder *d)
@@ -199,6 +234,63 @@ btp_cbf_terminator btp_cbf_decoder_terminator(const btp_cbf_decoder *d)
     return d ? d->terminator : BTP_CBF_TERM_NONE;
 }
 
+/*
+ * btp_cbf_decode's fast path: address instructions (pc/ra/async with an
+ * operand that fits the word and is all there) straight into
+ * out[0..room), one frame each. The state is kept
+ * in locals and written back at the end; the operand is read as in
+ * read_frame. It stops at anything else (rep, omit, end, a fault, the last
+ * bytes of the input), which next() then handles with all its checks, so
+ * results and error offsets are the same. Returns the frames written.
+ */
+static size_t decode_fast(btp_cbf_decoder *d, btp_frame *out, size_t room)
+{
+    if (d->status != BTP_OK)
+        return 0;
+    const uint8_t *const buf = d->buf;
+    const size_t len = d->len;
+    const uint64_t mask = d->mask;
+    const unsigned word_bytes = d->word_bits / 8;
+    const int strict_first = (d->policy & BTP_CBF_REJECT_RELATIVE_FIRST) != 0;
+    size_t pos = d->pos, n = 0;
+    uint64_t prev = d->prev;
+    int seen = d->seen_address;
+    btp_frame f = d->last;
+    while (n < room && pos < len) {
+        uint8_t op = buf[pos];
+        unsigned k = (op & 7u) + 1;
+        int absolute = (op & CBF_OP_ABSOLUTE) != 0;
+        if (op < CBF_OP_PC || op >= CBF_OP_OMIT || k > word_bytes ||
+            (!absolute && !seen && strict_first) || len - pos - 1 < k)
+            break;
+        uint64_t v;
+        if (len - pos > 8) {
+            v = address_operand(buf + pos + 1, k);
+        } else {
+            /* The last bytes of the input: byte by byte, never past len. */
+            v = (buf[pos + 1] & 0x80) ? UINT64_MAX : 0;
+            for (unsigned i = 1; i <= k; i++)
+                v = v << 8 | buf[pos + i];
+        }
+        prev = (absolute ? v : prev + v) & mask;
+        seen = 1;
+        f.value = prev;
+        f.kind = (btp_frame_kind)((op >> 4) - 1);
+        out[n].value = f.value;
+        out[n].kind = f.kind;
+        n++;
+        pos += 1 + (size_t)k;
+    }
+    if (n) {
+        d->pos = pos;
+        d->prev = prev;
+        d->seen_address = 1;
+        d->last = f;
+        d->have_last = 1;
+    }
+    return n;
+}
+
 btp_status btp_cbf_decode(const void *buf, size_t len, unsigned policy, btp_frame *out,
                           size_t max_frames, btp_cbf_info *info)
 {
@@ -209,13 +301,19 @@ btp_status btp_cbf_decode(const void *buf, size_t len, unsigned policy, btp_fram
     if (st == BTP_OK && max_frames && !out)
         st = BTP_E_INVALID_ARGUMENT;
     while (st == BTP_OK) {
-        st = btp_cbf_decoder_next(&d, &run);
+        if (n < max_frames)
+            n += decode_fast(&d, out + n, max_frames - n);
+        st = next(&d, &run);
         if (st != BTP_OK)
             break;
         uint64_t room = max_frames - n;
         uint64_t take = run.count < room ? run.count : room;
-        for (uint64_t i = 0; i < take; i++)
-            out[n++] = run.frame;
+        /* Field by field: a whole-struct copy of the run just stored
+         * field by field stalls on store forwarding. */
+        for (uint64_t i = 0; i < take; i++, n++) {
+            out[n].value = run.frame.value;
+            out[n].kind = run.frame.kind;
+        }
         if (take < run.count)
             st = BTP_E_LIMIT;
     }

@@ -210,15 +210,13 @@ bin_entry bin_take(bin *b, unsigned idx)
     return e;
 }
 
-int log_model_memo_get(log_model *m, uint32_t s, uint64_t *size)
+const stack_memo *log_model_memo(const log_model *m, uint32_t s)
 {
-    if (s >= m->memo_cap || m->memo[s].gen != m->gen)
-        return 0;
-    *size = m->memo[s].size;
-    return 1;
+    return s < m->memo_cap && m->memo[s].gen == m->gen ? &m->memo[s] : NULL;
 }
 
-btp_status log_model_memo_set(log_model *m, uint32_t s, uint64_t size)
+btp_status log_model_memo_set(log_model *m, uint32_t s, uint64_t size, uint64_t ptr,
+                              int ptr_known)
 {
     if (s >= m->memo_cap) {
         uint32_t cap = m->memo_cap ? m->memo_cap : 1024;
@@ -227,13 +225,13 @@ btp_status log_model_memo_set(log_model *m, uint32_t s, uint64_t size)
                 return BTP_E_OUT_OF_MEMORY;
             cap *= 2;
         }
-        size_memo *p = realloc(m->memo, (size_t)cap * sizeof *p);
+        stack_memo *p = realloc(m->memo, (size_t)cap * sizeof *p);
         if (!p)
             return BTP_E_OUT_OF_MEMORY;
         memset(p + m->memo_cap, 0, (size_t)(cap - m->memo_cap) * sizeof *p);
         m->memo = p;
         m->memo_cap = cap;
     }
-    m->memo[s] = (size_memo){size, m->gen};
+    m->memo[s] = (stack_memo){size, ptr, m->gen, (uint8_t)ptr_known};
     return BTP_OK;
 }

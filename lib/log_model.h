@@ -1,7 +1,7 @@
 /* The state both ends of a trace log keep to code records (spec/log.md
  * "Record model"): the live-allocation table frees refer to by rank, the
  * per-block freed-pointer bins allocations refer to, and the per-block
- * last size of each stack. Writer and reader run the same code so they
+ * last size and pointer of each stack. Writer and reader run the same code so they
  * cannot drift apart. */
 #ifndef BTPACK_LOG_MODEL_H
 #define BTPACK_LOG_MODEL_H
@@ -52,10 +52,12 @@ typedef struct bin {
     bin_entry v[LOG_BIN_DEPTH];
 } bin;
 
-typedef struct size_memo {
-    uint64_t size;
+/* The last allocation of a stack in this block. */
+typedef struct stack_memo {
+    uint64_t size, ptr;
     uint32_t gen;
-} size_memo;
+    uint8_t ptr_known; /* reader: ptr is known */
+} stack_memo;
 
 typedef struct log_model {
     unsigned word_bits;
@@ -64,10 +66,11 @@ typedef struct log_model {
     bin *bins;          /* 2 * LOG_BIN_CLASSES slots, open addressing on cls */
     uint32_t bins_used; /* classes with a bin in this block */
     uint32_t gen;       /* block generation: bins/memo entries of older gens are empty */
-    size_memo *memo;    /* by stack number */
+    stack_memo *memo;   /* by stack number */
     uint32_t memo_cap;
     uint64_t prev_ptr;
     int prev_known;
+    uint64_t block_seq0; /* first allocation number of this block (each side's own count) */
 } log_model;
 
 btp_status log_model_init(log_model *m, unsigned word_bits, uint32_t max_live);
@@ -83,8 +86,9 @@ void bin_push(bin *b, uint64_t ptr, int known);
 int bin_find(const bin *b, uint64_t ptr);
 bin_entry bin_take(bin *b, unsigned idx);
 
-/* Last size of stack `s` in this block: returns 1 and sets *size if any. */
-int log_model_memo_get(log_model *m, uint32_t s, uint64_t *size);
-btp_status log_model_memo_set(log_model *m, uint32_t s, uint64_t size);
+/* The last allocation of stack `s` in this block, or NULL. */
+const stack_memo *log_model_memo(const log_model *m, uint32_t s);
+btp_status log_model_memo_set(log_model *m, uint32_t s, uint64_t size, uint64_t ptr,
+                              int ptr_known);
 
 #endif

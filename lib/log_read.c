@@ -22,6 +22,15 @@ typedef struct drec {
     uint8_t kind, flags, truncated, matched;
 } drec;
 
+/* Expanded frames of stacks already returned, so that a repeated stack is
+ * handed out without walking the tree again. Valid while stack numbers keep
+ * their meaning: cleared (by generation) whenever the dictionary is reset or
+ * rolled back. At most FC_MAX frames are kept. */
+#define FC_MAX (1u << 20)
+typedef struct fc_entry {
+    uint32_t off, n, gen;
+} fc_entry;
+
 struct btp_log_reader {
     const uint8_t *buf;
     size_t len;
@@ -48,6 +57,10 @@ struct btp_log_reader {
     uint64_t lost;
     uint64_t seq;
     btp_frame *frames;
+    fc_entry *fc;            /* by stack number */
+    uint32_t fc_cap, fc_gen;
+    btp_frame *fc_pool;
+    uint32_t fc_len, fc_pool_cap;
     meta_item *meta;
     size_t n_meta, cap_meta;
     uint64_t meta_upto;      /* metadata of blocks below this index is stored */
@@ -61,10 +74,62 @@ static btp_status fail(btp_log_reader *r, btp_status st, uint64_t off)
     return st;
 }
 
+static void frames_cache_clear(btp_log_reader *r)
+{
+    if (++r->fc_gen == 0) { /* wrapped: clear the stamps for real */
+        if (r->fc)
+            memset(r->fc, 0, (size_t)r->fc_cap * sizeof *r->fc);
+        r->fc_gen = 1;
+    }
+    r->fc_len = 0;
+}
+
+/* The frames of stack `sid` (count in *n), from the cache or the tree;
+ * NULL when the stack is unknown. */
+static const btp_frame *stack_frames(btp_log_reader *r, uint32_t sid, size_t *n)
+{
+    if (sid < r->fc_cap && r->fc[sid].gen == r->fc_gen) {
+        *n = r->fc[sid].n;
+        return r->fc_pool + r->fc[sid].off;
+    }
+    size_t k = calltree_frames(&r->tree, r->tree.stack_node[sid], r->frames, BTP_LOG_MAX_DEPTH);
+    if (k == (size_t)-1)
+        return NULL;
+    *n = k;
+    if (k > FC_MAX - r->fc_len)
+        return r->frames; /* cache full: plain walk */
+    if (sid >= r->fc_cap) {
+        uint32_t cap = r->fc_cap ? r->fc_cap : 1024;
+        while (cap <= sid)
+            cap *= 2;
+        fc_entry *e = realloc(r->fc, (size_t)cap * sizeof *e);
+        if (!e)
+            return r->frames;
+        memset(e + r->fc_cap, 0, (size_t)(cap - r->fc_cap) * sizeof *e);
+        r->fc = e;
+        r->fc_cap = cap;
+    }
+    if (r->fc_len + k > r->fc_pool_cap) {
+        uint32_t cap = r->fc_pool_cap ? r->fc_pool_cap : 4096;
+        while (cap < r->fc_len + k)
+            cap *= 2;
+        btp_frame *p = realloc(r->fc_pool, (size_t)cap * sizeof *p);
+        if (!p)
+            return r->frames;
+        r->fc_pool = p;
+        r->fc_pool_cap = cap;
+    }
+    memcpy(r->fc_pool + r->fc_len, r->frames, k * sizeof *r->frames);
+    r->fc[sid] = (fc_entry){r->fc_len, (uint32_t)k, r->fc_gen};
+    r->fc_len += (uint32_t)k;
+    return r->fc_pool + r->fc[sid].off;
+}
+
 /* Something is lost: from here on in this segment, what depends on the
  * past is unknown until a segment start. */
 static void lose(btp_log_reader *r)
 {
+    frames_cache_clear(r);
     r->uncertain = 1;
     live_clear(&r->model.live);
     r->unknown_live = 0;
@@ -164,8 +229,8 @@ static btp_status push_live(btp_log_reader *r, uint64_t ptr, uint64_t size, uint
 static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
 {
     log_model *m = &r->model;
-    int tainted = 0; /* a free of an unknown allocation went into an unknown bin */
     log_model_block(m);
+    m->block_seq0 = r->seq;
     if (count > sec[BTP_LOG_SEC_TAGS].len)
         return BTP_E_CORRUPT;
     if (count > r->recs_cap) {
@@ -209,13 +274,16 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
                 d->size = e.size;
                 d->stack = e.stack;
                 d->matched = 1;
-                bin *b = log_model_bin(m, log_size_class(e.size, m->word_bits), 1);
+                bin *b = e.seq >= m->block_seq0
+                             ? log_model_bin(m, log_size_class(e.size, m->word_bits), 1)
+                             : NULL;
                 if (b)
                     bin_push(b, e.ptr, e.known);
             } else if (rank < (uint64_t)m->live.count + r->unknown_live) {
+                /* an allocation from before this block: never binned, so
+                 * the bins stay exact */
                 r->unknown_live--;
                 d->flags = BTP_LOG_REC_PTR_UNKNOWN;
-                tainted = 1;
             } else {
                 return BTP_E_CORRUPT;
             }
@@ -226,41 +294,41 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
         if (sec[BTP_LOG_SEC_STACKS].bad || sid >= r->tree.n_stacks)
             return BTP_E_CORRUPT;
         d->stack = (uint32_t)sid;
+        const stack_memo *last = log_model_memo(m, d->stack);
+        uint64_t base = last ? last->ptr : m->prev_ptr;
+        int base_known = last ? last->ptr_known : m->prev_known;
         if (tag & TAG_SIZE_SAME) {
-            if (!log_model_memo_get(m, d->stack, &d->size))
+            if (!last)
                 return BTP_E_CORRUPT;
+            d->size = last->size;
         } else {
             d->size = log_rd_varint(&sec[BTP_LOG_SEC_SIZES]);
             if (sec[BTP_LOG_SEC_SIZES].bad)
                 return BTP_E_CORRUPT;
         }
-        btp_status st = log_model_memo_set(m, d->stack, d->size);
-        if (st != BTP_OK)
-            return st;
+        btp_status st;
         unsigned k = tag >> TAG_BIN_SHIFT;
         int known;
         if (k > TAG_BIN_MAX)
             return BTP_E_CORRUPT;
         if (k) {
             bin *b = log_model_bin(m, log_size_class(d->size, m->word_bits), 0);
-            if (tainted) {
-                known = 0;
-            } else {
-                if (!b || k > b->n)
-                    return BTP_E_CORRUPT;
-                bin_entry e = bin_take(b, k - 1);
-                d->ptr = e.ptr;
-                known = e.known;
-            }
+            if (!b || k > b->n)
+                return BTP_E_CORRUPT;
+            bin_entry e = bin_take(b, k - 1);
+            d->ptr = e.ptr;
+            known = e.known;
         } else {
             uint64_t delta = log_rd_varint(&sec[BTP_LOG_SEC_PTRS]);
             if (sec[BTP_LOG_SEC_PTRS].bad)
                 return BTP_E_CORRUPT;
-            d->ptr = m->prev_ptr + (uint64_t)log_unzigzag(delta);
-            known = m->prev_known;
+            d->ptr = base + (uint64_t)log_unzigzag(delta);
+            known = base_known;
+            base = m->prev_ptr = d->ptr;
+            base_known = m->prev_known = known;
         }
-        m->prev_ptr = d->ptr;
-        m->prev_known = known;
+        if ((st = log_model_memo_set(m, d->stack, d->size, base, base_known)) != BTP_OK)
+            return st;
         if (!known) {
             d->flags |= BTP_LOG_REC_PTR_UNKNOWN;
             d->ptr = 0;
@@ -284,6 +352,7 @@ static btp_status enter_block(btp_log_reader *r, const log_block_header *h)
         if (h->nodes_before != 1 || h->stacks_before != 0 || h->live_before != 0)
             return BTP_E_CORRUPT;
         calltree_reset(t);
+        frames_cache_clear(r);
         live_clear(&r->model.live);
         r->uncertain = 0;
         r->unknown_live = 0;
@@ -359,6 +428,7 @@ static btp_status load_records(btp_log_reader *r, const log_block_header *h, con
     if (st != BTP_OK) { /* forget the half-read block */
         r->tree.n_nodes = nodes0;
         r->tree.n_stacks = stacks0;
+        frames_cache_clear(r);
         r->n_recs = r->next_rec = 0;
         return st;
     }
@@ -494,6 +564,7 @@ btp_status btp_log_reader_open(btp_log_reader **out, const void *buf, size_t len
     r->flags = flags;
     r->fh = fh;
     r->pos = LOG_FILE_HEADER_SIZE;
+    r->fc_gen = 1; /* cache entries (stamped 0 when made) start out empty */
     r->st.header_bytes = LOG_FILE_HEADER_SIZE;
     r->st.file_bytes = LOG_FILE_HEADER_SIZE;
     st = calltree_init(&r->tree, 0);
@@ -534,6 +605,8 @@ void btp_log_reader_close(btp_log_reader *r)
     free(r->raw);
     free(r->recs);
     free(r->frames);
+    free(r->fc);
+    free(r->fc_pool);
     for (size_t i = 0; i < r->n_meta; i++) {
         free(r->meta[i].key);
         free(r->meta[i].data);
@@ -574,12 +647,12 @@ btp_status btp_log_reader_next(btp_log_reader *r, btp_log_record *rec)
         rec->stack_id = d->stack;
     if (d->kind != BTP_LOG_FREE) {
         rec->stack_id = d->stack;
-        size_t n = calltree_frames(&r->tree, r->tree.stack_node[d->stack], r->frames,
-                                   BTP_LOG_MAX_DEPTH);
-        if (n == (size_t)-1) {
+        size_t n;
+        const btp_frame *f = stack_frames(r, d->stack, &n);
+        if (!f) {
             rec->flags |= BTP_LOG_REC_STACK_UNKNOWN;
         } else {
-            rec->frames = r->frames;
+            rec->frames = f;
             rec->n_frames = n;
         }
         if (d->kind == BTP_LOG_ALLOC)
@@ -608,6 +681,7 @@ btp_status btp_log_reader_seek_block(btp_log_reader *r, uint64_t block)
         return BTP_E_INVALID_ARGUMENT;
     /* start over and replay the blocks before the target */
     calltree_reset(&r->tree);
+    frames_cache_clear(r);
     live_clear(&r->model.live);
     r->pos = LOG_FILE_HEADER_SIZE;
     r->error = BTP_OK;

@@ -167,6 +167,7 @@ static void begin_block(btp_log_writer *w)
     w->nodes_before = w->tree.n_nodes;
     w->live_before = w->model.live.count;
     log_model_block(&w->model);
+    w->model.block_seq0 = w->seq;
 }
 
 btp_status btp_log_writer_flush(btp_log_writer *w)
@@ -410,13 +411,14 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
         return st;
     log_model *m = &w->model;
     unsigned tag = 0;
-    uint64_t last;
-    if (log_model_memo_get(m, sid, &last) && last == size)
+    const stack_memo *last = log_model_memo(m, sid);
+    /* a stack's allocations tend to land near each other: code the pointer
+     * from its stack's previous one when there is one in this block */
+    uint64_t base = last ? last->ptr : m->prev_ptr;
+    if (last && last->size == size)
         tag |= TAG_SIZE_SAME;
     else
         log_buf_varint(&w->sec[BTP_LOG_SEC_SIZES], size);
-    if ((st = log_model_memo_set(m, sid, size)) != BTP_OK)
-        return w->error = st;
     log_buf_varint(&w->sec[BTP_LOG_SEC_STACKS], sid);
     bin *b = log_model_bin(m, log_size_class(size, m->word_bits), 0);
     int k = b ? bin_find(b, ptr) : -1;
@@ -424,9 +426,13 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
         bin_take(b, (unsigned)k);
         tag |= (unsigned)(k + 1) << TAG_BIN_SHIFT;
     } else {
-        log_buf_varint(&w->sec[BTP_LOG_SEC_PTRS], log_zigzag((int64_t)(ptr - m->prev_ptr)));
+        log_buf_varint(&w->sec[BTP_LOG_SEC_PTRS], log_zigzag((int64_t)(ptr - base)));
+        base = m->prev_ptr = ptr;
     }
-    m->prev_ptr = ptr;
+    /* bin hits leave the bases alone, so that after damage an unknown bin
+     * entry does not make the following deltas unknown too */
+    if ((st = log_model_memo_set(m, sid, size, base, 1)) != BTP_OK)
+        return w->error = st;
     log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], (uint8_t)tag);
 
     live_entry e = {w->seq, ptr, size, sid, 1, 1};
@@ -479,9 +485,10 @@ btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr)
     if (field == TAG_RANK_ESC)
         log_buf_varint(&w->sec[BTP_LOG_SEC_FREES], rank + 1 - TAG_RANK_ESC);
     uint64_t size = m->live.e[slot].size;
+    int binned = m->live.e[slot].seq >= m->block_seq0;
     live_remove(&m->live, slot);
     map_delete(w, s);
-    bin *b = log_model_bin(m, log_size_class(size, m->word_bits), 1);
+    bin *b = binned ? log_model_bin(m, log_size_class(size, m->word_bits), 1) : NULL;
     if (b)
         bin_push(b, ptr, 1);
     return end_record(w);

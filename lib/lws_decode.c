@@ -24,11 +24,12 @@ static btp_status fail(lws_reader *r, btp_status st, size_t bit)
 /* A field of nominal width w followed by its extra bit, which is skipped
  * unread: gcc-built libwebsockets writes it as a copy of a value bit,
  * clang-built as 1, and neither means anything. */
-static btp_status field(lws_reader *r, unsigned w, uint64_t *v)
+static inline btp_status field(lws_reader *r, unsigned w, uint64_t *v)
 {
     size_t at = r->br.pos;
-    *v = br_get(&r->br, w);
-    (void)br_get(&r->br, 1);
+    /* One read of w + 1 bits (w <= 63: widths and counts are 6-bit), the
+     * extra bit shifted out: half the reads of two calls. */
+    *v = br_get(&r->br, w + 1) >> 1;
     return r->br.failed ? fail(r, BTP_E_OUT_OF_BITS, at) : BTP_OK;
 }
 

@@ -24,12 +24,18 @@ static inline int lws_word_ok(unsigned word_bits)
 /* libwebsockets' bit count: index of the highest set bit + 1, at least 1. */
 static inline unsigned lws_sigbits(uint64_t v)
 {
+    /* One count of leading zeros instead of a loop over up to 64 bits: the
+     * encoder asks this for every candidate reference of every frame. */
+#if defined(__GNUC__)
+    return v ? 64u - (unsigned)__builtin_clzll(v) : 1u;
+#else
     unsigned n = 0;
     while (v) {
         n++;
         v >>= 1;
     }
     return n ? n : 1;
+#endif
 }
 
 /* 64-bit truncation signature of a field of n bits holding v: libwebsockets'

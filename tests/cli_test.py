@@ -221,7 +221,12 @@ def test_errors():
     rc, _, err = conv("json", "hex", b'{"word_bits":16,"frames":[{"type":"ra","addr":"0x10000"}]}')
     check(rc == 1 and "does not fit 16 bits" in err, "address too wide for the word: %s" % err)
     rc, _, err = conv("json", "hex", b'{"frames":[{"type":"omit","count":0}]}')
-    check(rc == 1 and "count of 0" in err, "omit 0: %s" % err)
+    check(rc == 1 and "count of zero" in err, "omit 0 cannot be written as CBF: %s" % err)
+    rc, out, err = conv("hex", "json", b"02600000\n")
+    check(rc == 0 and b'{"type":"omit","count":0}' in out,
+          "an external omit count of 0 decodes (default policy): %r %s" % (out, err))
+    rc, _, err = conv("hex", "json", b"02600000\n", "--strict")
+    check(rc == 1 and "zero_count" in err, "--strict refuses it: %s" % err)
     rc, _, err = conv("addrs", "hex", b"0x10 0xzz\n")
     check(rc == 1 and ":1: token 2" in err, "bad addrs token: %s" % err)
     rc, _, err = conv("addrs", "hex", b"0x10 trunc 0x20\n")

@@ -108,6 +108,11 @@ for v in vectors:
         alone = v["m_line"].split("!")[0]
         rc2, out2, err2 = run(["--from", "lws", "--to", "lws-b"], alone + "\n")
         check(rc == rc2 and out == out2, "record before '!' %r: %s" % (v["note"], err))
+    elif rc == 0 and v.get("sanitizer_findings") and all(
+            "shift exponent -1" in f for f in v["sanitizer_findings"]):
+        # libwebsockets' gcc build failed after reading a set extra bit,
+        # which we ignore (spec/lws.md section 2): readable for us.
+        check(out.startswith("~b#size: "), "malformed %r read: %r" % (v["note"], out))
     else:
         check(rc == 1 and ":2: column 14: bad ~m# record" in err and out == "",
               "malformed %r: rc %d %s" % (v["note"], rc, err))

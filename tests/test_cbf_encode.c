@@ -127,21 +127,28 @@ static void test_long_runs(void)
     CHECK(n == 2 && back[0].count == r32[0].count && back[1].count == 1,
           "32-bit run decodes to %zu runs", n);
 
-    /* 2^64-1 copies in one call, then 5 more of the same frame. */
+    /* 2^64-1 copies in one call, then 5 more of the same frame: 2^64+3
+     * extra copies, written as on a shorter word, a rep of the maximum and
+     * then the remainder, as if the run had come in one call. */
     btp_cbf_encoder enc;
     CHECK(btp_cbf_encoder_init(&enc, buf, sizeof buf, 64, 0) == BTP_OK, "init");
     CHECK(btp_cbf_encoder_add(&enc, OMIT(3), UINT64_MAX) == BTP_OK, "add 2^64-1");
     CHECK(btp_cbf_encoder_add(&enc, OMIT(3), 5) == BTP_OK, "add 5 more");
     CHECK(btp_cbf_encoder_finish(&enc, 0, &len) == BTP_OK, "finish");
-    /* Every rep but the run's last is full (2^64-1 extra copies), so a
-     * run spanning many calls takes the fewest reps. */
     const uint8_t want64[] = {0x02, 0x42, 0x8f, 0xff, 0xff, 0xff, 0xff, 0xff,
                               0xff, 0xff, 0xff, 0x83, 0x00};
     CHECK(len == sizeof want64 && memcmp(buf, want64, len) == 0, "64-bit run of 2^64+4: %zu", len);
     n = decode_runs(buf, len, back, COUNT(back));
+    /* The decoder starts a new run where a rep would push one past 2^64-1. */
     CHECK(n == 3 && back[0].count == 1 && back[1].count == UINT64_MAX && back[2].count == 4 &&
               tu_frame_eq(back[2].frame, OMIT(3)),
           "2^64+4 copies decode to %zu runs", n);
+    /* The same run split the other way round gives the same bytes. */
+    CHECK(btp_cbf_encoder_init(&enc, buf, sizeof buf, 64, 0) == BTP_OK, "init");
+    CHECK(btp_cbf_encoder_add(&enc, OMIT(3), 5) == BTP_OK, "add 5");
+    CHECK(btp_cbf_encoder_add(&enc, OMIT(3), UINT64_MAX) == BTP_OK, "add 2^64-1 more");
+    CHECK(btp_cbf_encoder_finish(&enc, 0, &len) == BTP_OK, "finish");
+    CHECK(len == sizeof want64 && memcmp(buf, want64, len) == 0, "5 then 2^64-1: %zu", len);
 
     /* 2^64-1 copies on 16/32-bit need ~2^48 / 2^32 reps: they cannot fit,
      * but the size needed comes back exactly and at once (the remaining

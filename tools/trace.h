@@ -47,7 +47,7 @@ void trace_reset(trace *t, unsigned word_bits);
 /*
  * Append `copies` copies of f after checking it against the word size.
  * Returns BTP_OK, BTP_E_VALUE_TOO_WIDE (address or omit count does not fit
- * the word), BTP_E_ZERO_COUNT (omit of 0 frames, or copies == 0),
+ * the word), BTP_E_ZERO_COUNT (copies == 0; an omit of 0 frames is kept),
  * BTP_E_LIMIT (the trace would exceed max_frames: checked before anything is
  * allocated, so a count of 2^64 fails at once) or BTP_E_OUT_OF_MEMORY.
  * Nothing is appended on failure.

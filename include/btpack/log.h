@@ -214,7 +214,8 @@ BTP_API unsigned btp_log_reader_word_bits(const btp_log_reader *r);
  * next sound block header), and records whose pointer or stack
  * depended on lost data carry BTP_LOG_REC_*_UNKNOWN flags.
  * Memory is bounded by the log's limits and block sizes (header fields are
- * checked against BTP_LOG_* limits before they size anything).
+ * checked against BTP_LOG_* limits before they size anything), plus a cache
+ * of at most 2^20 expanded frames that makes repeated stacks cheap.
  */
 BTP_API btp_status btp_log_reader_next(btp_log_reader *r, btp_log_record *rec);
 

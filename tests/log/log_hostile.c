@@ -35,13 +35,10 @@ static void fix_crcs(unsigned char *p, size_t len)
     }
 }
 
-static uint64_t rng = 88172645463325252ull;
+static synth mut; /* its random numbers choose the mutations */
 static uint64_t rnd(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return synth_rand(&mut);
 }
 
 /* Read everything; count outcomes. */
@@ -98,6 +95,7 @@ int main(void)
     CHECK(btp_log_writer_close(w) == BTP_OK, "close");
     CHECK(read_all(log.p, log.len, 0), "clean log");
 
+    synth_init(&mut, 99, 64, 0);
     unsigned char *m = malloc(log.len);
     unsigned long bad = 0;
     const int rounds = 4000;

@@ -1,0 +1,58 @@
+/*
+ * CBF through the library: `cbf` (the minimal encoder) and `cbf-swift`
+ * (Swift's encoder choices). One stream per trace, information byte and
+ * `end` included; decoded with btp_cbf_decode into an array of frames.
+ */
+#include <btpack/cbf.h>
+
+#include "codec.h"
+
+static size_t cbf_bound(const bench_corpus *c)
+{
+    return c->ntraces * BTP_CBF_BOUND(0) + c->nframes * (BTP_CBF_BOUND(1) - BTP_CBF_BOUND(0));
+}
+
+/* param: the encoder flags. */
+static int cbf_encode(const bench_corpus *c, size_t i, unsigned param, uint8_t *out, size_t cap,
+                      size_t *len)
+{
+    return btp_cbf_encode(c->bframes + c->start[i], bench_depth(c, i), 0, c->word_bits, param,
+                          out, cap, len, NULL);
+}
+
+static int cbf_decode(const bench_corpus *c, size_t i, unsigned param, const uint8_t *in,
+                      size_t len, uint64_t *out, bench_scratch *s)
+{
+    size_t want = bench_depth(c, i);
+    btp_frame *tmp = bench_scratch_reserve(s, (want ? want : 1) * sizeof *tmp);
+    if (!tmp)
+        return BTP_E_OUT_OF_MEMORY;
+    btp_cbf_info info;
+    /* Room for exactly the frames expected: more is BTP_E_LIMIT. */
+    btp_status st = btp_cbf_decode(in, len, BTP_CBF_POLICY_DEFAULT, tmp, want, &info);
+    if (st != BTP_OK)
+        return st;
+    if (info.frames != want || info.consumed != len)
+        return BENCH_MISMATCH;
+    for (size_t k = 0; k < want; k++)
+        out[k] = tmp[k].value;
+    return 0;
+}
+
+const bench_codec bench_codec_cbf = {
+    .name = "cbf",
+    .what = "Compact Backtrace Format v0, btpack's minimal encoder, one stream per trace",
+    .bound = cbf_bound,
+    .encode_trace = cbf_encode,
+    .decode_trace = cbf_decode,
+    .param = 0,
+};
+
+const bench_codec bench_codec_cbf_swift = {
+    .name = "cbf-swift",
+    .what = "CBF v0 with Swift's encoder choices (BTP_CBF_ENC_SWIFT)",
+    .bound = cbf_bound,
+    .encode_trace = cbf_encode,
+    .decode_trace = cbf_decode,
+    .param = BTP_CBF_ENC_SWIFT,
+};
