@@ -1,0 +1,177 @@
+/*
+ * Fuzz target: one CLI format's reader (FUZZ_FORMAT, set by the build: hex,
+ * b64, json, addrs, trace, lws, lws-b, cbf), through the CLI's own read loop
+ * (read_traces: input, line reader, format, error reporting, --keep-going).
+ *
+ * Input: byte 0 holds options (bit 0 --strict, bits 1-2 --word-bits 16, 32,
+ * 64, 64, bit 3 --keep-going); the rest is the file the CLI reads. It is
+ * handed over as /proc/self/fd/N of a memory file, as a user's file would
+ * be. Properties:
+ *  - every trace the reader gives is well formed: a valid word size, at
+ *    most --max-frames frames, kinds and values that fit the word, no frames
+ *    on a free (an omit of 0 frames, which the default CBF policy reads, is
+ *    kept by the trace model);
+ *  - for formats that also write: writing the traces and reading that
+ *    output again (same options) gives the same traces, with no bad record
+ *    (a writer may refuse a trace its format cannot express; that trace is
+ *    left out of the comparison).
+ * The CLI's messages about bad input would swamp the fuzzer's output, so
+ * stdio's stderr points to /dev/null while the CLI runs (sanitizer reports
+ * and FUZZ_CHECK write to file descriptor 2 and are unaffected).
+ */
+#include "fuzz.h"
+#include "runs.h"
+
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#ifndef FUZZ_FORMAT
+#error "build with -DFUZZ_FORMAT=\"<format name>\""
+#endif
+
+/* Small enough that a hostile repeat count costs little per execution. */
+#define MAX_FRAMES 4096
+
+typedef struct traces {
+    trace *v;
+    size_t n, cap;
+} traces;
+
+static const format *fmt;
+static cli_options opt;
+static int fd_in = -1, fd_out = -1;
+static FILE *devnull;
+static traces first, second;
+
+static void check_trace(const trace *t)
+{
+    FUZZ_CHECK(btp_word_bits_valid(t->word_bits), "word bits %u", t->word_bits);
+    FUZZ_CHECK(t->n <= opt.max_frames, "%zu frames, max %zu", t->n, opt.max_frames);
+    FUZZ_CHECK(t->event == TRACE_PLAIN || t->event == TRACE_ALLOC || t->event == TRACE_FREE,
+               "event %d", t->event);
+    if (t->event == TRACE_FREE)
+        FUZZ_CHECK(t->n == 0, "frames on a free");
+    uint64_t mask = btp_word_mask(t->word_bits);
+    for (size_t i = 0; i < t->n; i++) {
+        btp_frame f = t->frames[i];
+        FUZZ_CHECK((unsigned)f.kind <= BTP_FRAME_OMIT, "frame %zu kind %d", i, f.kind);
+        FUZZ_CHECK(f.value <= mask, "frame %zu beyond the word", i);
+    }
+}
+
+/* Sink: check and keep a deep copy. */
+static int collect(void *ctx, trace *t)
+{
+    traces *list = ctx;
+    check_trace(t);
+    list->v = fuzz_reserve(list->v, &list->cap, list->n + 1, sizeof *list->v);
+    trace *copy = &list->v[list->n++];
+    *copy = *t;
+    copy->frames = NULL;
+    copy->cap = copy->n;
+    if (t->n) {
+        copy->frames = malloc(t->n * sizeof *t->frames);
+        FUZZ_CHECK(copy->frames != NULL, "out of memory");
+        memcpy(copy->frames, t->frames, t->n * sizeof *t->frames);
+    }
+    return 0;
+}
+
+static void clear(traces *list)
+{
+    for (size_t i = 0; i < list->n; i++)
+        free(list->v[i].frames);
+    list->n = 0;
+}
+
+static int same_trace(const trace *a, const trace *b)
+{
+    return a->event == b->event && a->word_bits == b->word_bits &&
+           a->truncated == b->truncated && a->n == b->n &&
+           a->has_alloc_size == b->has_alloc_size &&
+           (!a->has_alloc_size || a->alloc_size == b->alloc_size) &&
+           a->has_pointer == b->has_pointer && (!a->has_pointer || a->pointer == b->pointer) &&
+           fuzz_frames_equal(a->frames, b->frames, a->n);
+}
+
+/* Put bytes in a memory file and run the CLI's reader on it. */
+static int read_file(int fd, const void *data, size_t len, traces *out)
+{
+    char path[64];
+    FUZZ_CHECK(ftruncate(fd, 0) == 0 && (len == 0 || pwrite(fd, data, len, 0) == (ssize_t)len),
+               "memory file");
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    FILE *saved = stderr;
+    stderr = devnull;
+    int rc = read_traces(fmt, &opt, path, collect, out);
+    stderr = saved;
+    return rc;
+}
+
+static void init(void)
+{
+    fmt = format_find(FUZZ_FORMAT);
+    FUZZ_CHECK(fmt != NULL, "no format %s", FUZZ_FORMAT);
+    fd_in = memfd_create("fuzz-in", 0);
+    fd_out = memfd_create("fuzz-out", 0);
+    devnull = fopen("/dev/null", "w");
+    FUZZ_CHECK(fd_in >= 0 && fd_out >= 0 && devnull, "memfd_create or /dev/null");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const unsigned words[4] = {16, 32, 64, 64};
+    if (!fmt)
+        init();
+    if (size < 1)
+        return 0;
+    opt = (cli_options){0};
+    opt.strict = data[0] & 1;
+    opt.word_bits = words[(data[0] >> 1) & 3];
+    opt.keep_going = (data[0] >> 3) & 1;
+    opt.max_frames = MAX_FRAMES;
+    clear(&first);
+    clear(&second);
+    int rc = read_file(fd_in, data + 1, size - 1, &first);
+    FUZZ_CHECK(rc == EXIT_OK || rc == EXIT_BAD_INPUT, "read_traces returned %d", rc);
+    if (!fmt->write || first.n == 0)
+        return 0;
+
+    /* Write what was read, as `btpack convert` would (a trace the format
+     * cannot express is refused and left out). */
+    writer w = {.fmt = fmt, .opt = &opt, .in_name = "fuzz"};
+    strbuf out = STRBUF_INIT, one = STRBUF_INIT;
+    FILE *saved = stderr;
+    stderr = devnull;
+    int ok = !fmt->begin || fmt->begin(&w, &out) == 0;
+    size_t kept = 0;
+    for (size_t i = 0; ok && i < first.n; i++) {
+        if (first.v[i].event == TRACE_FREE && !fmt->events)
+            continue; /* never given to such writers (and has no frames) */
+        sb_clear(&one);
+        if (fmt->write(&w, &first.v[i], &one) == 0) {
+            if (one.len)
+                sb_add(&out, one.data, one.len);
+            first.v[kept++] = first.v[i];
+        } else {
+            free(first.v[i].frames);
+        }
+    }
+    first.n = kept;
+    if (ok && fmt->end)
+        ok = fmt->end(&w, &out) == 0;
+    stderr = saved;
+    FUZZ_CHECK(ok && !out.oom, "begin/end of the writer failed");
+
+    rc = read_file(fd_out, out.data, out.len, &second);
+    FUZZ_CHECK(rc == EXIT_OK, "the format cannot read its own output (%zu bytes)", out.len);
+    FUZZ_CHECK(second.n == first.n, "%zu traces written, %zu read back", first.n, second.n);
+    for (size_t i = 0; i < first.n; i++)
+        FUZZ_CHECK(same_trace(&first.v[i], &second.v[i]), "trace %zu changed", i);
+    sb_free(&out);
+    sb_free(&one);
+    return 0;
+}
