@@ -16,22 +16,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The last `word=N` in comment text (one line, or several joined by
+ * newlines): 1 with *word set, 0 if there is none, -1 with *bad and *bad_len
+ * naming the value if one is not 16, 32 or 64. Shared by the reader, for
+ * which it sets the word size, and the writer, which must know what a
+ * reader of its output will take the word size to be. */
+static int find_word(const char *text, size_t len, unsigned *word, const char **bad,
+                     size_t *bad_len)
+{
+    int found = 0;
+    for (size_t i = 0; i + 5 <= len; i++) {
+        if ((i == 0 || text[i - 1] == ' ' || text[i - 1] == '\n') &&
+            memcmp(text + i, "word=", 5) == 0) {
+            size_t b = i + 5, e = b;
+            uint64_t v;
+            while (e < len && text[e] != ' ' && text[e] != '\n')
+                e++;
+            if (parse_dec_u64(text + b, e - b, &v) < 0 || v > 64 ||
+                !btp_word_bits_valid((unsigned)v)) {
+                *bad = text + b;
+                *bad_len = e - b;
+                return -1;
+            }
+            *word = (unsigned)v;
+            found = 1;
+        }
+    }
+    return found;
+}
+
 /* `word=N` in a comment line sets the word size. */
 static int header(reader *r, const char *line, size_t len)
 {
-    for (size_t i = 0; i + 5 <= len; i++) {
-        if ((i == 0 || line[i - 1] == ' ') && memcmp(line + i, "word=", 5) == 0) {
-            size_t b = i + 5, e = b;
-            uint64_t v;
-            while (e < len && line[e] != ' ')
-                e++;
-            if (parse_dec_u64(line + b, e - b, &v) < 0 || !btp_word_bits_valid((unsigned)v) ||
-                v > 64)
-                return rd_error(r, "header: word=%.*s is not 16, 32 or 64", (int)(e - b),
-                                line + b);
-            r->word_bits = (unsigned)v;
-        }
-    }
+    const char *bad;
+    size_t bad_len;
+    if (find_word(line, len, &r->word_bits, &bad, &bad_len) < 0)
+        return rd_error(r, "header: word=%.*s is not 16, 32 or 64", (int)bad_len, bad);
     return 0;
 }
 
@@ -89,8 +109,7 @@ static int trace_read_line(reader *r, const char *line, size_t len, trace *t)
 }
 
 typedef struct trace_wstate {
-    int records;      /* records written */
-    int word_written; /* a comment line with word= went out */
+    unsigned word; /* the word size a reader of the output is at (0: none yet) */
 } trace_wstate;
 
 static int trace_begin(writer *w, strbuf *out)
@@ -106,8 +125,9 @@ static void take_comments(writer *w, strbuf *out)
     strbuf *c = w->opt->comments;
     if (!c || !c->len)
         return;
-    if (strstr(c->data, " word="))
-        s->word_written = 1;
+    const char *bad;
+    size_t bad_len;
+    find_word(c->data, c->len, &s->word, &bad, &bad_len); /* the reader checked it */
     sb_add(out, c->data, c->len);
     sb_clear(c);
 }
@@ -129,8 +149,12 @@ static int trace_write(writer *w, const trace *t, strbuf *out)
                                 i, trace_kind_name(t->frames[i].kind));
     }
     take_comments(w, out);
-    if (!s->records++ && !s->word_written) /* so that reading it back knows the word size */
+    /* Whenever the record's word size is not the one a reader would be at
+     * (no header yet, or traces of several word sizes), say it. */
+    if (t->word_bits != s->word) {
         sb_printf(out, "# btpack word=%u\n", t->word_bits);
+        s->word = t->word_bits;
+    }
     /* one reservation for the whole line: "m ", size, pointer, frames, '\n' */
     if (t->n > (SIZE_MAX - 64) / 19)
         return wr_error(w, "trace too long");
