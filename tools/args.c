@@ -71,6 +71,24 @@ int cli_count_arg(const char *cmd, const char *opt, const char *arg, size_t *out
     return 0;
 }
 
+int cli_read_option(const char *cmd, int ch, const char *arg, cli_options *opt)
+{
+    switch (ch) {
+    case 'w':
+        return cli_word_bits_arg(cmd, arg, &opt->word_bits) < 0 ? -1 : 1;
+    case 's':
+        opt->strict = 1;
+        return 1;
+    case 'k':
+        opt->keep_going = 1;
+        return 1;
+    case 'm':
+        return cli_count_arg(cmd, "--max-frames", arg, &opt->max_frames) < 0 ? -1 : 1;
+    default:
+        return 0;
+    }
+}
+
 int cli_bad_option(const char *cmd, char *const argv[])
 {
     extern int optind, optopt;

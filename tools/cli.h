@@ -33,6 +33,13 @@ int cli_format_arg(const char *cmd, const char *arg, int need_reader, int need_w
                    const format **out);
 int cli_word_bits_arg(const char *cmd, const char *arg, unsigned *out);
 int cli_count_arg(const char *cmd, const char *opt, const char *arg, size_t *out);
+/* The reading options that convert, stats and heapmap share. A command lists
+ * those it takes in its getopt_long table with these short codes and hands
+ * every code its own switch does not know to cli_read_option(): 'w'
+ * --word-bits N, 's' --strict, 'k' --keep-going, 'm' --max-frames N.
+ * Returns 1 when `ch` was one of them (stored in *opt), 0 when it was not,
+ * -1 on a bad value (usage error printed). */
+int cli_read_option(const char *cmd, int ch, const char *arg, cli_options *opt);
 /* Report an unknown option or missing argument from getopt_long. */
 int cli_bad_option(const char *cmd, char *const argv[]);
 /* Print a usage error `btpack CMD: ...` and return EXIT_USAGE. */

@@ -129,20 +129,6 @@ int cmd_convert(int argc, char **argv)
             if (cli_format_arg("convert", optarg, 0, 1, &to) < 0)
                 return EXIT_USAGE;
             break;
-        case 'w':
-            if (cli_word_bits_arg("convert", optarg, &opt.word_bits) < 0)
-                return EXIT_USAGE;
-            break;
-        case 's':
-            opt.strict = 1;
-            break;
-        case 'k':
-            opt.keep_going = 1;
-            break;
-        case 'm':
-            if (cli_count_arg("convert", "--max-frames", optarg, &opt.max_frames) < 0)
-                return EXIT_USAGE;
-            break;
         case 'a':
             if (parse_dec_u64(optarg, strlen(optarg), &opt.alloc_size) < 0)
                 return cli_usage_error("convert", "--alloc-size: `%s` is not a decimal number "
@@ -172,7 +158,14 @@ int cmd_convert(int argc, char **argv)
             fputs(convert_examples, stdout);
             return EXIT_OK;
         default:
-            return cli_bad_option("convert", argv);
+            switch (cli_read_option("convert", ch, optarg, &opt)) {
+            case 1:
+                break;
+            case 0:
+                return cli_bad_option("convert", argv);
+            default:
+                return EXIT_USAGE;
+            }
         }
     }
     if (!from || !to)

@@ -220,21 +220,21 @@ int cmd_heapmap(int argc, char **argv)
         case 'e':
             elf = optarg;
             break;
-        case 'w':
-            if (cli_word_bits_arg("heapmap", optarg, &opt.word_bits) < 0)
-                return EXIT_USAGE;
-            break;
         case 'a':
             a2l = optarg;
-            break;
-        case 'k':
-            opt.keep_going = 1;
             break;
         case 'h':
             fputs(heapmap_help, stdout);
             return EXIT_OK;
         default:
-            return cli_bad_option("heapmap", argv);
+            switch (cli_read_option("heapmap", ch, optarg, &opt)) {
+            case 1:
+                break;
+            case 0:
+                return cli_bad_option("heapmap", argv);
+            default:
+                return EXIT_USAGE;
+            }
         }
     }
     if (!elf)

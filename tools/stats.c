@@ -175,27 +175,20 @@ int cmd_stats(int argc, char **argv)
             if (cli_count_arg("stats", "--top", optarg, &top) < 0)
                 return EXIT_USAGE;
             break;
-        case 'w':
-            if (cli_word_bits_arg("stats", optarg, &opt.word_bits) < 0)
-                return EXIT_USAGE;
-            break;
-        case 's':
-            opt.strict = 1;
-            break;
-        case 'k':
-            opt.keep_going = 1;
-            break;
-        case 'm':
-            if (cli_count_arg("stats", "--max-frames", optarg, &opt.max_frames) < 0)
-                return EXIT_USAGE;
-            break;
         case 'h':
             fputs(stats_help, stdout);
             cli_list_formats(stdout, 1, 0);
             fputs(stats_examples, stdout);
             return EXIT_OK;
         default:
-            return cli_bad_option("stats", argv);
+            switch (cli_read_option("stats", ch, optarg, &opt)) {
+            case 1:
+                break;
+            case 0:
+                return cli_bad_option("stats", argv);
+            default:
+                return EXIT_USAGE;
+            }
         }
     }
     if (argc - optind > 1)
