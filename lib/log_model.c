@@ -89,11 +89,17 @@ uint32_t live_rank(const live_table *L, uint32_t slot)
 
 uint32_t live_at_rank(const live_table *L, uint32_t rank)
 {
+    /* Frees mostly hit recent allocations: a short walk back from the
+     * newest slot finds those without the tree (at most 16 slots looked at). */
+    uint32_t seen = 0;
+    for (uint32_t i = L->end; i > L->first && L->end - i < 16;) {
+        i--;
+        if (L->e[i].alive && seen++ == rank)
+            return i;
+    }
     /* the k-th alive slot (1-based), k = count - rank */
     uint32_t k = L->count - rank, pos = 0;
-    uint32_t step = 1;
-    while (step * 2 <= L->cap)
-        step *= 2;
+    uint32_t step = L->cap ? 1u << (31 - __builtin_clz(L->cap)) : 0; /* top bit of cap */
     for (; step; step /= 2) {
         if (pos + step <= L->cap && (uint32_t)L->fen[pos + step] < k) {
             pos += step;

@@ -4,6 +4,7 @@
 #include "format.h"
 #include "lines.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,21 @@ static void test_trace(void)
     trace_reset(&t, 64);
     CHECK(trace_add(&t, (btp_frame){UINT64_MAX, BTP_FRAME_ASYNC}, 1) == BTP_OK, "64-bit max");
     trace_free(&t);
+
+    /* trace_add_frames: the same checks for a whole stack, all or nothing */
+    btp_frame st[4] = {{1, BTP_FRAME_PC}, {0xffff, BTP_FRAME_RA}, {2, BTP_FRAME_OMIT},
+                       {0x10000, BTP_FRAME_RA}};
+    trace_init(&t, 6);
+    trace_reset(&t, 16);
+    CHECK(trace_add_frames(&t, st, 4) == BTP_E_VALUE_TOO_WIDE && t.n == 0,
+          "a frame wider than 16 bits: nothing added");
+    CHECK(trace_add_frames(&t, st, 3) == BTP_OK && t.n == 3 && t.frames[1].value == 0xffff &&
+              t.frames[2].kind == BTP_FRAME_OMIT,
+          "3 frames appended in order");
+    CHECK(trace_add_frames(&t, st, 0) == BTP_OK && t.n == 3, "0 frames");
+    CHECK(trace_add_frames(&t, st, 3) == BTP_OK && t.n == 6, "exactly 6 frames");
+    CHECK(trace_add_frames(&t, st, 1) == BTP_E_LIMIT && t.n == 6, "7 > 6 frames");
+    trace_free(&t);
 }
 
 static void test_numbers(void)
@@ -77,6 +93,28 @@ static void test_strbuf(void)
     sb_clear(&sb);
     CHECK(sb.len == 0 && sb.data[0] == 0, "clear");
     sb_free(&sb);
+
+    /* fmt_hex_u64 against printf: every digit count, nibbles 0-9 and a-f,
+     * and the bytes after the end it may scribble on (room for 18). */
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 4000; i++) {
+        uint64_t v = i < 64 ? (uint64_t)1 << i : i < 128 ? ((uint64_t)1 << (i - 64)) - 1
+                                                         : x >> (i % 64);
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        char got[19], want[24];
+        char *e = fmt_hex_u64(got, v);
+        *e = 0;
+        snprintf(want, sizeof want, "0x%llx", (unsigned long long)v);
+        if (strcmp(got, want) != 0) {
+            CHECK(0, "fmt_hex_u64(%s) gave %s", want, got);
+            break;
+        }
+    }
+    char d[21];
+    CHECK(strcmp((*fmt_hex_u64(d, 0) = 0, d), "0x0") == 0, "fmt_hex_u64(0)");
+    CHECK(strcmp((*fmt_dec_u64(d, UINT64_MAX) = 0, d), "18446744073709551615") == 0 &&
+              strcmp((*fmt_dec_u64(d, 0) = 0, d), "0") == 0,
+          "fmt_dec_u64");
 }
 
 static void test_lines(void)

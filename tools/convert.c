@@ -66,17 +66,26 @@ typedef struct convert_ctx {
     strbuf buf;
 } convert_ctx;
 
+/* Output collects in c->buf and goes out in chunks of about this size:
+ * one fwrite per trace costs more than formatting a short one. */
+#define FLUSH_AT (1u << 16)
+
 static int flush_buf(convert_ctx *c)
 {
+    int rc = 0;
     if (c->buf.oom) {
         diag(DIAG_ERROR, NULL, NULL, "out of memory");
-        return -1;
-    }
-    if (c->buf.len && fwrite(c->buf.data, 1, c->buf.len, c->out) != c->buf.len) {
+        rc = -1;
+    } else if (c->buf.len && fwrite(c->buf.data, 1, c->buf.len, c->out) != c->buf.len) {
         diag(DIAG_ERROR, c->out_name, NULL, "write error: %s", strerror(errno));
-        return -1;
+        rc = -1;
     }
-    return 0;
+    /* emptied either way, so that a failure is reported once */
+    if (rc < 0)
+        sb_free(&c->buf);
+    else
+        sb_clear(&c->buf);
+    return rc;
 }
 
 static int convert_sink(void *ctx, trace *t)
@@ -84,15 +93,19 @@ static int convert_sink(void *ctx, trace *t)
     convert_ctx *c = ctx;
     if (t->event == TRACE_FREE && !c->to->events)
         return 0;
-    sb_clear(&c->buf);
+    size_t mark = c->buf.len; /* a trace that fails leaves nothing behind */
     c->w.msg[0] = 0;
     if (c->to->write(&c->w, t, &c->buf) < 0) {
         int warn = c->w.opt->keep_going;
+        if (!c->buf.oom && c->buf.len > mark) {
+            c->buf.len = mark;
+            c->buf.data[mark] = 0;
+        }
         diag(warn ? DIAG_WARNING : DIAG_ERROR, c->in_name, &t->loc, "cannot write as %s: %s%s",
              c->to->name, c->w.msg, warn ? "; trace skipped" : "");
         return 1;
     }
-    return flush_buf(c);
+    return c->buf.oom || c->buf.len >= FLUSH_AT ? flush_buf(c) : 0;
 }
 
 int cmd_convert(int argc, char **argv)
@@ -199,8 +212,10 @@ int cmd_convert(int argc, char **argv)
     }
     if (rc == EXIT_OK)
         rc = read_traces(from, &opt, optind < argc ? argv[optind] : NULL, convert_sink, &c);
+    /* the traces written before a failure still go out, as they always did */
+    if (flush_buf(&c) < 0)
+        rc = EXIT_BAD_INPUT;
     if (to->end) {
-        sb_clear(&c.buf);
         if (to->end(&c.w, &c.buf) < 0) {
             diag(DIAG_ERROR, c.out_name, NULL, "%s", c.w.msg);
             rc = EXIT_BAD_INPUT;

@@ -69,29 +69,48 @@ void sb_printf(strbuf *sb, const char *fmt, ...)
     sb->len += (size_t)n;
 }
 
+/* The 8 hex digits of x (32 bits) as ASCII bytes, most significant
+ * digit in the most significant byte. SWAR: spread the nibbles to one per
+ * byte, then add '0', plus 'a' - '0' - 10 where a nibble is over 9. */
+static uint64_t hex8(uint32_t x)
+{
+    uint64_t v = x;
+    v = (v | v << 16) & 0x0000ffff0000ffffull;
+    v = (v | v << 8) & 0x00ff00ff00ff00ffull;
+    v = (v | v << 4) & 0x0f0f0f0f0f0f0f0full;
+    uint64_t over9 = ((v + 0x0606060606060606ull) >> 4) & 0x0101010101010101ull;
+    return v + 0x3030303030303030ull + over9 * ('a' - '0' - 10);
+}
+
+/* v as 8 bytes, most significant first: one store */
+static void put_be64(char *d, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+    memcpy(d, &v, 8);
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    memcpy(d, &v, 8);
+#else
+    for (int i = 0; i < 8; i++)
+        d[i] = (char)(v >> (56 - 8 * i));
+#endif
+}
+
 char *fmt_hex_u64(char *d, uint64_t v)
 {
-    /* two digits per step from a table of "00".."ff" */
-    static const char pairs[513] =
-        "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
-        "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
-        "404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
-        "606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
-        "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
-        "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
-        "c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
-        "e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+    /* The digits go out in at most two 8-byte stores, each shifted so that
+     * its first byte is a significant digit (d has room for 18 bytes): no
+     * loop per digit, no scratch buffer to read back. */
     unsigned n = v ? (unsigned)(67 - __builtin_clzll(v)) / 4 : 1; /* hex digits */
     d[0] = '0';
     d[1] = 'x';
-    char *end = d + 2 + n, *e = end;
-    for (; e - d > 3; v >>= 8) {
-        e -= 2;
-        memcpy(e, pairs + 2 * (v & 0xff), 2);
+    if (n <= 8) {
+        put_be64(d + 2, hex8((uint32_t)v) << (8 * (8 - n)));
+    } else {
+        put_be64(d + 2, hex8((uint32_t)(v >> 32)) << (8 * (16 - n)));
+        put_be64(d + 2 + (n - 8), hex8((uint32_t)v));
     }
-    if (e - d == 3)
-        *--e = "0123456789abcdef"[v & 15];
-    return end;
+    return d + 2 + n;
 }
 
 char *fmt_dec_u64(char *d, uint64_t v)

@@ -2,6 +2,7 @@
 #include "trace.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void trace_init(trace *t, size_t max_frames)
 {
@@ -21,16 +22,9 @@ void trace_reset(trace *t, unsigned word_bits)
     t->word_bits = word_bits;
 }
 
-btp_status trace_add(trace *t, btp_frame f, uint64_t copies)
+/* Room for `copies` more frames (checked against max_frames first). */
+static btp_status reserve(trace *t, uint64_t copies)
 {
-    uint64_t mask = btp_word_mask(t->word_bits);
-    /* An omit of 0 frames is kept: the CBF decoder's default policy returns
-     * one for an external count of 0 (spec/cbf.md D4), and --strict is what
-     * refuses it. Writers that cannot express it (CBF) report it. */
-    if (copies == 0)
-        return BTP_E_ZERO_COUNT;
-    if (f.value > mask)
-        return BTP_E_VALUE_TOO_WIDE;
     if (copies > t->max_frames - t->n)
         return BTP_E_LIMIT;
     size_t need = t->n + (size_t)copies;
@@ -48,8 +42,40 @@ btp_status trace_add(trace *t, btp_frame f, uint64_t copies)
         t->frames = p;
         t->cap = cap;
     }
+    return BTP_OK;
+}
+
+btp_status trace_add(trace *t, btp_frame f, uint64_t copies)
+{
+    uint64_t mask = btp_word_mask(t->word_bits);
+    /* An omit of 0 frames is kept: the CBF decoder's default policy returns
+     * one for an external count of 0 (spec/cbf.md D4), and --strict is what
+     * refuses it. Writers that cannot express it (CBF) report it. */
+    if (copies == 0)
+        return BTP_E_ZERO_COUNT;
+    if (f.value > mask)
+        return BTP_E_VALUE_TOO_WIDE;
+    btp_status st = reserve(t, copies);
+    if (st != BTP_OK)
+        return st;
     for (uint64_t i = 0; i < copies; i++)
         t->frames[t->n++] = f;
+    return BTP_OK;
+}
+
+btp_status trace_add_frames(trace *t, const btp_frame *f, size_t n)
+{
+    uint64_t wide = 0, mask = btp_word_mask(t->word_bits);
+    for (size_t i = 0; i < n; i++)
+        wide |= f[i].value;
+    if (wide > mask)
+        return BTP_E_VALUE_TOO_WIDE;
+    btp_status st = reserve(t, n);
+    if (st != BTP_OK)
+        return st;
+    if (n)
+        memcpy(t->frames + t->n, f, n * sizeof *f);
+    t->n += n;
     return BTP_OK;
 }
 

@@ -54,6 +54,12 @@ void trace_reset(trace *t, unsigned word_bits);
  */
 btp_status trace_add(trace *t, btp_frame f, uint64_t copies);
 
+/* Append the n frames f[0..n) (one copy each): trace_add for a whole stack
+ * in one step, with one word-size check and one allocation check, for
+ * readers that get stacks as arrays (log). Same returns as trace_add
+ * except BTP_E_ZERO_COUNT; nothing is appended on failure. */
+btp_status trace_add_frames(trace *t, const btp_frame *f, size_t n);
+
 void trace_free(trace *t);
 
 /* Name of a frame kind as the text formats write it: "pc", "ra", "async",

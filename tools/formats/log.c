@@ -113,11 +113,12 @@ static int log_read_next(reader *r, trace *t)
         t->truncated = rec.truncated;
         break;
     }
-    /* trace_add directly (the library checked the frames); rd_add_frame
-     * only to word a failure (such as --max-frames) */
-    for (size_t i = 0; i < rec.n_frames; i++)
-        if (trace_add(t, rec.frames[i], 1) != BTP_OK)
-            return rd_add_frame(r, t, rec.frames[i], 1);
+    /* the whole stack in one step; on a failure (such as --max-frames)
+     * frame by frame, so that rd_add_frame words it for the frame at fault */
+    if (trace_add_frames(t, rec.frames, rec.n_frames) != BTP_OK)
+        for (size_t i = 0; i < rec.n_frames; i++)
+            if (rd_add_frame(r, t, rec.frames[i], 1) < 0)
+                return -1;
     return 1;
 }
 
