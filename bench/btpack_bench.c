@@ -119,14 +119,20 @@ static int reps_for(const options *o, double warmup_ns)
     return fit < o->reps ? (int)fit : o->reps;
 }
 
-static int verify(const bench_corpus *c, const uint64_t *got, const char *codec, char *err,
-                  size_t errlen)
+/* Check the decoded frames: words, or btp_frame (address and kind) when
+ * bgot is not NULL. */
+static int verify(const bench_corpus *c, const uint64_t *got, const btp_frame *bgot,
+                  const char *codec, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < c->nframes; i++)
-        if (got[i] != c->frames[i])
+    for (size_t i = 0; i < c->nframes; i++) {
+        uint64_t v = bgot ? bgot[i].value : got[i];
+        if (v != c->frames[i])
             return bench_fail(err, errlen, "%s decoded frame %zu as 0x%llx, expected 0x%llx",
-                              codec, i, (unsigned long long)got[i],
-                              (unsigned long long)c->frames[i]);
+                              codec, i, (unsigned long long)v, (unsigned long long)c->frames[i]);
+        if (bgot && bgot[i].kind != c->bframes[i].kind)
+            return bench_fail(err, errlen, "%s decoded frame %zu as kind %d, expected %d",
+                              codec, i, (int)bgot[i].kind, (int)c->bframes[i].kind);
+    }
     return 0;
 }
 
@@ -149,8 +155,16 @@ static int measure(const options *o, const bench_codec *k, const bench_corpus *c
     enc.data = malloc(enc.cap ? enc.cap : 1);
     enc.ends = malloc(c->ntraces * sizeof *enc.ends);
     uint64_t *dec = malloc((c->nframes ? c->nframes : 1) * sizeof *dec);
+    /* Decoders whose output is btp_frame write there instead. */
+    btp_frame *bdec = NULL;
+    size_t dec_size = c->nframes * sizeof *dec;
+    if (k->decode_trace_b) {
+        bdec = malloc((c->nframes ? c->nframes : 1) * sizeof *bdec);
+        dec_size = c->nframes * sizeof *bdec;
+    }
+    void *dec_out = bdec ? (void *)bdec : (void *)dec;
     double times[MAX_REPS];
-    if (!enc.data || !enc.ends || !dec) {
+    if (!enc.data || !enc.ends || !dec || (k->decode_trace_b && !bdec)) {
         bench_fail(err, errlen, "out of memory");
         goto out;
     }
@@ -176,22 +190,22 @@ static int measure(const options *o, const bench_codec *k, const bench_corpus *c
 
     /* Poison the output so a decoder that skips frames cannot pass on
      * leftovers. */
-    memset(dec, 0xa5, c->nframes * sizeof *dec);
+    memset(dec_out, 0xa5, dec_size);
     t0 = now_ns();
-    if (bench_decode(k, c, &enc, dec, &s, err, errlen) != 0)
+    if (bench_decode(k, c, &enc, dec, bdec, &s, err, errlen) != 0)
         goto out;
     warm = now_ns() - t0;
-    if (verify(c, dec, k->name, err, errlen) != 0)
+    if (verify(c, dec, bdec, k->name, err, errlen) != 0)
         goto out;
-    memset(dec, 0x5a, c->nframes * sizeof *dec);
+    memset(dec_out, 0x5a, dec_size);
     n = reps_for(o, warm);
     for (int i = 0; i < n; i++) {
         t0 = now_ns();
-        if (bench_decode(k, c, &enc, dec, &s, err, errlen) != 0)
+        if (bench_decode(k, c, &enc, dec, bdec, &s, err, errlen) != 0)
             goto out;
         times[i] = now_ns() - t0;
     }
-    if (verify(c, dec, k->name, err, errlen) != 0)
+    if (verify(c, dec, bdec, k->name, err, errlen) != 0)
         goto out;
     r->dec_ns = median(times, n);
     r->nframes = c->nframes;
@@ -201,6 +215,7 @@ out:
     free(enc.data);
     free(enc.ends);
     free(dec);
+    free(bdec);
     free(s.p);
     return rc;
 }

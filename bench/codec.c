@@ -54,17 +54,21 @@ int bench_encode(const bench_codec *k, const bench_corpus *c, bench_encoded *out
 }
 
 int bench_decode(const bench_codec *k, const bench_corpus *c, const bench_encoded *in,
-                 uint64_t *frames, bench_scratch *s, char *err, size_t errlen)
+                 uint64_t *frames, btp_frame *bframes, bench_scratch *s, char *err,
+                 size_t errlen)
 {
-    if (!k->decode_trace)
+    if (!k->decode_trace && !k->decode_trace_b)
         return k->decode(c, in, frames, s, err, errlen);
     size_t pos = 0;
     for (size_t i = 0; i < c->ntraces; i++) {
         size_t end = in->ends[i];
         if (end < pos || end > in->len)
             return bench_fail(err, errlen, "%s: bad trace index", k->name);
-        int rc = k->decode_trace(c, i, k->param, in->data + pos, end - pos,
-                                 frames + c->start[i], s);
+        int rc = k->decode_trace_b
+                     ? k->decode_trace_b(c, i, k->param, in->data + pos, end - pos,
+                                         bframes + c->start[i], s)
+                     : k->decode_trace(c, i, k->param, in->data + pos, end - pos,
+                                       frames + c->start[i], s);
         if (rc != 0)
             return bench_fail(err, errlen, "%s: trace %zu: %s", k->name, i, why(rc));
         pos = end;

@@ -51,6 +51,13 @@ typedef int (*bench_trace_decode_fn)(const bench_corpus *c, size_t i, unsigned p
                                      const uint8_t *in, size_t len, uint64_t *out,
                                      bench_scratch *s);
 #define BENCH_MISMATCH (-1)
+/* The same for decoders whose native output is btp_frame (the library's:
+ * their encoders take btp_frame too, converted from the corpus's words
+ * outside the timing). out gets address and kind; the driver checks both
+ * against c->bframes, outside the timing. */
+typedef int (*bench_trace_bdecode_fn)(const bench_corpus *c, size_t i, unsigned param,
+                                      const uint8_t *in, size_t len, btp_frame *out,
+                                      bench_scratch *s);
 
 typedef struct bench_codec {
     const char *name;
@@ -62,9 +69,11 @@ typedef struct bench_codec {
     const char *unavailable;
     /* Upper bound on the encoded size of corpus c. */
     size_t (*bound)(const bench_corpus *c);
-    /* Either a per-trace codec (these two and param)... */
+    /* Either a per-trace codec (encode_trace, one of the decoders, and
+     * param)... */
     bench_trace_encode_fn encode_trace;
     bench_trace_decode_fn decode_trace;
+    bench_trace_bdecode_fn decode_trace_b;
     unsigned param;
     /* ...or a whole-corpus one. Encode c into out (out->cap >= bound(c)),
      * set out->len. Return 0, or -1 with a message in err. */
@@ -78,11 +87,13 @@ typedef struct bench_codec {
 } bench_codec;
 
 /* Encode or decode a whole corpus with a codec of either kind (the driver's
- * entry points; return 0 or -1 with a message). */
+ * entry points; return 0 or -1 with a message). Decoding fills bframes
+ * (c->nframes entries) for a codec with decode_trace_b, else frames. */
 int bench_encode(const bench_codec *k, const bench_corpus *c, bench_encoded *out,
                  bench_scratch *s, char *err, size_t errlen);
 int bench_decode(const bench_codec *k, const bench_corpus *c, const bench_encoded *in,
-                 uint64_t *frames, bench_scratch *s, char *err, size_t errlen);
+                 uint64_t *frames, btp_frame *bframes, bench_scratch *s, char *err,
+                 size_t errlen);
 
 /* Frames in trace i. */
 static inline size_t bench_depth(const bench_corpus *c, size_t i)

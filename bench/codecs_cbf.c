@@ -20,22 +20,18 @@ static int cbf_encode(const bench_corpus *c, size_t i, unsigned param, uint8_t *
                           out, cap, len, NULL);
 }
 
+/* Straight into the caller's frames: btp_frame is the decoder's output. */
 static int cbf_decode(const bench_corpus *c, size_t i, unsigned param, const uint8_t *in,
-                      size_t len, uint64_t *out, bench_scratch *s)
+                      size_t len, btp_frame *out, bench_scratch *s)
 {
     size_t want = bench_depth(c, i);
-    btp_frame *tmp = bench_scratch_reserve(s, (want ? want : 1) * sizeof *tmp);
-    if (!tmp)
-        return BTP_E_OUT_OF_MEMORY;
     btp_cbf_info info;
     /* Room for exactly the frames expected: more is BTP_E_LIMIT. */
-    btp_status st = btp_cbf_decode(in, len, BTP_CBF_POLICY_DEFAULT, tmp, want, &info);
+    btp_status st = btp_cbf_decode(in, len, BTP_CBF_POLICY_DEFAULT, out, want, &info);
     if (st != BTP_OK)
         return st;
     if (info.frames != want || info.consumed != len)
         return BENCH_MISMATCH;
-    for (size_t k = 0; k < want; k++)
-        out[k] = tmp[k].value;
     return 0;
 }
 
@@ -44,7 +40,7 @@ const bench_codec bench_codec_cbf = {
     .what = "Compact Backtrace Format v0, btpack's minimal encoder, one stream per trace",
     .bound = cbf_bound,
     .encode_trace = cbf_encode,
-    .decode_trace = cbf_decode,
+    .decode_trace_b = cbf_decode,
     .param = 0,
 };
 
@@ -53,6 +49,6 @@ const bench_codec bench_codec_cbf_swift = {
     .what = "CBF v0 with Swift's encoder choices (BTP_CBF_ENC_SWIFT)",
     .bound = cbf_bound,
     .encode_trace = cbf_encode,
-    .decode_trace = cbf_decode,
+    .decode_trace_b = cbf_decode,
     .param = BTP_CBF_ENC_SWIFT,
 };

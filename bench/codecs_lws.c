@@ -28,19 +28,18 @@ static int lws_encode(const bench_corpus *c, size_t i, unsigned param, uint8_t *
                           c->word_bits, param, out, cap, len, NULL);
 }
 
+/* Straight into the caller's frames: btp_frame is the decoder's output.
+ * Room for exactly the frames expected: a deeper record is BTP_E_LIMIT. */
 static int lws_decode(const bench_corpus *c, size_t i, unsigned param, const uint8_t *in,
-                      size_t len, uint64_t *out, bench_scratch *s)
+                      size_t len, btp_frame *out, bench_scratch *s)
 {
-    btp_frame tmp[BTP_LWS_MAX_FRAMES];
     size_t want = bench_depth(c, i);
     btp_lws_info info;
-    btp_status st = btp_lws_decode(in, len, c->word_bits, tmp, BTP_LWS_MAX_FRAMES, &info);
+    btp_status st = btp_lws_decode(in, len, c->word_bits, out, want, &info);
     if (st != BTP_OK)
         return st;
     if (info.depth != want || info.alloc_size != c->alloc_size[i])
         return BENCH_MISMATCH;
-    for (size_t k = 0; k < want; k++)
-        out[k] = tmp[k].value;
     return 0;
 }
 
@@ -124,7 +123,7 @@ const bench_codec bench_codec_lws = {
     .max_depth = BTP_LWS_MAX_FRAMES,
     .bound = lws_bound,
     .encode_trace = lws_encode,
-    .decode_trace = lws_decode,
+    .decode_trace_b = lws_decode,
     .param = 0,
 };
 
@@ -134,7 +133,7 @@ const bench_codec bench_codec_lws_optimal = {
     .max_depth = BTP_LWS_MAX_FRAMES,
     .bound = lws_bound,
     .encode_trace = lws_encode,
-    .decode_trace = lws_decode,
+    .decode_trace_b = lws_decode,
     .param = BTP_LWS_ENC_OPTIMAL,
 };
 

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "be64.h"
+
 typedef struct bit_writer {
     uint8_t *buf;
     size_t cap_bits; /* bits the buffer holds */
@@ -101,10 +103,7 @@ static inline uint64_t br_get(bit_reader *r, unsigned n)
     if (n && n + off <= 64 && (r->len_bits >> 3) - byte >= 8) {
         /* The 8 bytes from the cursor's byte are inside the buffer and hold
          * all n bits: one big-endian load and two shifts. */
-        const uint8_t *p = r->buf + byte;
-        uint64_t w = (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 |
-                     (uint64_t)p[3] << 32 | (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 |
-                     (uint64_t)p[6] << 8 | (uint64_t)p[7];
+        uint64_t w = load_be64(r->buf + byte);
         r->pos += n;
         return (w << off) >> (64 - n);
     }

@@ -37,14 +37,6 @@ btp_status btp_cbf_decoder_init(btp_cbf_decoder *d, const void *buf, size_t len,
     return BTP_OK;
 }
 
-/* The 8 bytes at p as a big-endian number (compilers make this one load). */
-static inline uint64_t load_be64(const uint8_t *p)
-{
-    return (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 |
-           (uint64_t)p[3] << 32 | (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 |
-           (uint64_t)p[6] << 8 | (uint64_t)p[7];
-}
-
 /* The n-byte (1..8) big-endian address operand at p, sign-extended to 64
  * bits; p[0..8) must be readable. */
 static inline uint64_t address_operand(const uint8_t *p, unsigned n)
@@ -250,7 +242,7 @@ btp_cbf_terminator btp_cbf_decoder_terminator(const btp_cbf_decoder *d)
  * BTP_CBF_REJECT_RELATIVE_FIRST, one careful step at a time. word_bits is
  * a constant in each inlined copy (see decode_fast).
  */
-static CBF_ALWAYS_INLINE size_t decode_fast_w(btp_cbf_decoder *d, btp_frame *out, size_t room,
+static BTP_ALWAYS_INLINE size_t decode_fast_w(btp_cbf_decoder *d, btp_frame *out, size_t room,
                                               const unsigned word_bits)
 {
     const uint8_t *const buf = d->buf;
@@ -329,15 +321,27 @@ static size_t decode_fast(btp_cbf_decoder *d, btp_frame *out, size_t room)
     return CBF_BY_WORD_BITS(d->word_bits, decode_fast_w, d, out, room);
 }
 
-btp_status btp_cbf_decode(const void *buf, size_t len, unsigned policy, btp_frame *out,
-                          size_t max_frames, btp_cbf_info *info)
+/* btp_cbf_decode's general path, through the decoder: resumes after the
+ * n frames (n may be 0) decode_whole wrote, with pos and prev as it left
+ * them. Kept out of the fast path so that its state does not compete with
+ * the fast loop for registers. */
+static BTP_NOINLINE btp_status decode_rest(const void *buf, size_t len, unsigned policy,
+                                           btp_frame *out, size_t max_frames,
+                                           btp_cbf_info *info, size_t n, size_t pos,
+                                           uint64_t prev)
 {
     btp_cbf_decoder d;
     btp_cbf_run run;
-    size_t n = 0;
     btp_status st = btp_cbf_decoder_init(&d, buf, len, policy);
     if (st == BTP_OK && max_frames && !out)
         st = BTP_E_INVALID_ARGUMENT;
+    if (st == BTP_OK && n) {
+        d.pos = pos;
+        d.prev = prev;
+        d.seen_address = 1;
+        d.last = out[n - 1];
+        d.have_last = 1;
+    }
     while (st == BTP_OK) {
         if (n < max_frames)
             n += decode_fast(&d, out + n, max_frames - n);
@@ -364,4 +368,88 @@ btp_status btp_cbf_decode(const void *buf, size_t len, unsigned policy, btp_fram
         info->error_offset = d.err_offset;
     }
     return st == BTP_END ? BTP_OK : st;
+}
+
+/*
+ * btp_cbf_decode's path for the usual stream: address instructions from
+ * the first one on, then `end`. Everything is in registers, with no
+ * decoder struct: each operand is one 8-byte load, from the operand
+ * itself while 8 bytes follow the opcode, else from the input's last 8
+ * bytes (the stream is then at least 9 bytes long), so no read passes
+ * len. The checks are those of read_frame; at the first thing it does not
+ * handle (omit, rep, trunc, a fault, a width the word lacks, an operand
+ * cut short, a relative first address under BTP_CBF_REJECT_RELATIVE_FIRST,
+ * a full output array) it hands over to decode_rest where it stopped, so
+ * results and error offsets are the same. buf[0] is a valid information
+ * byte for word_bits and len >= 2 (the caller checks).
+ */
+static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t len,
+                                                   unsigned policy, btp_frame *out,
+                                                   size_t max_frames, btp_cbf_info *info,
+                                                   const unsigned word_bits)
+{
+    const uint64_t mask = btp_word_mask(word_bits);
+    const unsigned word_bytes = word_bits / 8;
+    size_t pos = 1, n = 0, room = max_frames;
+    uint64_t prev = 0;
+    if ((policy & BTP_CBF_REJECT_RELATIVE_FIRST) && !(buf[1] & CBF_OP_ABSOLUTE))
+        room = 0; /* a relative first address (or not an address): next() decides */
+    while (n < room && pos < len) {
+        uint8_t op = buf[pos];
+        /* The step to the next instruction: with pos, the chain every
+         * frame waits on, so computed from op alone (a table lookup here
+         * made decoding slower). */
+        unsigned size = (op & 7u) + 2;
+        /* pc, ra or async (0x10..0x3f) with a width the word has. */
+        if ((unsigned)(op - CBF_OP_PC) >= CBF_OP_OMIT - CBF_OP_PC || size - 1 > word_bytes)
+            break;
+        uint64_t raw;
+        if (len - pos > 8) {
+            raw = load_be64(buf + pos + 1);
+        } else {
+            /* The operand lies in the last 8 bytes: load those and shift
+             * the operand to the top. */
+            if (len < 9 || len - pos < size)
+                break;
+            raw = load_be64(buf + len - 8) << (8 * (pos + 9 - len));
+        }
+        /* An arithmetic shift keeps the size - 1 bytes and sign-extends. */
+        uint64_t v = (uint64_t)((int64_t)raw >> (72 - 8 * size));
+        /* A conditional move, not a branch: which form comes next is
+         * unpredictable on real traces. */
+        prev = ((op & CBF_OP_ABSOLUTE) ? v : prev + v) & mask;
+        out[n].value = prev;
+        out[n].kind = (btp_frame_kind)((op >> 4) - 1);
+        n++;
+        pos += size;
+    }
+    if (pos < len && buf[pos] == CBF_OP_END &&
+        (pos + 1 == len || !(policy & BTP_CBF_REJECT_TRAILING))) {
+        if (info) {
+            info->word_bits = word_bits;
+            info->terminator = BTP_CBF_TERM_END;
+            info->truncated = 0;
+            info->consumed = pos + 1;
+            info->frames = n;
+            info->error_offset = 0;
+        }
+        return BTP_OK;
+    }
+    return decode_rest(buf, len, policy, out, max_frames, info, n, pos, prev);
+}
+
+static BTP_NOINLINE btp_status decode_whole(const uint8_t *buf, size_t len, unsigned policy,
+                                            btp_frame *out, size_t max_frames,
+                                            btp_cbf_info *info, unsigned word_bits)
+{
+    return CBF_BY_WORD_BITS(word_bits, decode_whole_w, buf, len, policy, out, max_frames, info);
+}
+
+btp_status btp_cbf_decode(const void *buf, size_t len, unsigned policy, btp_frame *out,
+                          size_t max_frames, btp_cbf_info *info)
+{
+    const uint8_t *b = buf;
+    if (b && len >= 2 && (out || !max_frames) && (b[0] >> 2) == 0 && (b[0] & 3) != 3)
+        return decode_whole(b, len, policy, out, max_frames, info, 16u << (b[0] & 3));
+    return decode_rest(buf, len, policy, out, max_frames, info, 0, 0, 0);
 }

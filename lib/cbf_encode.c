@@ -274,104 +274,129 @@ size_t btp_cbf_encoder_needed(const btp_cbf_encoder *enc)
     return enc ? enc->needed : 0;
 }
 
-/* Write v big-endian to p[0..8). */
-static inline void store_be64(uint8_t *p, uint64_t v)
+/* Where the word-sized value x stops being copies of its sign bit: the top
+ * set bit of x ^ (x << 1) is the highest bit a signed operand of x must
+ * keep below its sign bit (none for 0 and -1, hence the | 1). Larger edges
+ * never need fewer bytes. */
+static BTP_ALWAYS_INLINE uint64_t sign_edge(uint64_t x, const unsigned word_bits)
 {
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    /* A builtin, not libc: compiles to one byte swap and one store. */
-    v = __builtin_bswap64(v);
-    __builtin_memcpy(p, &v, 8);
-#else
-    p[0] = (uint8_t)(v >> 56);
-    p[1] = (uint8_t)(v >> 48);
-    p[2] = (uint8_t)(v >> 40);
-    p[3] = (uint8_t)(v >> 32);
-    p[4] = (uint8_t)(v >> 24);
-    p[5] = (uint8_t)(v >> 16);
-    p[6] = (uint8_t)(v >> 8);
-    p[7] = (uint8_t)v;
-#endif
+    return ((x ^ (x << 1)) & btp_word_mask(word_bits)) | 1;
 }
 
-/* Bytes of a signed operand whose folded magnitude is mag: (bits + sign +
- * 7) / 8 as in signed_bytes, written with the index of the top bit
- * (63 ^ clz, which compilers emit as one instruction). */
-static inline unsigned folded_bytes(uint64_t mag)
+/* 8 * (operand bytes - 1) of a value with sign_edge e: the index of its top
+ * bit rounded down to a multiple of 8 (signed_bytes in a few instructions). */
+static inline unsigned edge_shift(uint64_t e)
 {
-    return ((63 ^ clz64(mag | 1)) + 9) >> 3;
+    return (63 ^ clz64(e)) & ~7u;
 }
 
 /*
  * Write the instruction for the address `value` of kind `kind` (pc, ra or
  * async) after the address `prev` at p, which has room for CBF_MAX_INSTR
  * bytes; returns the end of the instruction. Makes the same choice as
- * address_instr (relative unless absolute is strictly shorter, or
- * force_abs, which is 1 for the first address outside Swift mode), so the
- * bytes are the same as add()'s, but without branches on data: which form
- * wins is unpredictable on real traces. word_bits is a constant in each
- * inlined copy, so the masking and sign extension of 64-bit words
- * disappear.
+ * address_instr for every address after the first (relative unless
+ * absolute is strictly shorter; for the first see first_absolute), so the
+ * bytes are the same as add()'s, with fewer instructions: the absolute
+ * form is sized only when its edge is below the delta's, which on real
+ * traces is rare (so the branch is well predicted). word_bits is a
+ * constant in each inlined copy, so the masking of 64-bit words
+ * disappears.
  */
-static CBF_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, unsigned kind,
-                                              uint64_t prev, unsigned force_abs,
-                                              const unsigned word_bits)
+static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, unsigned kind,
+                                              uint64_t prev, const unsigned word_bits)
 {
-    const uint64_t mask = btp_word_mask(word_bits);
-    /* Shifting a word's top bit to bit 63 and back (arithmetic) sign-extends
-     * it, as signed_bytes's xor and subtract do. */
-    const unsigned ext_shift = 64 - word_bits;
-    uint64_t delta = (value - prev) & mask;
-    int64_t abs_ext = (int64_t)(value << ext_shift) >> ext_shift;
-    int64_t rel_ext = (int64_t)(delta << ext_shift) >> ext_shift;
-    /* The folded magnitude is below 2^(word_bits-1), so neither count
-     * exceeds the word's bytes and needs no cap. */
-    unsigned abs_n = folded_bytes((uint64_t)(abs_ext ^ (abs_ext >> 63)));
-    unsigned rel_n = folded_bytes((uint64_t)(rel_ext ^ (rel_ext >> 63)));
-    unsigned absolute = (abs_n < rel_n) | force_abs;
-    /* Selection by masks: all ones when absolute. */
-    uint64_t sel = 0 - (uint64_t)absolute;
-    uint64_t v = delta ^ ((value ^ delta) & sel);
-    unsigned k = rel_n ^ ((abs_n ^ rel_n) & (unsigned)sel);
-    /* pc/ra/async are 0x10/0x20/0x30: (kind + 1) << 4. */
-    *p = (uint8_t)(((kind + 1) << 4) | (absolute << 3) | (k - 1));
+    uint64_t delta = (value - prev) & btp_word_mask(word_bits);
+    uint64_t abs_edge = sign_edge(value, word_bits);
+    uint64_t rel_edge = sign_edge(delta, word_bits);
+    uint64_t v = delta;
+    unsigned s = edge_shift(rel_edge), absolute = 0;
+    if (abs_edge < rel_edge) {
+        unsigned abs_s = edge_shift(abs_edge);
+        if (abs_s < s) {
+            absolute = 1;
+            v = value;
+            s = abs_s;
+        }
+    }
+    /* pc/ra/async are 0x10/0x20/0x30: (kind + 1) << 4; then the `a` bit
+     * and bytes - 1. */
+    *p = (uint8_t)(((kind + 1) << 4) + (absolute << 3) + (s >> 3));
     /* All 8 operand bytes at once (there is room); those past the
      * instruction are overwritten by the next one or lie beyond the
      * stream's length. */
-    store_be64(p + 1, v << (64 - 8 * k));
-    return p + 1 + k;
+    store_be64(p + 1, v << (s ^ 56)); /* 56 - s, s a multiple of 8 up to 56 */
+    return p + 2 + (s >> 3);
 }
 
 /*
- * The one-shot encoder's fast path: frames that are plain addresses, each
- * different from the one before, while the buffer has room for the longest
- * instruction. The state is kept in locals (stores to the byte buffer may
- * alias the encoder struct, which made the compiler reload it after every
- * byte) and written back at the end. Returns how many frames it took;
+ * Address frames q[0..end - q), each different from the one before, while
+ * they last: written at *pp, which has room for CBF_MAX_INSTR bytes per
+ * frame. *prev and *last_kind are the frame before q (an omit's kind, which
+ * no address shares, counts as different) and are updated. Returns the
+ * first frame not taken: an omit, a repeat, an invalid frame, or end. The
+ * state is passed by pointer into this always-inlined loop so that it
+ * stays in registers (stores to the byte buffer may alias an encoder
+ * struct, which made the compiler reload it after every byte).
+ */
+static BTP_ALWAYS_INLINE const btp_frame *put_addresses(uint8_t **pp, uint64_t *prev,
+                                                        unsigned *last_kind, const btp_frame *q,
+                                                        const btp_frame *const end,
+                                                        const unsigned word_bits)
+{
+    const uint64_t mask = btp_word_mask(word_bits);
+    uint8_t *p = *pp;
+    uint64_t pv = *prev;
+    unsigned pk = *last_kind;
+    for (; q < end; q++) {
+        uint64_t value = q->value;
+        unsigned kind = (unsigned)q->kind;
+        /* A repeat (value, then kind: the value differs almost always, so
+         * that branch alone decides) goes to add(). */
+        if (kind > BTP_FRAME_ASYNC || value > mask || (value == pv && kind == pk))
+            break;
+        p = put_address(p, value, kind, pv, word_bits);
+        pv = value;
+        pk = kind;
+    }
+    *pp = p;
+    *prev = pv;
+    *last_kind = pk;
+    return q;
+}
+
+/*
+ * The first address of a stream, written by put_address after a previous
+ * address of 0: the delta is then the address itself, so the relative
+ * instruction has the absolute one's operand and differs only in the `a`
+ * bit, which this sets (spec/cbf.md: the first address is absolute),
+ * except in Swift mode, which writes it relative.
+ */
+static inline void first_absolute(uint8_t *instr, unsigned flags)
+{
+    if (!(flags & BTP_CBF_ENC_SWIFT))
+        *instr |= CBF_OP_ABSOLUTE;
+}
+
+/*
+ * The one-shot encoder's fast path through the encoder: frames that are
+ * plain addresses, each different from the one before, while the buffer
+ * has room for the longest instruction. Returns how many frames it took;
  * anything else (omit, repeats, invalid frames, a nearly full buffer) is
  * left to add().
  */
-static CBF_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *f, size_t n,
+static BTP_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *f, size_t n,
                                            const unsigned word_bits)
 {
-    const uint64_t mask = btp_word_mask(word_bits);
     uint8_t *p = e->buf + e->len;
     uint8_t *const begin = p;
     uint8_t *const stop = e->buf + e->limit;
+    /* Before the first address prev is 0, and a previous frame, if any,
+     * is an omit (or, with have_last 0, the placeholder PC 0, which at
+     * worst sends a PC 0 to add()). */
     uint64_t prev = e->prev;
     unsigned last_kind = (unsigned)e->last.kind;
     const btp_frame *q = f;
     const btp_frame *const end = f + n;
-    if (!e->seen_address) {
-        /* The first address (peeled so the loop has no test for it): the
-         * frame before it, if any, is an omit, so it cannot repeat it. */
-        if (q == end || (size_t)(stop - p) < CBF_MAX_INSTR || (unsigned)q->kind > BTP_FRAME_ASYNC ||
-            q->value > mask)
-            return 0;
-        last_kind = (unsigned)q->kind;
-        p = put_address(p, q->value, last_kind, 0, !(e->flags & BTP_CBF_ENC_SWIFT), word_bits);
-        prev = q->value;
-        q++;
-    }
     for (;;) {
         /* An instruction takes at most CBF_MAX_INSTR bytes, so with room
          * for m of them the next m frames need no check of room (and none
@@ -381,22 +406,15 @@ static CBF_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *
             m = (size_t)(end - q);
         if (m == 0)
             break;
-        for (const btp_frame *const chunk = q + m; q < chunk; q++) {
-            uint64_t value = q->value;
-            unsigned kind = (unsigned)q->kind;
-            /* A repeat: same value and kind. prev is the last frame's
-             * value unless that was an omit, whose kind no address
-             * shares. */
-            if (kind > BTP_FRAME_ASYNC || value > mask || ((value ^ prev) | (kind ^ last_kind)) == 0)
-                goto done;
-            p = put_address(p, value, kind, prev, 0, word_bits);
-            prev = value;
-            last_kind = kind;
-        }
+        const btp_frame *const chunk = q + m;
+        q = put_addresses(&p, &prev, &last_kind, q, chunk, word_bits);
+        if (q != chunk)
+            break;
     }
-done:;
     size_t taken = (size_t)(q - f);
     if (taken) {
+        if (!e->seen_address)
+            first_absolute(begin, e->flags);
         e->len += (size_t)(p - begin);
         e->needed += (size_t)(p - begin);
         e->prev = prev;
@@ -408,6 +426,50 @@ done:;
     return taken;
 }
 
+static btp_status encode_rest(const btp_frame *frames, size_t i, size_t n, int truncated,
+                              unsigned word_bits, unsigned flags, uint8_t *buf, uint8_t *p,
+                              size_t cap, size_t *len_out, size_t *needed_out);
+
+/*
+ * btp_cbf_encode for the usual call, a buffer of at least BTP_CBF_BOUND(n)
+ * bytes: no instruction can reach its end, so there is no encoder struct
+ * at all, only registers. Writes the information byte and the leading run
+ * of plain, non-repeating addresses of f[0..n), then the terminator; at
+ * the first other frame it hands over to encode_rest.
+ */
+static BTP_ALWAYS_INLINE btp_status encode_whole_w(const btp_frame *f, size_t n, int truncated,
+                                                   unsigned flags, uint8_t *buf, size_t cap,
+                                                   size_t *len_out, size_t *needed_out,
+                                                   const unsigned word_bits)
+{
+    uint8_t *p = buf;
+    *p++ = cbf_info_byte(word_bits);
+    /* No frame before the first: prev 0 and a kind no address has. */
+    uint64_t prev = 0;
+    unsigned kind = BTP_FRAME_OMIT;
+    size_t i = (size_t)(put_addresses(&p, &prev, &kind, f, f + n, word_bits) - f);
+    if (i)
+        first_absolute(buf + 1, flags);
+    if (i < n)
+        return encode_rest(f, i, n, truncated, word_bits, flags, buf, p, cap, len_out,
+                           needed_out);
+    *p++ = truncated ? CBF_OP_TRUNC : CBF_OP_END;
+    if (len_out)
+        *len_out = (size_t)(p - buf);
+    if (needed_out)
+        *needed_out = (size_t)(p - buf);
+    return BTP_OK;
+}
+
+static inline btp_status encode_whole(const btp_frame *f, size_t n, int truncated,
+                                            unsigned flags, uint8_t *buf, size_t cap,
+                                            size_t *len_out, size_t *needed_out,
+                                            unsigned word_bits)
+{
+    return CBF_BY_WORD_BITS(word_bits, encode_whole_w, f, n, truncated, flags, buf, cap,
+                            len_out, needed_out);
+}
+
 static size_t add_fast(btp_cbf_encoder *e, const btp_frame *f, size_t n)
 {
     if (e->closed || e->pending || e->finished)
@@ -415,9 +477,16 @@ static size_t add_fast(btp_cbf_encoder *e, const btp_frame *f, size_t n)
     return CBF_BY_WORD_BITS(e->word_bits, add_fast_w, e, f, n);
 }
 
-btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsigned word_bits,
-                          unsigned flags, void *buf, size_t cap, size_t *len_out,
-                          size_t *needed_out)
+/*
+ * btp_cbf_encode's general path, through the encoder: frames[i..n) after
+ * the first i, which encode_whole wrote up to p (i == 0: nothing written).
+ * Kept out of line so that the usual call does not pay for setting up an
+ * encoder it does not use.
+ */
+static BTP_NOINLINE btp_status encode_rest(const btp_frame *frames, size_t i, size_t n,
+                                           int truncated, unsigned word_bits, unsigned flags,
+                                           uint8_t *buf, uint8_t *p, size_t cap,
+                                           size_t *len_out, size_t *needed_out)
 {
     btp_cbf_encoder enc;
     if (len_out)
@@ -429,7 +498,16 @@ btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsi
     btp_status st = init(&enc, buf, cap, word_bits, flags);
     if (st != BTP_OK)
         return st;
-    for (size_t i = 0; i < n; i++) {
+    if (i) {
+        /* Go on in the state encode_whole left (init wrote the same
+         * information byte again). */
+        enc.len = enc.needed = (size_t)(p - buf);
+        enc.prev = frames[i - 1].value;
+        enc.last = frames[i - 1];
+        enc.have_last = 1;
+        enc.seen_address = 1;
+    }
+    for (; i < n; i++) {
         i += add_fast(&enc, frames + i, n - i);
         if (i == n)
             break;
@@ -443,4 +521,16 @@ btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsi
     if (needed_out)
         *needed_out = enc.needed;
     return st;
+}
+
+btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsigned word_bits,
+                          unsigned flags, void *buf, size_t cap, size_t *len_out,
+                          size_t *needed_out)
+{
+    if (buf && (frames || !n) && btp_word_bits_valid(word_bits) && n <= (SIZE_MAX - 2) / 9 &&
+        cap >= BTP_CBF_BOUND(n))
+        return encode_whole(frames, n, truncated, flags, buf, cap, len_out, needed_out,
+                            word_bits);
+    return encode_rest(frames, 0, n, truncated, word_bits, flags, buf, buf, cap, len_out,
+                       needed_out);
 }

@@ -4,6 +4,9 @@
 
 #include <btpack/cbf.h>
 
+#include "be64.h"
+#include "compiler.h"
+
 /* Instruction bytes (see spec/cbf.md). */
 enum {
     CBF_OP_END = 0x00,
@@ -29,15 +32,8 @@ static inline uint8_t cbf_info_byte(unsigned word_bits)
 /* Longest instruction: opcode and an 8-byte operand. */
 #define CBF_MAX_INSTR 9
 
-/* Forces inlining where a constant argument must specialise the body. */
-#if defined(__GNUC__)
-#define CBF_ALWAYS_INLINE __attribute__((always_inline)) inline
-#else
-#define CBF_ALWAYS_INLINE inline
-#endif
-
 /* fn(args..., W) with the word size W (16, 32 or 64, the widths the
- * encoder and decoder accept) as a constant, so that a CBF_ALWAYS_INLINE fn
+ * encoder and decoder accept) as a constant, so that a BTP_ALWAYS_INLINE fn
  * is specialised per width: the fast paths then need no masking or sign
  * extension for 64-bit words. */
 #define CBF_BY_WORD_BITS(word_bits, fn, ...)                                                      \

@@ -7,7 +7,10 @@
  * reference is checked against the frames decoded so far, a bit count
  * against the word. Work is bounded by the blob's length.
  */
+#include <string.h>
+
 #include "bitio.h"
+#include "compiler.h"
 #include "lws_internal.h"
 
 typedef struct lws_reader {
@@ -47,26 +50,18 @@ static btp_status counted(lws_reader *r, unsigned word_bits, uint64_t *v, unsign
     return field(r, (unsigned)n, v);
 }
 
-btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_frame *out,
-                          size_t max_frames, btp_lws_info *info)
+/*
+ * The fields of blob p[0..len) from bit 0 on, checked one by one through
+ * the bit reader: exact offsets for every fault. Fills vals[0..depth) and
+ * info (depth, size, bits, suspect, or error_bit).
+ */
+static btp_status decode_careful(const uint8_t *p, size_t len, unsigned word_bits,
+                                 uint64_t vals[BTP_LWS_MAX_FRAMES], btp_lws_info *info)
 {
-    btp_lws_info scratch;
     lws_reader r;
-    if (!info)
-        info = &scratch;
-    *info = (btp_lws_info){0};
     r.info = info;
-    if (!lws_word_ok(word_bits) || (len && !blob) || (max_frames && !out))
-        return BTP_E_INVALID_ARGUMENT;
-    const uint8_t *p = blob;
-    if (len < 2)
-        return fail(&r, BTP_E_LENGTH_MISMATCH, 0);
-    if (((size_t)p[len - 2] << 8 | p[len - 1]) != len)
-        return fail(&r, BTP_E_LENGTH_MISMATCH, (len - 2) * 8);
     br_init(&r.br, p, len - 2);
-
     const uint64_t mask = btp_word_mask(word_bits);
-    uint64_t vals[BTP_LWS_MAX_FRAMES];
     uint32_t suspect = 0;
     uint64_t depth, v, kind;
     unsigned n;
@@ -111,8 +106,142 @@ btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_
     info->alloc_size = v;
     info->bits = r.br.pos;
     info->suspect = suspect;
+    return BTP_OK;
+}
 
-    size_t copy = depth < max_frames ? (size_t)depth : max_frames;
+/* Bytes of zeros after the copy of the blob decode_fast reads from: every
+ * look starts at most 3 bytes past the blob (see decode_fast) and is 8
+ * bytes long. */
+#define LWS_PAD 16
+
+/* The 64 bits of b from bit pos on, MSB first. */
+static inline uint64_t look(const uint8_t *b, size_t pos)
+{
+    return load_be64(b + (pos >> 3)) << (pos & 7);
+}
+
+/* The top n (0..57) bits of w. */
+static inline uint64_t top(uint64_t w, unsigned n)
+{
+    return (w >> 1) >> (63 - n);
+}
+
+/*
+ * The same as decode_careful for blobs of at most BTP_LWS_BLOB_MAX bytes
+ * that are well formed, with a value of up to 56 bits in every field. The
+ * blob is copied first into a buffer padded with zeros, so each field is
+ * one 8-byte look with no check of length: per frame one look for the
+ * header (kind, and count or ref/sign/count: 9 or 15 bits) and one for
+ * the value. A frame starts only while the position is inside the blob,
+ * so no look starts more than 3 bytes past it (LWS_PAD covers that);
+ * fields may run into the trailer or past it, which the end position
+ * shows, and a bad reference or a count that is too wide stops it.
+ * Returns 1 when the blob decoded cleanly, else 0 and the caller runs
+ * decode_careful, which finds the fault and its offset. The loop is
+ * bounded by the 5-bit depth.
+ */
+static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len,
+                                          uint64_t vals[BTP_LWS_MAX_FRAMES], btp_lws_info *info,
+                                          const unsigned word_bits)
+{
+    uint8_t b[BTP_LWS_BLOB_MAX + LWS_PAD];
+    if (len > BTP_LWS_BLOB_MAX)
+        return 0;
+    memcpy(b, p, len);
+    memset(b + len, 0, LWS_PAD);
+    const uint64_t mask = btp_word_mask(word_bits);
+    /* Widest count taken here: the word's, and 56 so a value always lies in
+     * one look (at least 57 bits). */
+    const unsigned widest = word_bits < 56 ? word_bits : 56;
+    const int wide = word_bits == 64;
+    const size_t end_bits = (len - 2) * 8;
+    size_t depth = (size_t)(look(b, 0) >> 59), pos = LWS_W_DEPTH + 1;
+    uint32_t suspect = 0;
+    for (size_t i = 0; i < depth; i++) {
+        if (pos > end_bits)
+            return 0;
+        uint64_t w = look(b, pos), v;
+        if (!(w >> 63)) {
+            /* literal: kind 0|x, count cccccc|x, then the value */
+            unsigned n = (unsigned)(w >> 56) & 0x3f;
+            if (n > widest)
+                return 0;
+            v = top(look(b, pos + 9), n);
+            pos += 10 + n;
+            if (wide && lws_truncation_signature(v, n))
+                suspect |= 1u << i;
+        } else {
+            /* delta: kind 1|x, ref rrr|x, sign s|x, count qqqqqq|x, then |d| */
+            size_t ref = (size_t)(w >> 59) & 7;
+            unsigned q = (unsigned)(w >> 50) & 0x3f;
+            if (ref + 1 > i || q > widest)
+                return 0;
+            size_t ri = i - 1 - ref;
+            uint64_t d = top(look(b, pos + 15), q);
+            v = ((w >> 57 & 1) ? vals[ri] - d : vals[ri] + d) & mask;
+            pos += 16 + q;
+            if ((suspect >> ri & 1) || (wide && lws_truncation_signature(d, q)))
+                suspect |= 1u << i;
+        }
+        if (wide && lws_truncated_form(v))
+            suspect |= 1u << i;
+        vals[i] = v;
+    }
+    if (pos > end_bits)
+        return 0;
+    /* size: count cccccc|x, then the value */
+    unsigned n = (unsigned)(look(b, pos) >> 58);
+    if (n > widest)
+        return 0;
+    uint64_t size = top(look(b, pos + 7), n);
+    pos += 8 + n;
+    if (pos > end_bits)
+        return 0; /* a field ran past the bitstream */
+    if (wide && (lws_truncation_signature(size, n) || lws_truncated_form(size)))
+        suspect |= BTP_LWS_SUSPECT_SIZE;
+    info->depth = depth;
+    info->alloc_size = size;
+    info->bits = pos;
+    info->suspect = suspect;
+    return 1;
+}
+
+/* decode_fast_w with the word size a constant in each copy: the 32-bit
+ * one has no masking and no suspect checks. */
+static int decode_fast(const uint8_t *p, size_t len, unsigned word_bits,
+                       uint64_t vals[BTP_LWS_MAX_FRAMES], btp_lws_info *info)
+{
+    return word_bits == 64 ? decode_fast_w(p, len, vals, info, 64)
+                           : decode_fast_w(p, len, vals, info, 32);
+}
+
+btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_frame *out,
+                          size_t max_frames, btp_lws_info *info)
+{
+    btp_lws_info scratch;
+    if (!info)
+        info = &scratch;
+    *info = (btp_lws_info){0};
+    if (!lws_word_ok(word_bits) || (len && !blob) || (max_frames && !out))
+        return BTP_E_INVALID_ARGUMENT;
+    const uint8_t *p = blob;
+    if (len < 2) {
+        info->error_bit = 0;
+        return BTP_E_LENGTH_MISMATCH;
+    }
+    if (((size_t)p[len - 2] << 8 | p[len - 1]) != len) {
+        info->error_bit = (len - 2) * 8;
+        return BTP_E_LENGTH_MISMATCH;
+    }
+    uint64_t vals[BTP_LWS_MAX_FRAMES];
+    if (!decode_fast(p, len, word_bits, vals, info)) {
+        *info = (btp_lws_info){0};
+        btp_status st = decode_careful(p, len, word_bits, vals, info);
+        if (st != BTP_OK)
+            return st;
+    }
+    size_t depth = info->depth;
+    size_t copy = depth < max_frames ? depth : max_frames;
     for (size_t i = 0; i < copy; i++)
         out[i] = (btp_frame){vals[i], BTP_FRAME_RA};
     return copy < depth ? BTP_E_LIMIT : BTP_OK;

@@ -330,6 +330,89 @@ static void test_random_bytes(void)
     printf("random: %d inputs, %lu decoded, %lu errors\n", ROUNDS, decoded_ok, errors);
 }
 
+/* Streams made mostly of address instructions of every width (the
+ * one-shot decoder's fast paths), with omits, reps, terminators, bytes
+ * after them, faults and cuts anywhere (the last 8 bytes go another way),
+ * under every policy and output size: btp_cbf_decode must give what the
+ * cursor gives, expanded. */
+static void test_oneshot_matches_cursor(void)
+{
+    enum { ROUNDS = 40000, MAX_LEN = 96, MAX_OUT = 48 };
+    static const unsigned policies[] = {DEFAULT, STRICT, SWIFT};
+    uint8_t in[MAX_LEN];
+    btp_frame want[MAX_OUT + 1], got[MAX_OUT];
+    unsigned long differ = 0, ok = 0, limit = 0, errors = 0;
+    for (unsigned r = 0; r < ROUNDS; r++) {
+        size_t len = 0;
+        in[len++] = (uint8_t)(rng() % 8 ? rng() % 3 : rng());
+        size_t target = 1 + (size_t)(rng() % MAX_LEN);
+        while (len < target) {
+            unsigned pick = (unsigned)(rng() % 100);
+            uint8_t op;
+            if (pick < 80) /* pc/ra/async, absolute or relative, 1..8 bytes */
+                op = (uint8_t)(0x10 + rng() % 0x30);
+            else if (pick < 86)
+                op = (uint8_t)(0x40 + rng() % 0x40); /* omit */
+            else if (pick < 92)
+                op = (uint8_t)(0x80 + rng() % 0x10); /* rep */
+            else if (pick < 97)
+                op = (uint8_t)(rng() % 2); /* end, trunc */
+            else
+                op = (uint8_t)rng();
+            in[len++] = op;
+            unsigned operand = (op >= 0x10 && op < 0x40) ? (op & 7u) + 1
+                               : (op >= 0x60 && op < 0x80) ? (op & 0x1fu) + 1
+                               : (op >= 0x88 && op < 0x90) ? (op & 7u) + 1
+                                                           : 0;
+            for (unsigned k = 0; k < operand && len < MAX_LEN; k++)
+                in[len++] = (uint8_t)(rng() % 4 ? rng() : 0);
+        }
+        if (rng() % 4 == 0)
+            len -= (size_t)(rng() % (len < 9 ? len : 9)); /* cut anywhere */
+        unsigned policy = policies[r % 3];
+        size_t room = (size_t)(rng() % 3 ? MAX_OUT : rng() % (MAX_OUT + 1));
+
+        /* The cursor, runs expanded into want[0..room]. */
+        btp_cbf_decoder dec;
+        btp_cbf_run run;
+        size_t n = 0;
+        int over = 0;
+        btp_status st = btp_cbf_decoder_init(&dec, in, len, policy);
+        while (st == BTP_OK && !over && (st = btp_cbf_decoder_next(&dec, &run)) == BTP_OK)
+            for (uint64_t c = 0; c < run.count && !over; c++) {
+                if (n == room)
+                    over = 1;
+                else
+                    want[n++] = run.frame;
+            }
+        btp_status expect = over ? BTP_E_LIMIT : st == BTP_END ? BTP_OK : st;
+
+        btp_cbf_info info;
+        btp_status got_st = btp_cbf_decode(in, len, policy, got, room, &info);
+        int same = got_st == expect && info.frames == n;
+        for (size_t i = 0; same && i < n; i++)
+            same = tu_frame_eq(got[i], want[i]);
+        if (same && expect == BTP_OK)
+            same = info.consumed == btp_cbf_decoder_consumed(&dec) &&
+                   info.terminator == btp_cbf_decoder_terminator(&dec) &&
+                   info.word_bits == btp_cbf_decoder_word_bits(&dec);
+        else if (same && expect != BTP_E_LIMIT)
+            same = info.error_offset == btp_cbf_decoder_error_offset(&dec) &&
+                   info.consumed == btp_cbf_decoder_consumed(&dec);
+        if (!same && ++differ < 5)
+            fprintf(stderr, "round %u: one-shot %s, %zu frames; cursor %s, %zu frames\n", r,
+                    btp_status_name(got_st), info.frames, btp_status_name(expect), n);
+        ok += expect == BTP_OK;
+        limit += expect == BTP_E_LIMIT;
+        errors += expect != BTP_OK && expect != BTP_E_LIMIT;
+    }
+    CHECK(differ == 0, "%lu streams: one-shot and cursor differ", differ);
+    CHECK(ok > ROUNDS / 20 && limit > ROUNDS / 50 && errors > ROUNDS / 20,
+          "%lu decoded, %lu over the limit, %lu errors", ok, limit, errors);
+    printf("one-shot vs cursor: %d streams, %lu decoded, %lu over the limit, %lu errors\n",
+           ROUNDS, ok, limit, errors);
+}
+
 int main(void)
 {
     test_huge_reps();
@@ -339,5 +422,6 @@ int main(void)
     test_concatenated();
     test_policies();
     test_random_bytes();
+    test_oneshot_matches_cursor();
     return check_finish();
 }

@@ -1,0 +1,38 @@
+/*
+ * Big-endian 64-bit loads and stores on byte buffers (private). Written
+ * byte by byte, which compilers turn into one load or store and a byte
+ * swap; no libc, so usable in the async-signal-safe encoders.
+ */
+#ifndef BTPACK_BE64_H
+#define BTPACK_BE64_H
+
+#include <stdint.h>
+
+/* The 8 bytes at p as a big-endian number. */
+static inline uint64_t load_be64(const uint8_t *p)
+{
+    return (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 |
+           (uint64_t)p[3] << 32 | (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 |
+           (uint64_t)p[6] << 8 | (uint64_t)p[7];
+}
+
+/* Write v big-endian to p[0..8). */
+static inline void store_be64(uint8_t *p, uint64_t v)
+{
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* A builtin, not libc: compiles to one byte swap and one store. */
+    v = __builtin_bswap64(v);
+    __builtin_memcpy(p, &v, 8);
+#else
+    p[0] = (uint8_t)(v >> 56);
+    p[1] = (uint8_t)(v >> 48);
+    p[2] = (uint8_t)(v >> 40);
+    p[3] = (uint8_t)(v >> 32);
+    p[4] = (uint8_t)(v >> 24);
+    p[5] = (uint8_t)(v >> 16);
+    p[6] = (uint8_t)(v >> 8);
+    p[7] = (uint8_t)v;
+#endif
+}
+
+#endif

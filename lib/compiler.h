@@ -1,0 +1,20 @@
+/* Compiler hints shared by the codecs (private). */
+#ifndef BTPACK_COMPILER_H
+#define BTPACK_COMPILER_H
+
+/* Forces inlining where a constant argument must specialise the body. */
+#if defined(__GNUC__)
+#define BTP_ALWAYS_INLINE __attribute__((always_inline)) inline
+#else
+#define BTP_ALWAYS_INLINE inline
+#endif
+
+/* Keeps a hot loop out of its caller, so that the caller's variables do not
+ * compete with the loop's for registers. */
+#if defined(__GNUC__)
+#define BTP_NOINLINE __attribute__((noinline))
+#else
+#define BTP_NOINLINE
+#endif
+
+#endif
