@@ -3,9 +3,9 @@
  * built with it, else the `xz -dc` program), parse the `m` records.
  */
 #include "corpus.h"
+#include "codec.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +19,6 @@
 
 /* Decompressed text larger than this is refused rather than allocated. */
 #define MAX_TEXT ((size_t)4 << 30)
-
-static int fail(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 typedef struct buffer {
     unsigned char *p;
@@ -82,14 +73,14 @@ static int unxz(const buffer *in, buffer *out, char *errbuf, size_t errlen)
     /* Concatenated streams like `xz -dc`; memory use bounded by liblzma's
      * default memlimit of the dictionary the stream asks for (<= 1.5 GiB). */
     if (lzma_stream_decoder(&s, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
-        return fail(errbuf, errlen, "liblzma: cannot start the decoder");
+        return bench_fail(errbuf, errlen, "liblzma: cannot start the decoder");
     s.next_in = in->p;
     s.avail_in = in->len;
     lzma_ret r;
     do {
         if (reserve(out, 1 << 20) != 0) {
             lzma_end(&s);
-            return fail(errbuf, errlen, "decompressed text too large");
+            return bench_fail(errbuf, errlen, "decompressed text too large");
         }
         s.next_out = out->p + out->len;
         s.avail_out = out->cap - out->len;
@@ -98,7 +89,7 @@ static int unxz(const buffer *in, buffer *out, char *errbuf, size_t errlen)
     } while (r == LZMA_OK);
     lzma_end(&s);
     if (r != LZMA_STREAM_END)
-        return fail(errbuf, errlen, "xz data is corrupt (liblzma error %d)", (int)r);
+        return bench_fail(errbuf, errlen, "xz data is corrupt (liblzma error %d)", (int)r);
     return 0;
 }
 #else
@@ -107,10 +98,10 @@ static int unxz_path(const char *path, buffer *out, char *errbuf, size_t errlen)
 {
     int fds[2];
     if (pipe(fds) != 0)
-        return fail(errbuf, errlen, "pipe: %s", strerror(errno));
+        return bench_fail(errbuf, errlen, "pipe: %s", strerror(errno));
     pid_t pid = fork();
     if (pid < 0)
-        return fail(errbuf, errlen, "fork: %s", strerror(errno));
+        return bench_fail(errbuf, errlen, "fork: %s", strerror(errno));
     if (pid == 0) {
         dup2(fds[1], 1);
         close(fds[0]);
@@ -125,9 +116,9 @@ static int unxz_path(const char *path, buffer *out, char *errbuf, size_t errlen)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (rc != 0)
-        return fail(errbuf, errlen, "reading from xz failed or text too large");
+        return bench_fail(errbuf, errlen, "reading from xz failed or text too large");
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return fail(errbuf, errlen, "`xz -dc %s` failed (is xz installed?)", path);
+        return bench_fail(errbuf, errlen, "`xz -dc %s` failed (is xz installed?)", path);
     return 0;
 }
 #endif
@@ -224,7 +215,7 @@ static int parse(const buffer *text, bench_corpus *c, char *errbuf, size_t errle
     int seen_header = 0;
     c->word_bits = 64;
     if (grow((void **)&c->start, &scap, 0, sizeof *c->start) != 0)
-        return fail(errbuf, errlen, "out of memory");
+        return bench_fail(errbuf, errlen, "out of memory");
     c->start[0] = 0;
     while (p < stop) {
         const char *end = memchr(p, '\n', (size_t)(stop - p));
@@ -248,41 +239,41 @@ static int parse(const buffer *text, bench_corpus *c, char *errbuf, size_t errle
         if (line[0] == 'f' && (end - line == 1 || line[1] == ' '))
             continue;
         if (line[0] != 'm' || end - line < 2 || line[1] != ' ')
-            return fail(errbuf, errlen, "line %zu: not an m, f or # record", lineno);
+            return bench_fail(errbuf, errlen, "line %zu: not an m, f or # record", lineno);
         const char *q = line + 2;
         uint64_t size, ptr;
         if (parse_dec(&q, end, &size) != 0 || q >= end || *q++ != ' ' ||
             parse_hex(&q, end, &ptr) != 0)
-            return fail(errbuf, errlen, "line %zu: bad size or pointer", lineno);
+            return bench_fail(errbuf, errlen, "line %zu: bad size or pointer", lineno);
         uint64_t mask = btp_word_mask(c->word_bits);
         size_t depth = 0;
         while (q < end) {
             uint64_t a;
             if (*q++ != ' ' || parse_hex(&q, end, &a) != 0)
-                return fail(errbuf, errlen, "line %zu: bad address", lineno);
+                return bench_fail(errbuf, errlen, "line %zu: bad address", lineno);
             if (a > mask)
-                return fail(errbuf, errlen, "line %zu: address wider than word=%u", lineno,
+                return bench_fail(errbuf, errlen, "line %zu: address wider than word=%u", lineno,
                             c->word_bits);
             if (++depth > BENCH_MAX_DEPTH)
-                return fail(errbuf, errlen, "line %zu: more than %u frames", lineno,
+                return bench_fail(errbuf, errlen, "line %zu: more than %u frames", lineno,
                             BENCH_MAX_DEPTH);
             if (grow((void **)&c->frames, &fcap, c->nframes, sizeof *c->frames) != 0)
-                return fail(errbuf, errlen, "out of memory");
+                return bench_fail(errbuf, errlen, "out of memory");
             c->frames[c->nframes++] = a;
         }
         if (grow((void **)&c->start, &scap, c->ntraces + 1, sizeof *c->start) != 0 ||
             grow((void **)&c->alloc_size, &acap, c->ntraces, sizeof *c->alloc_size) != 0)
-            return fail(errbuf, errlen, "out of memory");
+            return bench_fail(errbuf, errlen, "out of memory");
         c->alloc_size[c->ntraces] = size;
         c->start[++c->ntraces] = c->nframes;
         if (depth > c->max_depth)
             c->max_depth = depth;
     }
     if (c->ntraces == 0)
-        return fail(errbuf, errlen, "no m records");
+        return bench_fail(errbuf, errlen, "no m records");
     c->bframes = malloc((c->nframes ? c->nframes : 1) * sizeof *c->bframes);
     if (!c->bframes)
-        return fail(errbuf, errlen, "out of memory");
+        return bench_fail(errbuf, errlen, "out of memory");
     for (size_t i = 0; i < c->nframes; i++)
         c->bframes[i] = (btp_frame){.value = c->frames[i], .kind = BTP_FRAME_RA};
     return 0;
@@ -308,12 +299,12 @@ int bench_corpus_load(const char *path, bench_corpus *c, char *errbuf, size_t er
     buffer raw = {0}, text = {0};
     FILE *f = fopen(path, "rb");
     if (!f)
-        return fail(errbuf, errlen, "%s: %s", path, strerror(errno));
+        return bench_fail(errbuf, errlen, "%s: %s", path, strerror(errno));
     int rc = read_all(fileno(f), &raw);
     fclose(f);
     if (rc != 0) {
         free(raw.p);
-        return fail(errbuf, errlen, "%s: read failed or file too large", path);
+        return bench_fail(errbuf, errlen, "%s: read failed or file too large", path);
     }
     if (is_xz(&raw)) {
 #if BENCH_HAVE_LZMA
