@@ -527,7 +527,9 @@ btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsi
                           unsigned flags, void *buf, size_t cap, size_t *len_out,
                           size_t *needed_out)
 {
-    if (buf && (frames || !n) && btp_word_bits_valid(word_bits) && n <= (SIZE_MAX - 2) / 9 &&
+    /* frames NULL (allowed with n == 0) goes the general way: frames + n
+     * would be arithmetic on a null pointer. */
+    if (buf && frames && btp_word_bits_valid(word_bits) && n <= (SIZE_MAX - 2) / 9 &&
         cap >= BTP_CBF_BOUND(n))
         return encode_whole(frames, n, truncated, flags, buf, cap, len_out, needed_out,
                             word_bits);

@@ -193,6 +193,10 @@ static void test_arguments(void)
               BTP_E_INVALID_ARGUMENT, "truncate with cap 1");
     CHECK(btp_cbf_encode(NULL, 1, 0, 64, 0, buf, sizeof buf, &len, NULL) ==
               BTP_E_INVALID_ARGUMENT, "NULL frames");
+    /* No frames may come as NULL: an empty stream, information byte and
+     * end (the fuzzers caught pointer arithmetic on that NULL). */
+    CHECK(btp_cbf_encode(NULL, 0, 0, 32, 0, buf, sizeof buf, &len, NULL) == BTP_OK && len == 2 &&
+              buf[0] == 1 && buf[1] == 0, "NULL frames, n 0");
 
     /* A rejected frame appends nothing: the stream equals the one
      * without it. */
