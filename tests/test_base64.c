@@ -1,5 +1,5 @@
 /*
- * Base64 (lib/base64.c): RFC 4648 vectors, both alphabets, padding, bad
+ * Base64 (lib/codec/base64.c): RFC 4648 vectors, both alphabets, padding, bad
  * characters with their offsets, buffer sizes at every boundary (against a
  * guard page), and a round trip of random bytes.
  */

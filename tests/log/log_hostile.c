@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "crc32.h"
+#include "log/crc32.h"
 #include "log_synth.h"
 #include "membuf.h"
 

@@ -4,8 +4,8 @@
 
 #include <btpack/cbf.h>
 
-#include "be64.h"
-#include "compiler.h"
+#include "common/be64.h"
+#include "common/compiler.h"
 
 /* Instruction bytes (see spec/cbf.md). */
 enum {

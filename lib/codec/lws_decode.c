@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "bitio.h"
-#include "compiler.h"
+#include "common/compiler.h"
 #include "lws_internal.h"
 
 typedef struct lws_reader {

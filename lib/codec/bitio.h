@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "be64.h"
+#include "common/be64.h"
 
 typedef struct bit_writer {
     uint8_t *buf;
