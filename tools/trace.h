@@ -35,6 +35,10 @@ typedef struct trace {
     int has_pointer;
     uint64_t pointer;    /* ALLOC/FREE: the block's address */
     src_loc loc;         /* where the record started */
+    /* The images loaded when the trace was taken (crash records, Swift JSON,
+     * logs with maps), or NULL. Owned by the reader that set it, valid until
+     * its next record; trace_reset() clears it. */
+    const btp_image_map *image_map;
 } trace;
 
 /* Set up an empty trace that will hold at most max_frames frames. */

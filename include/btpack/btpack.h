@@ -143,5 +143,6 @@ static inline int btp_frame_is_address(btp_frame f)
 #include <btpack/log.h>
 #include <btpack/lws.h>
 #include <btpack/capture.h>
+#include <btpack/imagemap.h>
 
 #endif
