@@ -11,6 +11,7 @@
 
 #include "addr2line.h"
 #include "diag.h"
+#include "output.h"
 
 static const char heapmap_help[] =
     "usage: btpack heapmap --elf FILE [options] [LOG]\n"
@@ -253,7 +254,9 @@ int cmd_heapmap(int argc, char **argv)
         if (report(&h, a2l, elf) < 0)
             rc = EXIT_BAD_INPUT;
     }
-    if (fflush(stdout) != 0)
+    output out;
+    output_stdio(&out);
+    if (output_close(&out, 1) < 0)
         rc = EXIT_BAD_INPUT;
     free(h.recs);
     free(h.pool);
