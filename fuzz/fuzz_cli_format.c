@@ -152,11 +152,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (first.v[i].event == TRACE_FREE && !fmt->events)
             continue; /* never given to such writers (and has no frames) */
         sb_clear(&one);
+        w.committed = 0;
         if (fmt->write(&w, &first.v[i], &one) == 0) {
             if (one.len)
                 sb_add(&out, one.data, one.len);
             first.v[kept++] = first.v[i];
         } else {
+            /* what a streaming writer emitted stays, as in `convert` */
+            if (w.committed)
+                sb_add(&out, one.data, w.committed);
             free(first.v[i].frames);
         }
     }

@@ -27,9 +27,20 @@ static const char convert_help[] =
     "  --keep-going      skip bad traces with a warning; exit status 1 at the end\n"
     "  --max-frames N    frames per trace after expanding repeats (default 1048576);\n"
     "                    more is an error\n"
+    "  --max-nodes N, --max-live N, --max-expansion N\n"
+    "                    (from log) what reading a log may cost: call-tree nodes\n"
+    "                    per segment and live allocations (default 1048576 each,\n"
+    "                    what the writer uses), and tree nodes, records and frames\n"
+    "                    per byte of log (default 1024, real logs need under 30;\n"
+    "                    0: no limit); a log built to explode stops with an error\n"
+    "                    naming the limit\n"
     "  --maps FILE       (to log) store FILE, the /proc/PID/maps of the traced\n"
     "                    process, so that addresses can be symbolized later\n"
     "  --no-zlib         (to log) store blocks uncompressed\n"
+    "  --flush-interval S  output held back (a log's block, buffered text) is\n"
+    "                    written within S seconds (default 1; 0: only when a\n"
+    "                    buffer or block is full), so that a writer killed\n"
+    "                    while reading a pipe loses at most S seconds of records\n"
     "  --alloc-size N    allocation size of traces whose input has none (lws\n"
     "                    writes one per record; default 0)\n"
     "  --allow-truncated write truncated traces (CBF trunc) into lws/lws-b with a\n"
@@ -67,6 +78,8 @@ typedef struct convert_ctx {
     output out;
     const char *in_name;
     strbuf buf;
+    uint64_t buf_since; /* clock (ms) when buf got its oldest byte */
+    int failed;         /* a write to the output failed (reported) */
 } convert_ctx;
 
 /* Output collects in c->buf and goes out in chunks of about this size:
@@ -83,11 +96,45 @@ static int flush_buf(convert_ctx *c)
         rc = -1;
     }
     /* emptied either way, so that a failure is reported once */
-    if (rc < 0)
+    if (rc < 0) {
         sb_free(&c->buf);
-    else
+        c->failed = 1;
+    } else {
         sb_clear(&c->buf);
+    }
     return rc;
+}
+
+/* The input is about to read (input.h): output held back goes out when
+ * the input has to wait for data, or once it is --flush-interval old; a
+ * log's pending block once the library says it is due. */
+static long convert_idle(void *ctx, int waiting)
+{
+    convert_ctx *c = ctx;
+    uint32_t interval = c->w.opt->flush_interval_ms, wait = UINT32_MAX;
+    if (c->failed)
+        return -1;
+    if (c->to->tick) {
+        c->w.msg[0] = 0;
+        size_t mark = c->buf.len;
+        if (c->to->tick(&c->w, &c->buf, &wait) < 0) {
+            diag(DIAG_ERROR, c->out.name, NULL, "%s", c->w.msg);
+            c->failed = 1;
+            return -1;
+        }
+        if (c->buf.len > mark)
+            waiting = 1; /* a block: out with it */
+    }
+    if (c->buf.len) {
+        uint64_t age = output_clock_ms() - c->buf_since;
+        if (waiting || (interval && age >= interval)) {
+            if (flush_buf(c) < 0)
+                return -1;
+        } else if (interval && interval - age < wait) {
+            wait = (uint32_t)(interval - age);
+        }
+    }
+    return wait == UINT32_MAX ? -1 : (long)wait;
 }
 
 static int convert_sink(void *ctx, trace *t)
@@ -96,18 +143,30 @@ static int convert_sink(void *ctx, trace *t)
     if (t->event == TRACE_FREE && !c->to->events)
         return 0;
     size_t mark = c->buf.len; /* a trace that fails leaves nothing behind */
+    if (c->failed)
+        return -1;
     c->w.msg[0] = 0;
-    if (c->to->write(&c->w, t, &c->buf) < 0) {
+    c->w.committed = mark;
+    int failed = c->to->write(&c->w, t, &c->buf) < 0;
+    /* a streaming writer's blocks go out at once: a crash loses no more */
+    int emitted = c->w.committed > mark;
+    if (failed) {
         int warn = c->w.opt->keep_going;
+        if (c->w.committed > mark)
+            mark = c->w.committed; /* what the writer emitted stays */
         if (!c->buf.oom && c->buf.len > mark) {
             c->buf.len = mark;
             c->buf.data[mark] = 0;
         }
         diag(warn ? DIAG_WARNING : DIAG_ERROR, c->in_name, &t->loc, "cannot write as %s: %s%s",
              c->to->name, c->w.msg, warn ? "; trace skipped" : "");
+        if (emitted && flush_buf(c) < 0)
+            return -1;
         return 1;
     }
-    return c->buf.oom || c->buf.len >= FLUSH_AT ? flush_buf(c) : 0;
+    if (mark == 0 && c->buf.len)
+        c->buf_since = output_clock_ms();
+    return c->buf.oom || c->buf.len >= FLUSH_AT || emitted ? flush_buf(c) : 0;
 }
 
 int cmd_convert(int argc, char **argv)
@@ -127,10 +186,15 @@ int cmd_convert(int argc, char **argv)
         {"no-zlib", no_argument, NULL, 'Z'},
         {"force", no_argument, NULL, 'F'},
         {"keep-partial", no_argument, NULL, 'P'},
+        {"flush-interval", required_argument, NULL, 'I'},
+        {"max-nodes", required_argument, NULL, 'N'},
+        {"max-live", required_argument, NULL, 'L'},
+        {"max-expansion", required_argument, NULL, 'X'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
-    cli_options opt = {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES};
+    cli_options opt = {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES,
+                       .flush_interval_ms = 1000};
     const format *from = NULL, *to = NULL;
     const char *out_path = NULL;
     unsigned out_flags = 0;
@@ -174,6 +238,10 @@ int cmd_convert(int argc, char **argv)
         case 'P':
             out_flags |= OUTPUT_KEEP_PARTIAL;
             break;
+        case 'I':
+            if (cli_seconds_arg("convert", "--flush-interval", optarg, &opt.flush_interval_ms) < 0)
+                return EXIT_USAGE;
+            break;
         case 'h':
             fputs(convert_help, stdout);
             cli_list_formats(stdout, 1, 0);
@@ -203,6 +271,8 @@ int cmd_convert(int argc, char **argv)
     strbuf comments = STRBUF_INIT;
     if (to->comments)
         opt.comments = &comments;
+    opt.idle = convert_idle;
+    opt.idle_ctx = &c;
 
     int rc = output_open(&c.out, out_path, in_path, out_flags | (to->binary ? OUTPUT_BINARY : 0));
     if (rc != 0)

@@ -297,33 +297,54 @@ static int by_bytes(const void *a, const void *b)
                                 : (x->count < y->count) - (x->count > y->count);
 }
 
-int log_stats(const char *path, const strbuf *data, const cli_options *opt, const char *elf,
-              size_t top)
+/* Keep the first "maps" metadata (for symbolizing) and let the reader
+ * forget the rest as it comes, so that memory does not grow with the log. */
+static void take_meta(btp_log_reader *r, size_t *next, strbuf *maps, int *have_maps)
 {
-    const char *name = input_name(path);
+    const char *key;
+    const void *data;
+    size_t len;
+    while (btp_log_reader_meta(r, *next, &key, &data, &len, NULL) == BTP_OK) {
+        if (!*have_maps && strcmp(key, "maps") == 0) {
+            sb_add(maps, data, len);
+            *have_maps = 1;
+        }
+        ++*next;
+    }
+    btp_log_reader_meta_release(r, *next);
+}
+
+int log_stats(input *in, const cli_options *opt, const char *elf, size_t top)
+{
+    const char *name = in->name;
+    reader rd = {.name = name, .opt = opt, .in = in};
     btp_log_reader *r;
-    btp_status st = btp_log_reader_open(&r, data->data, data->len,
-                                        opt->keep_going ? BTP_LOG_KEEP_GOING : 0);
-    if (st != BTP_OK) {
-        diag(DIAG_ERROR, name, NULL, "not a readable btpack log: %s", btp_strerror(st));
+    if (log_open_reader(&rd, &r) != BTP_OK) {
+        if (!rd.in_failed)
+            diag(DIAG_ERROR, name, &rd.err_loc, "%s", rd.msg);
         return EXIT_BAD_INPUT;
     }
     profile p = {0};
     p.segment = UINT32_MAX;
     uint64_t total_count = 0, total_bytes = 0, unknown = 0;
-    int rc = EXIT_OK;
+    int rc = EXIT_OK, have_maps = 0;
+    strbuf maps = STRBUF_INIT;
+    size_t next_meta = 0;
+    btp_status st;
     btp_log_record rec;
     for (;;) {
         st = btp_log_reader_next(r, &rec);
+        take_meta(r, &next_meta, &maps, &have_maps);
         if (st == BTP_END)
             break;
         if (st != BTP_OK) {
-            src_loc loc = {.offset = btp_log_reader_error_offset(r), .has_offset = 1};
-            int go_on = opt->keep_going && st != BTP_E_TRUNCATED_FILE;
-            diag(go_on ? DIAG_WARNING : DIAG_ERROR, name, &loc, "%s%s", btp_strerror(st),
-                 go_on ? "; block skipped" : "");
+            rd.fatal = 0;
+            log_status(&rd, r, st);
             rc = EXIT_BAD_INPUT;
-            if (!go_on)
+            if (rd.in_failed)
+                break;
+            diag(rd.fatal ? DIAG_ERROR : DIAG_WARNING, name, &rd.err_loc, "%s", rd.msg);
+            if (rd.fatal)
                 break;
             continue;
         }
@@ -390,10 +411,9 @@ int log_stats(const char *path, const strbuf *data, const cli_options *opt, cons
            (unsigned long long)live_bytes, (unsigned long long)live_count);
     symbols sy = {0};
     sy.elf = elf;
-    const void *md;
-    size_t ml;
-    if (btp_log_reader_meta_find(r, "maps", &md, &ml) == BTP_OK)
-        parse_maps(&sy, md, ml);
+    if (have_maps)
+        parse_maps(&sy, maps.data ? maps.data : "", maps.len);
+    sb_free(&maps);
     size_t n_top = p.n_sites < top ? p.n_sites : top;
     site **order = malloc((p.n_sites + 1) * sizeof *order);
     site **shown = malloc((2 * n_top + 1) * sizeof *shown);

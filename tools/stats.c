@@ -25,6 +25,13 @@ static const char stats_help[] =
     "section and per trace, then a heap profile: the top allocation stacks by count\n"
     "and by bytes, with what is still live at the end, symbolized with addr2line\n"
     "where the stored maps point at readable files (the files now at those paths).\n"
+    "  --max-nodes N, --max-live N, --max-expansion N\n"
+    "                    (from log) what reading a log may cost: call-tree nodes\n"
+    "                    per segment and live allocations (default 1048576 each,\n"
+    "                    what the writer uses), and tree nodes, records and frames\n"
+    "                    per byte of log (default 1024, real logs need under 30;\n"
+    "                    0: no limit); a log built to explode stops with an error\n"
+    "                    naming the limit\n"
     "  --elf FILE        also symbolize addresses outside the stored maps (or all,\n"
     "                    when the log has none) in FILE\n"
     "  --top N           stacks to show in each list (default 10)\n"
@@ -149,6 +156,9 @@ int cmd_stats(int argc, char **argv)
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
         {"max-frames", required_argument, NULL, 'm'},
+        {"max-nodes", required_argument, NULL, 'N'},
+        {"max-live", required_argument, NULL, 'L'},
+        {"max-expansion", required_argument, NULL, 'X'},
         {"help", no_argument, NULL, 'h'},
         {"elf", required_argument, NULL, 'E'},
         {"top", required_argument, NULL, 'T'},
@@ -209,13 +219,10 @@ int cmd_stats(int argc, char **argv)
     int rc;
     if (from == format_find("log")) {
         input in;
-        strbuf data = STRBUF_INIT;
         if (input_open(&in, path) < 0)
             return EXIT_BAD_INPUT;
-        rc = input_read_all(&in, &data) < 0 ? EXIT_BAD_INPUT
-                                             : log_stats(path, &data, &opt, elf, top);
+        rc = log_stats(&in, &opt, elf, top);
         input_close(&in);
-        sb_free(&data);
     } else {
         stats s = {0};
         rc = read_traces(from, &opt, path, stats_sink, &s);

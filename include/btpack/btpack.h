@@ -88,7 +88,14 @@ typedef enum btp_status {
     BTP_E_ZLIB = 66,            /* zlib reported an error */
 
     /* capture */
-    BTP_E_NO_METHOD = 80 /* the requested unwinder is not built in or failed to start */
+    BTP_E_NO_METHOD = 80, /* the requested unwinder is not built in or failed to start */
+
+    /* trace logs: losses and reader limits */
+    BTP_E_RECORDS_LOST = 200,     /* records of the log are missing (a block was lost) */
+    BTP_E_NODES_LIMIT = 201,      /* more call-tree nodes than the reader's max_nodes */
+    BTP_E_LIVE_LIMIT = 202,       /* more live allocations than the reader's max_live */
+    BTP_E_EXPANSION_LIMIT = 203,  /* more work per byte of log than max_expansion */
+    BTP_E_META_LIMIT = 204        /* more metadata kept than the reader holds */
 } btp_status;
 
 /* A short English sentence for a status; never NULL, never allocates,
