@@ -25,13 +25,17 @@ static void test_trace(void)
     trace_reset(&t, 16);
     btp_frame ra = {0xffff, BTP_FRAME_RA};
     CHECK(trace_add(&t, ra, 3) == BTP_OK && t.n == 3, "3 copies");
-    CHECK(t.frames[2].value == 0xffff && t.frames[2].kind == BTP_FRAME_RA, "copy content");
+    CHECK(t.n_runs == 1 && t.runs[0].count == 3 && t.runs[0].frame.value == 0xffff &&
+              t.runs[0].frame.kind == BTP_FRAME_RA,
+          "copies kept as one run");
+    const btp_frame *flat = trace_frames(&t);
+    CHECK(flat && flat[2].value == 0xffff && flat[2].kind == BTP_FRAME_RA, "expanded content");
     /* A count far past the limit fails before anything is allocated. */
     size_t cap = t.cap;
     CHECK(trace_add(&t, ra, UINT64_MAX) == BTP_E_LIMIT && t.n == 3 && t.cap == cap,
           "2^64-1 copies: limit, nothing added");
     CHECK(trace_add(&t, ra, 8) == BTP_E_LIMIT && t.n == 3, "11 > 10 frames");
-    CHECK(trace_add(&t, ra, 7) == BTP_OK && t.n == 10, "exactly 10 frames");
+    CHECK(trace_add(&t, ra, 7) == BTP_OK && t.n == 10 && t.n_runs == 1, "exactly 10 frames");
     trace_reset(&t, 16);
     CHECK(t.n == 0 && t.word_bits == 16 && !t.truncated && t.max_frames == 10, "reset");
     CHECK(trace_add(&t, (btp_frame){0x10000, BTP_FRAME_PC}, 1) == BTP_E_VALUE_TOO_WIDE,
@@ -47,6 +51,15 @@ static void test_trace(void)
     CHECK(trace_add(&t, (btp_frame){UINT64_MAX, BTP_FRAME_ASYNC}, 1) == BTP_OK, "64-bit max");
     trace_free(&t);
 
+    /* a run of 10^8 frames costs one run, not 1.6 GB */
+    trace_init(&t, 100000000);
+    trace_reset(&t, 64);
+    CHECK(trace_add(&t, ra, 1) == BTP_OK && trace_add(&t, ra, 99999999) == BTP_OK &&
+              t.n == 100000000 && t.n_runs == 1 && t.cap <= 64,
+          "10^8 copies: one run");
+    CHECK(trace_add(&t, (btp_frame){1, BTP_FRAME_PC}, 1) == BTP_E_LIMIT, "past the limit");
+    trace_free(&t);
+
     /* trace_add_frames: the same checks for a whole stack, all or nothing */
     btp_frame st[4] = {{1, BTP_FRAME_PC}, {0xffff, BTP_FRAME_RA}, {2, BTP_FRAME_OMIT},
                        {0x10000, BTP_FRAME_RA}};
@@ -54,8 +67,8 @@ static void test_trace(void)
     trace_reset(&t, 16);
     CHECK(trace_add_frames(&t, st, 4) == BTP_E_VALUE_TOO_WIDE && t.n == 0,
           "a frame wider than 16 bits: nothing added");
-    CHECK(trace_add_frames(&t, st, 3) == BTP_OK && t.n == 3 && t.frames[1].value == 0xffff &&
-              t.frames[2].kind == BTP_FRAME_OMIT,
+    CHECK(trace_add_frames(&t, st, 3) == BTP_OK && t.n == 3 && t.n_runs == 3 &&
+              t.runs[1].frame.value == 0xffff && t.runs[2].frame.kind == BTP_FRAME_OMIT,
           "3 frames appended in order");
     CHECK(trace_add_frames(&t, st, 0) == BTP_OK && t.n == 3, "0 frames");
     CHECK(trace_add_frames(&t, st, 3) == BTP_OK && t.n == 6, "exactly 6 frames");

@@ -105,6 +105,12 @@ static int flush_buf(convert_ctx *c)
     return rc;
 }
 
+/* A writer streams a long record out (writer.spill). */
+static int convert_spill(void *ctx)
+{
+    return flush_buf(ctx);
+}
+
 /* The input is about to read (input.h): output held back goes out when
  * the input has to wait for data, or once it is --flush-interval old; a
  * log's pending block once the library says it is due. */
@@ -140,7 +146,8 @@ static long convert_idle(void *ctx, int waiting)
 static int convert_sink(void *ctx, trace *t)
 {
     convert_ctx *c = ctx;
-    if (t->event == TRACE_FREE && !c->to->events)
+    if ((t->event == TRACE_FREE && !c->to->events) ||
+        (t->event == TRACE_COMMENTS && !c->to->comments))
         return 0;
     size_t mark = c->buf.len; /* a trace that fails leaves nothing behind */
     if (c->failed)
@@ -148,6 +155,8 @@ static int convert_sink(void *ctx, trace *t)
     c->w.msg[0] = 0;
     c->w.committed = mark;
     int failed = c->to->write(&c->w, t, &c->buf) < 0;
+    if (c->failed)
+        return -1; /* the output failed while the writer streamed (reported) */
     /* a streaming writer's blocks go out at once: a crash loses no more */
     int emitted = c->w.committed > mark;
     if (failed) {
@@ -267,7 +276,8 @@ int cmd_convert(int argc, char **argv)
 
     const char *in_path = optind < argc ? argv[optind] : NULL;
     convert_ctx c = {.to = to, .in_name = input_name(in_path)};
-    c.w = (writer){.fmt = to, .opt = &opt, .in_name = c.in_name};
+    c.w = (writer){.fmt = to, .opt = &opt, .in_name = c.in_name, .spill = convert_spill,
+                   .spill_ctx = &c};
     strbuf comments = STRBUF_INIT;
     if (to->comments)
         opt.comments = &comments;

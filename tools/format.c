@@ -149,3 +149,10 @@ void rd_skip(reader *r, size_t n)
 {
     r->pos += n;
 }
+
+int wr_spill(writer *w, strbuf *out)
+{
+    if (!w->spill || out->len < ((size_t)1 << 20))
+        return 0;
+    return w->spill(w->spill_ctx) < 0 ? -1 : 0;
+}

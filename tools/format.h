@@ -27,8 +27,9 @@ typedef struct cli_options {
     int no_zlib;           /* --no-zlib: store log blocks uncompressed */
     strbuf *comments;      /* set when the writer keeps comment lines (format.comments):
                               readers append the comment lines they meet (with their
-                              newlines); the writer takes them before its next record
-                              and at the end */
+                              newlines); the writer takes them before its next record,
+                              at the end, and whenever they pass COMMENTS_AT_MOST
+                              (a TRACE_COMMENTS event) */
     int alloc_size_set;  /* --alloc-size given: */
     uint64_t alloc_size; /* the size of traces whose input has none (lws default 0) */
     int allow_truncated; /* --allow-truncated: write truncated traces into lws anyway */
@@ -44,6 +45,7 @@ typedef struct cli_options {
 } cli_options;
 
 #define CLI_DEFAULT_MAX_FRAMES ((size_t)1 << 20)
+#define COMMENTS_AT_MOST ((size_t)1 << 20) /* comment bytes held before the writer takes them */
 
 struct format;
 
@@ -99,7 +101,18 @@ typedef struct writer {
      * end of what it emitted. A failed write is rolled back to here, never
      * further; the caller sets it to out->len before each call. */
     size_t committed;
+    /* Set by the caller that writes `out` somewhere (convert): write out
+     * what `out` holds now. Writers call wr_spill() in long loops, once
+     * they know the record is valid, so that a trace of 10^8 frames streams
+     * out instead of being built in memory; after that they must not fail. */
+    int (*spill)(void *ctx);
+    void *spill_ctx;
 } writer;
+
+/* In a writer's loop: when `out` holds more than a MiB and the caller can
+ * take it, hand it on (w->spill). Returns 0, or -1 when the output failed
+ * (reported already: the writer returns -1 without a message). */
+int wr_spill(writer *w, strbuf *out);
 
 typedef struct format {
     const char *name;

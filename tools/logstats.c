@@ -348,6 +348,8 @@ int log_stats(input *in, const cli_options *opt, const char *elf, size_t top)
                 break;
             continue;
         }
+        if (rec.kind == BTP_LOG_META) /* taken by take_meta() */
+            continue;
         if (rec.flags) {
             unknown++;
             if (rec.kind != BTP_LOG_ALLOC || (rec.flags & BTP_LOG_REC_STACK_UNKNOWN))

@@ -100,11 +100,24 @@ int read_traces(const format *fmt, const cli_options *opt, const char *path, tra
             r.more = 0;
             r.loc = (src_loc){.line = lr.lineno};
             rc = read_one_line(&r, line, len, &t, &bytes);
+            if (rc == 0 && opt->comments && opt->comments->len >= COMMENTS_AT_MOST) {
+                trace_reset(&t, r.word_bits);
+                t.event = TRACE_COMMENTS;
+                t.loc = r.loc;
+                rc = 1; /* to the sink: the writer takes them */
+            }
             if (rc == 0)
                 continue;
         }
         if (rc < 0) {
             if (report_bad(&r, &bad, &damaged) < 0) {
+                failed = 1;
+                break;
+            }
+            continue;
+        }
+        if (t.event == TRACE_COMMENTS) {
+            if (sink(ctx, &t) < 0) {
                 failed = 1;
                 break;
             }

@@ -47,7 +47,9 @@ extern "C" {
 typedef enum btp_log_kind {
     BTP_LOG_ALLOC = 0, /* `m size ptr stack` */
     BTP_LOG_FREE = 1,  /* `f ptr` */
-    BTP_LOG_TRACE = 2  /* a plain backtrace (no allocation), maybe truncated */
+    BTP_LOG_TRACE = 2, /* a plain backtrace (no allocation), maybe truncated */
+    BTP_LOG_META = 3   /* reader with BTP_LOG_META_RECORDS: a metadata item was read
+                          (btp_log_reader_meta(r, rec.meta, ...)); not a record */
 } btp_log_kind;
 
 /* ------------------------------------------------------------------ */
@@ -163,7 +165,12 @@ BTP_API void btp_log_writer_abandon(btp_log_writer *w);
 
 enum {
     /* After a damaged block, report it once and go on with the next one. */
-    BTP_LOG_KEEP_GOING = 1u << 0
+    BTP_LOG_KEEP_GOING = 1u << 0,
+    /* btp_log_reader_next() also returns each metadata item as it meets it
+     * (kind BTP_LOG_META), in file order among the records, so that a caller
+     * can use and release metadata as it streams by (a long run of comments
+     * never piles up). */
+    BTP_LOG_META_RECORDS = 1u << 1
 };
 
 /* Flags on a record (only ever set after damage, in keep-going mode). */
@@ -190,6 +197,8 @@ typedef struct btp_log_record {
     int matched;             /* FREE: the log names the allocation it frees (a free
                                 of a pointer it had not seen allocated, or forgot
                                 past max_live, is not matched) */
+    size_t meta;             /* META: the item's index for btp_log_reader_meta(); its
+                                `index` is the number of records before it */
 } btp_log_record;
 
 typedef struct btp_log_reader btp_log_reader; /* opaque: it rebuilds the dictionary */
@@ -199,7 +208,7 @@ typedef struct btp_log_reader btp_log_reader; /* opaque: it rebuilds the diction
  * log the writer makes with its default options and stop logs built to
  * explode (a few KB that claim gigabytes of records or tree nodes). */
 typedef struct btp_log_reader_options {
-    unsigned flags;         /* BTP_LOG_KEEP_GOING */
+    unsigned flags;         /* BTP_LOG_KEEP_GOING, BTP_LOG_META_RECORDS */
     uint32_t max_nodes;     /* call-tree nodes (and stacks) per segment (default 1<<20,
                                the writer's default; BTP_E_NODES_LIMIT) */
     uint32_t max_live;      /* live allocations tracked (default 1<<20, the writer's

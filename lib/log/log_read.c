@@ -88,6 +88,7 @@ struct btp_log_reader {
     uint32_t fc_cap, fc_gen;
     btp_frame *fc_pool;
     uint32_t fc_len, fc_pool_cap;
+    int meta_new;            /* the block just read added a metadata item */
     meta_item *meta;         /* items meta_base .. meta_base + n_meta - 1 */
     size_t n_meta, cap_meta, meta_base;
     size_t meta_bytes;       /* kept */
@@ -677,8 +678,10 @@ static btp_status load_block(btp_log_reader *r)
             r->st.meta_bytes += h.stored_len;
             if (h.block_index >= r->meta_upto) {
                 st = add_meta(r, raw, h.raw_len, h.first_record);
-                if (st == BTP_OK)
+                if (st == BTP_OK) {
                     r->meta_upto = h.block_index + 1;
+                    r->meta_new = 1;
+                }
             }
             break;
         case LOG_BLOCK_RECORDS:
@@ -752,7 +755,8 @@ static btp_status reader_open(btp_log_reader **out, const void *buf, size_t len,
         o = *opt;
     else
         btp_log_reader_options_init(&o);
-    if ((!src && !buf && len) || (o.flags & ~(unsigned)BTP_LOG_KEEP_GOING) || o.max_nodes < 1 ||
+    if ((!src && !buf && len) ||
+        (o.flags & ~(unsigned)(BTP_LOG_KEEP_GOING | BTP_LOG_META_RECORDS)) || o.max_nodes < 1 ||
         o.max_live < 1)
         return BTP_E_INVALID_ARGUMENT;
     btp_log_reader *r = calloc(1, sizeof *r);
@@ -837,6 +841,11 @@ btp_status btp_log_reader_open(btp_log_reader **out, const void *buf, size_t len
 {
     btp_log_reader_options o;
     btp_log_reader_options_init(&o);
+    if (flags & ~(unsigned)BTP_LOG_KEEP_GOING) {
+        if (out)
+            *out = NULL;
+        return BTP_E_INVALID_ARGUMENT;
+    }
     o.flags = flags;
     return reader_open(out, buf, len, NULL, NULL, &o);
 }
@@ -900,9 +909,17 @@ btp_status btp_log_reader_next(btp_log_reader *r, btp_log_record *rec)
         if (r->final || (r->error != BTP_OK && !(r->flags & BTP_LOG_KEEP_GOING)))
             return r->error;
         r->n_recs = r->next_rec = 0;
+        r->meta_new = 0;
         btp_status st = load_block(r);
         if (st != BTP_OK)
             return st;
+        if (r->meta_new && (r->flags & BTP_LOG_META_RECORDS)) {
+            memset(rec, 0, sizeof *rec);
+            rec->kind = BTP_LOG_META;
+            rec->meta = r->meta_base + r->n_meta - 1;
+            rec->index = r->meta[r->n_meta - 1].record;
+            return BTP_OK;
+        }
     }
     const drec *d = &r->recs[r->next_rec];
     memset(rec, 0, sizeof *rec);

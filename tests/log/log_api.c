@@ -165,6 +165,37 @@ static void test_meta_release(void)
     CHECK(btp_log_reader_meta_find(r, "maps", &data, &len) == BTP_END, "maps released");
     btp_log_reader_close(r);
     free(log.p);
+
+    /* BTP_LOG_META_RECORDS: each item among the records, in file order */
+    log = (membuf){0};
+    CHECK(btp_log_writer_open(&w, mb_sink, &log, &opt) == BTP_OK, "open");
+    btp_frame f = {0x1000, BTP_FRAME_RA};
+    btp_log_writer_alloc(w, 1, 0x10, &f, 1);
+    btp_log_writer_meta(w, "comment", "a", 1); /* flushes the record first */
+    btp_log_writer_alloc(w, 2, 0x20, &f, 1);
+    btp_log_writer_meta(w, "comment", "b", 1);
+    btp_log_writer_close(w);
+    btp_log_reader_options o;
+    btp_log_reader_options_init(&o);
+    o.flags = BTP_LOG_META_RECORDS;
+    CHECK(btp_log_reader_open_opts(&r, log.p, log.len, &o) == BTP_OK, "open");
+    char order[8] = "";
+    size_t k = 0;
+    while (k < sizeof order - 1 && btp_log_reader_next(r, &rec) == BTP_OK) {
+        if (rec.kind == BTP_LOG_META &&
+            btp_log_reader_meta(r, rec.meta, &key, &data, &len, NULL) == BTP_OK && len == 1) {
+            order[k++] = *(const char *)data;
+            btp_log_reader_meta_release(r, rec.meta + 1);
+        } else if (rec.kind == BTP_LOG_ALLOC) {
+            order[k++] = (char)('0' + rec.size);
+        }
+    }
+    CHECK(strcmp(order, "1a2b") == 0, "records and metadata in file order: %s", order);
+    btp_log_reader_close(r);
+    CHECK(btp_log_reader_open(&r, log.p, log.len, BTP_LOG_META_RECORDS) ==
+              BTP_E_INVALID_ARGUMENT && !r,
+          "META_RECORDS only through the options");
+    free(log.p);
 }
 
 /* A log with many nodes, many live allocations and deep stacks repeated:

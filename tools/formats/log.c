@@ -126,7 +126,8 @@ btp_status log_open_reader(reader *r, btp_log_reader **out)
 {
     btp_log_reader_options o;
     btp_log_reader_options_init(&o);
-    o.flags = r->opt->keep_going ? BTP_LOG_KEEP_GOING : 0;
+    /* metadata as it comes, so that it can be handed on and released */
+    o.flags = BTP_LOG_META_RECORDS | (r->opt->keep_going ? BTP_LOG_KEEP_GOING : 0);
     if (r->opt->log_max_nodes)
         o.max_nodes = r->opt->log_max_nodes;
     if (r->opt->log_max_live)
@@ -158,7 +159,15 @@ static int log_read_next(reader *r, trace *t)
         r->word_bits = btp_log_reader_word_bits(s->lr);
     }
     btp_log_record rec;
-    btp_status st = btp_log_reader_next(s->lr, &rec);
+    btp_status st;
+    while ((st = btp_log_reader_next(s->lr, &rec)) == BTP_OK && rec.kind == BTP_LOG_META) {
+        pass_comments(r, s, UINT64_MAX);
+        if (r->opt->comments && r->opt->comments->len >= COMMENTS_AT_MOST) {
+            trace_reset(t, r->word_bits); /* a run of comments: to the writer now */
+            t->event = TRACE_COMMENTS;
+            return 1;
+        }
+    }
     if (st == BTP_END) {
         pass_comments(r, s, UINT64_MAX);
         s->done = 1;
@@ -199,7 +208,7 @@ static int log_read_next(reader *r, trace *t)
     }
     /* the whole stack in one step; on a failure (such as --max-frames)
      * frame by frame, so that rd_add_frame words it for the frame at fault */
-    if (trace_add_frames(t, rec.frames, rec.n_frames) != BTP_OK)
+    if (rec.n_frames && trace_add_frames(t, rec.frames, rec.n_frames) != BTP_OK)
         for (size_t i = 0; i < rec.n_frames; i++)
             if (rd_add_frame(r, t, rec.frames[i], 1) < 0)
                 return -1;
@@ -281,12 +290,18 @@ static int start(writer *w, log_wstate *s, unsigned word_bits)
     return 0;
 }
 
+/* The pending comment lines as "comment" metadata, in pieces of at most
+ * 1 MiB (a reader hands them on in order, so a line may straddle two). */
 static int take_comments(writer *w, log_wstate *s)
 {
     strbuf *c = w->opt->comments;
+    int rc = 0;
     if (!c || !c->len)
         return 0;
-    int rc = put_meta(w, s, "comment", c->data, c->len);
+    for (size_t at = 0; at < c->len && rc == 0; at += (size_t)1 << 20) {
+        size_t n = c->len - at < ((size_t)1 << 20) ? c->len - at : (size_t)1 << 20;
+        rc = put_meta(w, s, "comment", c->data + at, n);
+    }
     sb_clear(c);
     return rc;
 }
@@ -297,6 +312,8 @@ static int log_write(writer *w, const trace *t, strbuf *out)
     s->out = out;
     if (!s->lw && start(w, s, t->word_bits) < 0)
         return -1;
+    if (t->event == TRACE_COMMENTS)
+        return take_comments(w, s);
     if (t->word_bits != s->word_bits)
         return wr_error(w, "a log holds one word size: this trace is %u-bit, the log %u-bit",
                         t->word_bits, s->word_bits);
@@ -306,15 +323,18 @@ static int log_write(writer *w, const trace *t, strbuf *out)
         return wr_error(w, "%zu frames: a log holds stacks of at most %u frames", t->n,
                         BTP_LOG_MAX_DEPTH);
     btp_status st;
+    const btp_frame *frames = trace_frames(t); /* at most 4096 */
+    if (!frames)
+        return wr_error(w, "out of memory");
     if (t->event == TRACE_FREE) {
         st = btp_log_writer_free(s->lw, t->pointer);
     } else if (t->event == TRACE_ALLOC || t->has_alloc_size) {
         if (t->truncated)
             return wr_error(w, "a log cannot mark an allocation's stack as truncated");
-        st = btp_log_writer_alloc(s->lw, t->alloc_size, t->has_pointer ? t->pointer : 0,
-                                  t->frames, t->n);
+        st = btp_log_writer_alloc(s->lw, t->alloc_size, t->has_pointer ? t->pointer : 0, frames,
+                                  t->n);
     } else {
-        st = btp_log_writer_trace(s->lw, t->frames, t->n, t->truncated);
+        st = btp_log_writer_trace(s->lw, frames, t->n, t->truncated);
     }
     return st == BTP_OK ? 0 : wr_error(w, "%s", btp_strerror(st));
 }
