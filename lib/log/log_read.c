@@ -813,8 +813,9 @@ static btp_status reader_open(btp_log_reader **out, const void *buf, size_t len,
         btp_log_reader_close(r);
         return st;
     }
-    /* the leading metadata blocks, so that e.g. the maps are known at once */
-    while (!r->pending) {
+    /* the leading metadata blocks, so that e.g. the maps are known at once
+     * (with META_RECORDS the caller gets them from next(), one at a time) */
+    while (!r->pending && !(r->flags & BTP_LOG_META_RECORDS)) {
         log_block_header h;
         uint64_t at = r->pos;
         b = bytes_at(r, at, r->hdr_size, &have);
