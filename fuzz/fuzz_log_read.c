@@ -27,6 +27,8 @@
 #include <btpack/log.h>
 #include <string.h>
 
+#include "../tests/log/pieces.h"
+
 /* Records compared at most (the rest is only checked for form). */
 #define MAX_KEPT 4096
 /* Calls to next() before the harness gives up on a huge (zlib) log: not a
@@ -109,28 +111,6 @@ static void keep(const btp_log_record *rec)
     recs[n_recs].first = n_frames;
     n_frames += rec->n_frames;
     n_recs++;
-}
-
-/* The streaming reader's source: the log in pieces of 1 to 300 bytes. */
-typedef struct piece_src {
-    const uint8_t *p;
-    size_t len, pos;
-    uint64_t seed;
-} piece_src;
-
-static long pieces(void *ctx, void *buf, size_t cap)
-{
-    piece_src *s = ctx;
-    s->seed = s->seed * 6364136223846793005ull + 1442695040888963407ull;
-    size_t n = 1 + (size_t)(s->seed >> 33) % 300;
-    if (n > cap)
-        n = cap;
-    if (n > s->len - s->pos)
-        n = s->len - s->pos;
-    if (n)
-        memcpy(buf, s->p + s->pos, n);
-    s->pos += n;
-    return (long)n;
 }
 
 static int same_record(const kept *k, const btp_log_record *rec)
@@ -253,7 +233,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* The streaming reader, fed in pieces of varying size, gives the same
      * records and the same end. */
-    piece_src src = {log, len, 0, (uint64_t)len * 2654435761u + where};
+    piece_src src = {log, len, 0, (uint64_t)len * 2654435761u + where, 300};
     btp_log_reader_options o;
     btp_log_reader_options_init(&o);
     o.flags = flags;

@@ -28,31 +28,12 @@ from pycheck import check, finish
 
 BTPACK = sys.argv[1]
 HOSTILE = sys.argv[2]
+sys.path.insert(0, HOSTILE)
+from make_hostile import block_header, file_header, varint  # noqa: E402
 MIB = 1 << 20
 GROWTH = 16 * MIB     # what the peak may grow from a quarter of the input to all of it
 CEILING = 160 * MIB   # sanitizer builds hold more: still far below the input
 LINE_FACTOR = 4       # JSON: peak over the floor at most this many times the line
-
-
-def le(v, n):
-    return v.to_bytes(n, "little")
-
-
-def varint(v):
-    out = b""
-    while v >= 0x80:
-        out += bytes([v & 0x7F | 0x80])
-        v >>= 7
-    return out + bytes([v])
-
-
-def block_header(kind, payload_len, raw_len, crc, index, first, records=0, flags=0,
-                 counts=b"\0" * 20, word=64, max_nodes=1 << 20, max_live=1 << 20):
-    """A version 2 block header (spec/log.md)."""
-    h = (b"BTL2" + bytes([kind, flags, word, 0]) + le(payload_len, 4) + le(raw_len, 4) +
-         le(0, 4) + le(records, 4) + le(index, 8) + le(first, 8) + counts + le(crc, 4) +
-         le(max_nodes, 4) + le(max_live, 4) + bytes(4))
-    return h + le(zlib.crc32(h), 4)
 
 
 def record_block():
@@ -79,8 +60,7 @@ def log_stream(size):
     flags, raw_len, crc = hdr[5], struct.unpack_from("<I", hdr, 12)[0], struct.unpack_from(
         "<I", hdr, 60)[0]
     counts = hdr[40:60]
-    fh = b"\x89BTPLOG\n" + bytes([2, 64]) + le(0, 2) + le(1 << 20, 4) + le(1 << 20, 4) + bytes(8)
-    yield fh + le(zlib.crc32(fh), 4)
+    yield file_header()
     data = b"# " + b"c" * (MIB - 3) + b"\n"
     meta = varint(7) + b"comment" + varint(len(data)) + data
     meta_crc = zlib.crc32(meta)

@@ -4,6 +4,15 @@
 #include <stdarg.h>
 #include <string.h>
 
+const char cli_log_limits_help[] =
+    "  --max-nodes N, --max-live N, --max-expansion N\n"
+    "                    (from log) what reading a log may cost: call-tree nodes\n"
+    "                    per segment and live allocations (default 1048576 each,\n"
+    "                    what the writer uses), and tree nodes, records and frames\n"
+    "                    per byte of log (default 1024, real logs need under 30;\n"
+    "                    0: no limit); a log built to explode stops with an error\n"
+    "                    naming the limit\n";
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;

@@ -36,6 +36,8 @@ int cli_count_arg(const char *cmd, const char *opt, const char *arg, size_t *out
 /* D[.DDD] seconds (at most a day) as milliseconds; a usage error and -1 if
  * not. */
 int cli_seconds_arg(const char *cmd, const char *opt, const char *arg, uint32_t *ms);
+/* --help lines for the trace log reading limits (--max-nodes, ...). */
+extern const char cli_log_limits_help[];
 /* The reading options that convert, stats and heapmap share. A command lists
  * those it takes in its getopt_long table with these short codes and hands
  * every code its own switch does not know to cli_read_option(): 'w'

@@ -26,14 +26,10 @@ static const char convert_help[] =
     "                    counts, no bytes after end/trunc on a hex/b64 line\n"
     "  --keep-going      skip bad traces with a warning; exit status 1 at the end\n"
     "  --max-frames N    frames per trace after expanding repeats (default 1048576);\n"
-    "                    more is an error\n"
-    "  --max-nodes N, --max-live N, --max-expansion N\n"
-    "                    (from log) what reading a log may cost: call-tree nodes\n"
-    "                    per segment and live allocations (default 1048576 each,\n"
-    "                    what the writer uses), and tree nodes, records and frames\n"
-    "                    per byte of log (default 1024, real logs need under 30;\n"
-    "                    0: no limit); a log built to explode stops with an error\n"
-    "                    naming the limit\n"
+    "                    more is an error\n";
+
+/* after the log limits (cli_log_limits_help) */
+static const char convert_help_output[] =
     "  --maps FILE       (to log) store FILE, the /proc/PID/maps of the traced\n"
     "                    process, so that addresses can be symbolized later\n"
     "  --no-zlib         (to log) store blocks uncompressed\n"
@@ -253,6 +249,8 @@ int cmd_convert(int argc, char **argv)
             break;
         case 'h':
             fputs(convert_help, stdout);
+            fputs(cli_log_limits_help, stdout);
+            fputs(convert_help_output, stdout);
             cli_list_formats(stdout, 1, 0);
             fputs("\noutput formats:\n", stdout);
             cli_list_formats(stdout, 0, 1);

@@ -24,14 +24,10 @@ static const char stats_help[] =
     "For a trace log (--from log): records, distinct stacks, tree nodes, bytes per\n"
     "section and per trace, then a heap profile: the top allocation stacks by count\n"
     "and by bytes, with what is still live at the end, symbolized with addr2line\n"
-    "where the stored maps point at readable files (the files now at those paths).\n"
-    "  --max-nodes N, --max-live N, --max-expansion N\n"
-    "                    (from log) what reading a log may cost: call-tree nodes\n"
-    "                    per segment and live allocations (default 1048576 each,\n"
-    "                    what the writer uses), and tree nodes, records and frames\n"
-    "                    per byte of log (default 1024, real logs need under 30;\n"
-    "                    0: no limit); a log built to explode stops with an error\n"
-    "                    naming the limit\n"
+    "where the stored maps point at readable files (the files now at those paths).\n";
+
+/* after the log limits (cli_log_limits_help) */
+static const char stats_help_more[] =
     "  --elf FILE        also symbolize addresses outside the stored maps (or all,\n"
     "                    when the log has none) in FILE\n"
     "  --top N           stacks to show in each list (default 10)\n"
@@ -240,6 +236,8 @@ int cmd_stats(int argc, char **argv)
             break;
         case 'h':
             fputs(stats_help, stdout);
+            fputs(cli_log_limits_help, stdout);
+            fputs(stats_help_more, stdout);
             cli_list_formats(stdout, 1, 0);
             fputs(stats_examples, stdout);
             return EXIT_OK;

@@ -18,6 +18,18 @@ static void sleep_ms(long ms)
     }
 }
 
+/* A 64-bit writer of uncompressed blocks (so that the tests also run in a
+ * build without zlib) appending to log. */
+static btp_log_writer *open_writer(membuf *log)
+{
+    btp_log_writer *w = NULL;
+    btp_log_writer_options opt;
+    btp_log_writer_options_init(&opt, 64);
+    opt.flags = BTP_LOG_WRITE_NO_ZLIB;
+    CHECK(btp_log_writer_open(&w, mb_sink, log, &opt) == BTP_OK, "open");
+    return w;
+}
+
 /* Sink that counts the pieces written. */
 typedef struct counting {
     membuf buf;
@@ -111,11 +123,7 @@ static void test_flush_by_time(void)
 static void test_empty_stack(void)
 {
     membuf log = {0};
-    btp_log_writer *w;
-    btp_log_writer_options opt;
-    btp_log_writer_options_init(&opt, 64);
-    opt.flags = BTP_LOG_WRITE_NO_ZLIB;
-    CHECK(btp_log_writer_open(&w, mb_sink, &log, &opt) == BTP_OK, "open");
+    btp_log_writer *w = open_writer(&log);
     btp_frame f = {0x1000, BTP_FRAME_RA};
     CHECK(btp_log_writer_alloc(w, 16, 0x1000, NULL, 0) == BTP_OK, "empty stack");
     CHECK(btp_log_writer_alloc(w, 8, 0x2000, &f, 1) == BTP_OK, "one frame");
@@ -140,11 +148,7 @@ static void test_empty_stack(void)
 static void test_meta_release(void)
 {
     membuf log = {0};
-    btp_log_writer *w;
-    btp_log_writer_options opt;
-    btp_log_writer_options_init(&opt, 64);
-    opt.flags = BTP_LOG_WRITE_NO_ZLIB; /* also in a build without zlib */
-    CHECK(btp_log_writer_open(&w, mb_sink, &log, &opt) == BTP_OK, "open");
+    btp_log_writer *w = open_writer(&log);
     btp_log_writer_meta(w, "maps", "m", 1);
     btp_log_writer_meta(w, "comment", "a", 1);
     btp_log_writer_meta(w, "comment", "b", 1);
@@ -168,7 +172,7 @@ static void test_meta_release(void)
 
     /* BTP_LOG_META_RECORDS: each item among the records, in file order */
     log = (membuf){0};
-    CHECK(btp_log_writer_open(&w, mb_sink, &log, &opt) == BTP_OK, "open");
+    w = open_writer(&log);
     btp_frame f = {0x1000, BTP_FRAME_RA};
     btp_log_writer_alloc(w, 1, 0x10, &f, 1);
     btp_log_writer_meta(w, "comment", "a", 1); /* flushes the record first */
@@ -203,11 +207,7 @@ static void test_meta_release(void)
 static void test_limits(void)
 {
     membuf log = {0};
-    btp_log_writer *w;
-    btp_log_writer_options opt;
-    btp_log_writer_options_init(&opt, 64);
-    opt.flags = BTP_LOG_WRITE_NO_ZLIB;
-    CHECK(btp_log_writer_open(&w, mb_sink, &log, &opt) == BTP_OK, "open");
+    btp_log_writer *w = open_writer(&log);
     btp_frame deep[4096];
     for (size_t i = 0; i < 4096; i++)
         deep[i] = (btp_frame){0x400000 + 16 * i, BTP_FRAME_RA};

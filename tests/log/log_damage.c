@@ -12,6 +12,7 @@
 #include "check.h"
 #include "log_synth.h"
 #include "membuf.h"
+#include "pieces.h"
 
 #define N_RECORDS 3000
 
@@ -100,34 +101,13 @@ static void make_log(membuf *log, unsigned flags, uint32_t max_nodes, uint32_t m
     find_blocks(log);
 }
 
-/* The streaming reader's source: the log in pieces of 1 to 5000 bytes. */
-typedef struct piece_src {
-    const unsigned char *p;
-    size_t len, pos;
-    uint64_t seed;
-} piece_src;
-
-static long pieces(void *ctx, void *buf, size_t cap)
-{
-    piece_src *s = ctx;
-    s->seed = s->seed * 6364136223846793005ull + 1442695040888963407ull;
-    size_t n = 1 + (size_t)(s->seed >> 33) % 5000;
-    if (n > cap)
-        n = cap;
-    if (n > s->len - s->pos)
-        n = s->len - s->pos;
-    memcpy(buf, s->p + s->pos, n);
-    s->pos += n;
-    return (long)n;
-}
-
 /* Open p[0..len) from memory (stream 0) or as a stream (src: its state). */
 static btp_status open_log(btp_log_reader **r, const unsigned char *p, size_t len, unsigned flags,
                            int stream, piece_src *src)
 {
     if (!stream)
         return btp_log_reader_open(r, p, len, flags);
-    *src = (piece_src){p, len, 0, len};
+    *src = (piece_src){p, len, 0, len, 5000};
     btp_log_reader_options o;
     btp_log_reader_options_init(&o);
     o.flags = flags;

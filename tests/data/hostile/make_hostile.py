@@ -4,12 +4,14 @@ are valid but expand to gigabytes or days of work. Deterministic: running it
 again gives the same bytes.
 
 usage: make_hostile.py [DIR]   (default: the folder of this script)
+
+Also a module: file_header(), block_header() and varint() build trace logs
+for other tests (tests/cli_memory.py).
 """
 import os
 import sys
 import zlib
 
-OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
 MAX_BLOCK = 4 << 20
 
 
@@ -29,14 +31,30 @@ def zigzag(v):
     return (v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1
 
 
+def file_header(word=64, max_nodes=1 << 20, max_live=1 << 20):
+    """A version 2 file header (spec/log.md)."""
+    fh = b"\x89BTPLOG\n" + bytes([2, word]) + le(0, 2) + le(max_nodes, 4) + le(max_live, 4)
+    fh += bytes(8)
+    return fh + le(zlib.crc32(fh), 4)
+
+
+def block_header(kind, stored_len, raw_len, crc, index, first, records=0, flags=0,
+                 counts=b"\0" * 20, segment=0, word=64, max_nodes=1 << 20, max_live=1 << 20):
+    """A version 2 block header for a payload of stored_len bytes (raw_len
+    inflated) whose CRC is crc; counts: the 20 bytes of stacks_before ..
+    live_before."""
+    h = (b"BTL2" + bytes([kind, flags, word, 0]) + le(stored_len, 4) + le(raw_len, 4) +
+         le(segment, 4) + le(records, 4) + le(index, 8) + le(first, 8) + counts + le(crc, 4) +
+         le(max_nodes, 4) + le(max_live, 4) + bytes(4))
+    return h + le(zlib.crc32(h), 4)
+
+
 class Log:
     """A version 2 trace log (spec/log.md), block by block."""
 
     def __init__(self, max_nodes=1 << 20, max_live=1 << 20, word=64):
-        self.params = (word, max_nodes, max_live)
-        fh = b"\x89BTPLOG\n" + bytes([2, word]) + le(0, 2) + le(max_nodes, 4) + le(max_live, 4)
-        fh += bytes(8)
-        self.data = bytearray(fh + le(zlib.crc32(fh), 4))
+        self.params = dict(word=word, max_nodes=max_nodes, max_live=max_live)
+        self.data = bytearray(file_header(word, max_nodes, max_live))
         self.index = 0
         self.records = 0
 
@@ -48,12 +66,10 @@ class Log:
             flags |= 1
         else:
             stored = raw
-        word, max_nodes, max_live = self.params
-        h = (b"BTL2" + bytes([kind, flags, word, 0]) + le(len(stored), 4) + le(len(raw), 4) +
-             le(segment, 4) + le(records, 4) + le(self.index, 8) + le(self.records, 8) +
-             b"".join(le(c, 4) for c in counts) + le(zlib.crc32(stored), 4) +
-             le(max_nodes, 4) + le(max_live, 4) + bytes(4))
-        self.data += h + le(zlib.crc32(h), 4) + stored
+        self.data += block_header(kind, len(stored), len(raw), zlib.crc32(stored), self.index,
+                                  self.records, records, flags,
+                                  b"".join(le(c, 4) for c in counts), segment,
+                                  **self.params) + stored
         self.index += 1
         self.records += records
 
@@ -127,7 +143,9 @@ FILES = {
     "rep-1e8.hex": lambda: b"0218108f0000000005f5e0ff00\n",
 }
 
-for name, make in FILES.items():
-    with open(os.path.join(OUT, name), "wb") as f:
-        f.write(make())
-    print(name, os.path.getsize(os.path.join(OUT, name)))
+if __name__ == "__main__":
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    for name, make in FILES.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(make())
+        print(name, os.path.getsize(os.path.join(out, name)))
