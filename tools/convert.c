@@ -34,9 +34,10 @@ static const char convert_help_output[] =
     "                    process, so that addresses can be symbolized later\n"
     "  --no-zlib         (to log) store blocks uncompressed\n"
     "  --flush-interval S  output held back (a log's block, buffered text) is\n"
-    "                    written within S seconds (default 1; 0: only when a\n"
-    "                    buffer or block is full), so that a writer killed\n"
-    "                    while reading a pipe loses at most S seconds of records\n"
+    "                    written within S seconds (default 1 when IN is a pipe\n"
+    "                    or terminal, 0 for a file; 0: only when a buffer or\n"
+    "                    block is full), so that a writer killed while reading\n"
+    "                    a pipe loses at most S seconds of records\n"
     "  --alloc-size N    allocation size of traces whose input has none (lws\n"
     "                    writes one per record; default 0)\n"
     "  --allow-truncated write truncated traces (CBF trunc) into lws/lws-b with a\n"
@@ -203,7 +204,7 @@ int cmd_convert(int argc, char **argv)
     const format *from = NULL, *to = NULL;
     const char *out_path = NULL;
     unsigned out_flags = 0;
-    int ch;
+    int ch, interval_given = 0;
     opterr = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
@@ -246,6 +247,7 @@ int cmd_convert(int argc, char **argv)
         case 'I':
             if (cli_seconds_arg("convert", "--flush-interval", optarg, &opt.flush_interval_ms) < 0)
                 return EXIT_USAGE;
+            interval_given = 1;
             break;
         case 'h':
             fputs(convert_help, stdout);
@@ -273,6 +275,10 @@ int cmd_convert(int argc, char **argv)
         return cli_usage_error("convert", "one input at most, got %d", argc - optind);
 
     const char *in_path = optind < argc ? argv[optind] : NULL;
+    /* A file is all there: blocks by size only, so that the same file
+     * always gives the same log. Time counts for input that arrives. */
+    if (!interval_given && input_is_file(in_path))
+        opt.flush_interval_ms = 0;
     convert_ctx c = {.to = to, .in_name = input_name(in_path)};
     c.w = (writer){.fmt = to, .opt = &opt, .in_name = c.in_name, .spill = convert_spill,
                    .spill_ctx = &c};

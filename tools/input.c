@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "diag.h"
@@ -170,4 +171,11 @@ void input_close(input *in)
         close(in->fd);
     in->owns_fd = 0;
     in->fd = -1;
+}
+
+int input_is_file(const char *path)
+{
+    struct stat st;
+    int ok = !path || strcmp(path, "-") == 0 ? fstat(0, &st) == 0 : stat(path, &st) == 0;
+    return ok && S_ISREG(st.st_mode);
 }

@@ -49,4 +49,8 @@ long input_read(input *in, void *buf, size_t n);
 
 void input_close(input *in);
 
+/* 1 when path ("-" or NULL: stdin) is a regular file: all of it is there,
+ * nothing arrives over time. */
+int input_is_file(const char *path);
+
 #endif

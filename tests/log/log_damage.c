@@ -77,6 +77,7 @@ static void make_log(membuf *log, unsigned flags, uint32_t max_nodes, uint32_t m
     btp_log_writer_options_init(&opt, 32);
     opt.flags = flags;
     opt.block_bytes = 700; /* many small blocks */
+    opt.flush_interval_ms = 0; /* and no others */
     opt.max_nodes = max_nodes;
     opt.max_live = max_live;
     btp_log_writer *w;

@@ -47,7 +47,7 @@ def feed(pipe, fed, stop, rng):
             pipe.flush()
             i += n
             fed.append((time.monotonic(), i))
-            time.sleep(rng.choice([0, 0.002, 0.01, 0.03, 0.3]) if rng.random() < 0.9
+            time.sleep(rng.choice([0, 0.002, 0.01, 0.03, 0.05]) if rng.random() < 0.95
                        else rng.uniform(0.3, 0.6))
     except (BrokenPipeError, ValueError):
         pass
