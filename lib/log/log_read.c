@@ -130,8 +130,10 @@ static void fill(btp_log_reader *r, size_t n)
 
 /* Bytes [at, at + n) of the log: a pointer to them and in *have how many
  * there are (fewer than n only at the end of the log). The pointer is valid
- * until the next call. A stream's window forgets the bytes before `at`:
- * blocks are read forward only, so it never holds much more than a block. */
+ * until the next call. A stream's window forgets the bytes before `at`
+ * when it has to read more (so bytes are moved once per refill, not once
+ * per block): blocks are read forward only, so it never holds much more
+ * than a block. */
 static const uint8_t *bytes_at(btp_log_reader *r, uint64_t at, size_t n, size_t *have)
 {
     if (!r->src) {
@@ -148,16 +150,17 @@ static const uint8_t *bytes_at(btp_log_reader *r, uint64_t at, size_t n, size_t 
         *have = 0;
         return NULL;
     }
-    size_t drop = (size_t)(at - r->win_off);
-    if (drop) {
-        memmove(r->win, r->win + drop, r->win_len - drop);
-        r->win_len -= drop;
+    size_t off = (size_t)(at - r->win_off);
+    if (r->win_len - off < n && !r->src_end) {
+        memmove(r->win, r->win + off, r->win_len - off);
+        r->win_len -= off;
         r->win_off = at;
-    }
-    if (r->win_len < n)
+        off = 0;
         fill(r, n);
-    *have = r->win_len < n ? r->win_len : n;
-    return r->win_len ? r->win : NULL;
+    }
+    size_t avail = r->win_len - off;
+    *have = avail < n ? avail : n;
+    return avail ? r->win + off : NULL;
 }
 
 /* Count `units` of work; BTP_E_EXPANSION_LIMIT when the log costs more
@@ -557,16 +560,16 @@ static btp_status load_records(btp_log_reader *r, const log_block_header *h, con
     r->block_first = h->first_record;
     r->block_segment = r->segment;
     r->next_index = h->first_record + h->records;
-    if (gap) {
-        r->lost += gap;
-        return BTP_E_RECORDS_LOST; /* the block's records wait for the next call */
-    }
     r->st.record_blocks++;
     r->st.records += h->records;
     r->st.nodes += h->nodes_added;
     r->st.stacks += h->stacks_added;
     if (h->flags & LOG_BF_SEGMENT_START)
         r->st.segments++;
+    if (gap) {
+        r->lost += gap;
+        return BTP_E_RECORDS_LOST; /* the block's records wait for the next call */
+    }
     return BTP_OK;
 }
 
