@@ -128,6 +128,12 @@ def test_failure_keeps_old_file(d):
           "a new file gets the umask's mode: %o" % os.stat(new).st_mode)
     rc, _, err = conv("hex", "json", "-o", os.path.join(d, "nodir", "x.json"), data=HEX)
     check(rc == 1 and "cannot create" in err, "missing directory: %s" % err)
+    if os.geteuid() != 0:  # root may write anything
+        ro = os.path.join(d, "ro.json")
+        write(ro, b"read-only\n")
+        os.chmod(ro, 0o444)
+        rc, _, err = conv("hex", "json", "-o", ro, data=HEX)
+        check(rc == 1 and read(ro) == b"read-only\n", "a read-only file is not replaced: %s" % err)
 
 
 def test_signal(d):

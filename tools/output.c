@@ -135,6 +135,11 @@ int output_open(output *o, const char *path, const char *in, unsigned flags)
                  "another file", in ? in : "<stdin>");
             return EXIT_USAGE;
         }
+        /* replacing it must not do what writing to it could not */
+        if (S_ISREG(ost.st_mode) && access(path, W_OK) != 0) {
+            diag(DIAG_ERROR, path, NULL, "cannot write: %s", strerror(errno));
+            return EXIT_BAD_INPUT;
+        }
         if (!S_ISREG(ost.st_mode)) {
             /* a device, FIFO or terminal: nothing to replace, write to it */
             o->fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
