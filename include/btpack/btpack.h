@@ -88,7 +88,11 @@ typedef enum btp_status {
     BTP_E_ZLIB = 66,            /* zlib reported an error */
 
     /* capture */
-    BTP_E_NO_METHOD = 80 /* the requested unwinder is not built in or failed to start */
+    BTP_E_NO_METHOD = 80, /* the requested unwinder is not built in or failed to start */
+
+    /* embedded fault capture (ports/cortex-m) */
+    BTP_E_CM_FRAME_BOUNDS = 160, /* the stacked exception frame is outside the stack given */
+    BTP_E_CM_EXC_RETURN = 161    /* not an EXC_RETURN value */
 } btp_status;
 
 /* A short English sentence for a status; never NULL, never allocates,

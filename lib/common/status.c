@@ -46,6 +46,9 @@ static const struct status_text texts[] = {
     {BTP_E_NO_ZLIB, "no_zlib", "compressed block, but this build has no zlib"},
     {BTP_E_ZLIB, "zlib", "zlib error"},
     {BTP_E_NO_METHOD, "no_method", "stack capture method not available"},
+    {BTP_E_CM_FRAME_BOUNDS, "cm_frame_bounds",
+     "exception frame outside the stack bounds given"},
+    {BTP_E_CM_EXC_RETURN, "cm_exc_return", "not an EXC_RETURN value"},
 };
 
 static const struct status_text *find(btp_status s)

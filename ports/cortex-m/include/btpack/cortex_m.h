@@ -1,0 +1,193 @@
+/*
+ * btpack on Cortex-M: a fault handler that captures the faulting call chain
+ * from the exception frame and writes it as one record through a byte sink.
+ *
+ * The pieces, in the order a fault runs through them:
+ *
+ *  1. btp_cm_fault_entry: a naked handler for the vector table (HardFault,
+ *     MemManage, BusFault, UsageFault, or any other exception). It picks MSP
+ *     or PSP from EXC_RETURN, saves r4-r11 (which the hardware does not
+ *     stack) and calls btp_cm_on_fault(), which the application defines.
+ *     If btp_cm_on_fault() returns, the exception returns (after a fault it
+ *     normally resets or halts instead).
+ *  2. btp_cm_fault_read: the registers at the fault from the stacked frame
+ *     (basic or FPU-extended, with the alignment word; the ARMv8-M additional
+ *     state context), every read checked against the stack range given.
+ *  3. btp_cm_capture: the call chain by one of three methods (btp_cm_method):
+ *     the EHABI unwinder of libgcc started from the exception frame, a walk
+ *     of GCC's Thumb r7 frame records, or a bounded scan of the stack for
+ *     return addresses into .text. Every read of the stack is checked against
+ *     the stack range, every read of code against the text range.
+ *  4. btp_cm_record: the chain as CBF (32-bit words) or a libwebsockets `~m#`
+ *     line, written through a caller-provided sink (UART, semihosting, a RAM
+ *     buffer that survives reset).
+ *
+ * Nothing here allocates, locks or calls libc beyond what the codecs use
+ * (memset/memcpy); the functions keep no state outside their arguments,
+ * except the EHABI bounds guard (see btp_cm_capture) while it runs. They
+ * are meant to run in a fault handler on the main stack, which needs about
+ * 200 bytes for the fp and scan methods and 1.2 KiB for the EHABI method
+ * (libgcc's unwinder keeps ~600 bytes of state on the stack), plus the
+ * address array the caller gives.
+ *
+ * Addresses are the target's 32-bit addresses. A return address is recorded
+ * as a CBF `ra` frame with the Thumb bit cleared (the address of the
+ * instruction after the call); the faulting instruction as a `pc` frame.
+ */
+#ifndef BTPACK_CORTEX_M_H
+#define BTPACK_CORTEX_M_H
+
+#include <btpack/btpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A range of addresses [lo, hi). An empty range (lo >= hi) holds nothing. */
+typedef struct btp_cm_range {
+    uint32_t lo;
+    uint32_t hi;
+} btp_cm_range;
+
+/* What the naked entry saved before calling btp_cm_on_fault(), in this
+ * order on the main stack. */
+typedef struct btp_cm_entry {
+    uint32_t r4_r11[8]; /* r4..r11 as they were at the fault */
+    uint32_t exc_return;
+    uint32_t pad;       /* keeps the main stack 8-byte aligned */
+} btp_cm_entry;
+
+/* Flags of btp_cm_fault. */
+enum {
+    BTP_CM_FAULT_PSP = 1u << 0,       /* the frame is on the process stack */
+    BTP_CM_FAULT_FPU_FRAME = 1u << 1, /* the frame is FPU-extended (S0-S15, FPSCR) */
+    BTP_CM_FAULT_PADDED = 1u << 2,    /* the hardware inserted an alignment word */
+    BTP_CM_FAULT_ADDITIONAL = 1u << 3,/* ARMv8-M additional state context (r4-r11 on the stack) */
+    BTP_CM_FAULT_HANDLER = 1u << 4    /* the fault interrupted handler mode */
+};
+
+/* The registers at the fault. */
+typedef struct btp_cm_fault {
+    uint32_t r[16];      /* r0..r15; r13 is the SP before the exception, r15 the faulting PC */
+    uint32_t xpsr;
+    uint32_t exc_return;
+    uint32_t frame;      /* address of the stacked basic frame (r0 at +0, pc at +24) */
+    uint32_t flags;      /* BTP_CM_FAULT_* */
+} btp_cm_fault;
+
+/*
+ * Defined by the application: called by btp_cm_fault_entry on the main
+ * stack in handler mode with the address of the stacked frame (MSP or PSP,
+ * as EXC_RETURN says; not yet checked) and the registers the entry saved.
+ * Typically it calls btp_cm_fault_read(), btp_cm_capture(), btp_cm_record(),
+ * then resets.
+ */
+void btp_cm_on_fault(uint32_t frame, const btp_cm_entry *entry);
+
+/* The naked handler to put in the vector table (Thumb code for ARMv6-M,
+ * ARMv7-M and ARMv8-M; defined only in builds for those cores). */
+void btp_cm_fault_entry(void);
+
+/*
+ * Read the registers at the fault. `frame` and `entry` as btp_cm_on_fault
+ * receives them; `stack` the range of the stack the frame is on (the main
+ * stack, or the current thread's for a PSP frame: an RTOS knows it).
+ * Returns:
+ *  BTP_OK
+ *  BTP_E_INVALID_ARGUMENT    NULL f or entry
+ *  BTP_E_CM_EXC_RETURN       entry->exc_return is not an EXC_RETURN value
+ *  BTP_E_CM_FRAME_BOUNDS     the frame (with its FPU part) is not inside
+ *                            `stack`, or misaligned: the stacking itself
+ *                            may have faulted (stack overflow). f then holds
+ *                            r4-r11, exc_return and frame; the rest is 0.
+ * Reads only [frame, frame + frame size) after checking it lies in `stack`.
+ */
+BTP_API btp_status btp_cm_fault_read(btp_cm_fault *f, uint32_t frame, const btp_cm_entry *entry,
+                                     btp_cm_range stack);
+
+/* The unwinding methods. */
+typedef enum btp_cm_method {
+    /* libgcc's EHABI unwinder (.ARM.exidx/.ARM.extab; build with
+     * -funwind-tables), started from the exception frame: the faulting
+     * function is looked up at its PC even when that is its first
+     * instruction, and a faulting leaf whose return address is still in lr
+     * continues from the stacked lr. Available in ARM builds only;
+     * elsewhere BTP_E_NO_METHOD. */
+    BTP_CM_METHOD_EHABI = 0,
+    /* GCC's Thumb frame records (build with -fno-omit-frame-pointer): each
+     * function pushes {r7, lr} (r7 may be followed by r8-r11) and sets r7 to
+     * its SP after the prologue, so a saved r7 lies 8 to 24 bytes below the
+     * address it holds, with the return address just below that address.
+     * The walk finds the record above the SP, then follows saved r7 values,
+     * each return address checked to follow a call instruction. */
+    BTP_CM_METHOD_FP = 1,
+    /* Every stack word from the SP up that is a Thumb return address into
+     * text, right after a BL or BLX instruction. Needs nothing from the
+     * build; may report stale return addresses (calls already returned). */
+    BTP_CM_METHOD_SCAN = 2
+} btp_cm_method;
+
+/* Where the capture may read. */
+typedef struct btp_cm_layout {
+    btp_cm_range stack; /* the faulting stack (all stack reads stay inside) */
+    btp_cm_range text;  /* code: return addresses point here; call sites are read here */
+    uint32_t scan_words; /* SCAN: most words examined (0: up to stack.hi) */
+} btp_cm_layout;
+
+/*
+ * Capture the call chain of fault f into addrs[0..max): addrs[0] is the
+ * faulting PC, the rest return addresses (Thumb bit cleared), innermost
+ * first. *n gets the count; *truncated (may be NULL) is set when the chain
+ * went on past max. Returns BTP_OK, BTP_E_INVALID_ARGUMENT (NULL pointers,
+ * max == 0, empty text range), BTP_E_NO_METHOD (EHABI in a build without
+ * it, or libgcc could not start). A method that stops early (bad pointer,
+ * address outside text, no unwind entry) still returns BTP_OK with what it
+ * found: a fault handler wants every frame it can get.
+ *
+ * Bounds: the fp and scan methods read only aligned words inside
+ * layout->stack and halfwords inside layout->text. The EHABI method checks
+ * each frame's SP and PC between steps; the reads libgcc makes within a
+ * step (popping registers) are checked too when the image is linked with
+ * -Wl,--wrap=_Unwind_VRS_Pop (then a pop outside the stack ends the walk),
+ * and are libgcc's own otherwise. Work is bounded by max and the stack
+ * range. Not reentrant for the EHABI method (the guard's bounds are a
+ * static); a fault handler runs once.
+ */
+BTP_API btp_status btp_cm_capture(const btp_cm_fault *f, const btp_cm_layout *layout,
+                                  btp_cm_method method, uint32_t *addrs, size_t max, size_t *n,
+                                  int *truncated);
+
+/*
+ * A byte sink: write bytes[0..n) (n > 0), return 0 on success. It runs in
+ * the fault handler: polled UART, semihosting, a copy into RAM.
+ */
+typedef int (*btp_cm_sink)(void *ctx, const void *bytes, size_t n);
+
+/* Record formats. */
+typedef enum btp_cm_format {
+    BTP_CM_RECORD_CBF = 0,      /* raw CBF bytes, 32-bit words */
+    BTP_CM_RECORD_CBF_LINE = 1, /* "cbf " + CBF as hex + "\n" (btpack convert --from hex) */
+    BTP_CM_RECORD_LWS_LINE = 2  /* "~m#" + base64 + "\n" (btpack convert --from lws --word-bits 32);
+                                 * at most BTP_LWS_MAX_FRAMES frames, the PC written as an address */
+} btp_cm_format;
+
+/* Bytes of the longest CBF record of n addresses (what a RAM buffer needs). */
+#define BTP_CM_CBF_MAX(n) ((size_t)2 + (size_t)5 * (size_t)(n))
+
+/*
+ * Write the chain addrs[0..n) (as btp_cm_capture gives it: a PC, then
+ * return addresses) through sink. `truncated` marks the record as cut
+ * (CBF `trunc`). n <= 64 (a fault handler's chain; the encoding is staged
+ * in a buffer on the stack). Returns BTP_OK, BTP_E_INVALID_ARGUMENT (NULL
+ * sink, NULL addrs with n > 0, n > 64, bad format), BTP_E_DEPTH_TOO_LARGE
+ * (LWS with n > 31), BTP_E_IO (the sink failed; what it took stays
+ * written).
+ */
+BTP_API btp_status btp_cm_record(const uint32_t *addrs, size_t n, int truncated,
+                                 btp_cm_format format, btp_cm_sink sink, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
