@@ -17,6 +17,13 @@
  *    value again. On that repeat the real stacked lr is put in and the step
  *    retried; if libgcc cannot step at all (no unwind entry: assembly, code
  *    built without -funwind-tables) the walk restarts from the stacked lr.
+ *
+ * Bounds: each frame's SP and PC are checked before libgcc steps from them.
+ * The pops within a step are checked when the image is linked with
+ * -Wl,--wrap=_Unwind_VRS_Pop: every call libgcc's personality code makes to
+ * _Unwind_VRS_Pop (an EHABI interface) then comes to the guard below first,
+ * and a pop that would read outside the faulting stack fails instead of
+ * faulting. Without the option the guard is never called.
  */
 #include "cm_mem.h"
 
@@ -31,9 +38,43 @@ struct cm_vrs {
 _Unwind_Reason_Code __gnu_Unwind_Backtrace(_Unwind_Trace_Fn trace, void *arg,
                                            struct cm_vrs *entry);
 
-/* Read by ehabi_guard.c (the -Wl,--wrap=_Unwind_VRS_Pop check) while a walk
- * runs; NULL otherwise. */
-const btp_cm_range *btp_cm_ehabi_stack_guard_;
+/* The stack the guard checks pops against while a walk runs; NULL
+ * otherwise. */
+static const btp_cm_range *stack_guard;
+
+/* Weak: defined by the linker (as the real _Unwind_VRS_Pop) only with
+ * --wrap, which is also the only case in which the guard is called. */
+__attribute__((weak)) _Unwind_VRS_Result
+__real__Unwind_VRS_Pop(_Unwind_Context *ctx, _Unwind_VRS_RegClass cls, _uw disc,
+                       _Unwind_VRS_DataRepresentation rep);
+_Unwind_VRS_Result __wrap__Unwind_VRS_Pop(_Unwind_Context *ctx, _Unwind_VRS_RegClass cls,
+                                          _uw disc, _Unwind_VRS_DataRepresentation rep);
+
+_Unwind_VRS_Result __wrap__Unwind_VRS_Pop(_Unwind_Context *ctx, _Unwind_VRS_RegClass cls,
+                                          _uw disc, _Unwind_VRS_DataRepresentation rep)
+{
+    const btp_cm_range *stack = stack_guard;
+    if (stack) {
+        uint32_t bytes;
+        if (cls == _UVRSC_CORE) {
+            bytes = 0;
+            for (uint32_t m = disc & 0xFFFFu; m; m &= m - 1)
+                bytes += 4;
+        } else if (cls == _UVRSC_VFP) {
+            /* (first register << 16) | count; FSTMX adds a pad word */
+            bytes = 8u * (disc & 0xFFFFu) + (rep == _UVRSD_VFPX ? 4u : 0u);
+        } else if (cls == _UVRSC_WMMXD) {
+            bytes = 8u * (disc & 0xFFFFu);
+        } else {
+            bytes = 4u * 4u; /* WMMXC: at most 4 control registers */
+        }
+        _uw sp;
+        if (_Unwind_VRS_Get(ctx, _UVRSC_CORE, 13, _UVRSD_UINT32, &sp) != _UVRSR_OK ||
+            (sp & 3u) || !cm_in(*stack, (uint32_t)sp, bytes ? bytes : 1u))
+            return _UVRSR_FAILED;
+    }
+    return __real__Unwind_VRS_Pop(ctx, cls, disc, rep);
+}
 
 struct walk {
     const btp_cm_layout *l;
@@ -84,9 +125,9 @@ static void run(const btp_cm_fault *f, struct walk *w, uint32_t pc, uint32_t lr)
         vrs.core[i] = f->r[i];
     vrs.core[14] = lr;
     vrs.core[15] = pc;
-    btp_cm_ehabi_stack_guard_ = &w->l->stack;
+    stack_guard = &w->l->stack;
     (void)__gnu_Unwind_Backtrace(trace, w, &vrs);
-    btp_cm_ehabi_stack_guard_ = NULL;
+    stack_guard = NULL;
 }
 
 btp_status cm_walk_ehabi(const btp_cm_fault *f, const btp_cm_layout *l, cm_chain *c)
