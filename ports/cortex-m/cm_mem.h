@@ -4,7 +4,7 @@
  * Every read the capture makes goes through cm_read32/cm_read16, which
  * check alignment and that the whole access lies inside the range given.
  * The load itself is BTP_CM_LOAD32/16: a plain volatile load on the target;
- * the host tests define them to read a simulated memory image that fails
+ * the host tests (BTP_CM_SIMULATED) read a simulated memory image that fails
  * the test on any address outside it, so a missing check shows up there.
  */
 #ifndef BTPACK_CM_MEM_H
@@ -12,10 +12,13 @@
 
 #include <btpack/cortex_m.h>
 
-#ifndef BTP_CM_LOAD32
+#if defined(BTP_CM_SIMULATED)
+uint32_t sim_load32(uint32_t addr);
+uint16_t sim_load16(uint32_t addr);
+#define BTP_CM_LOAD32(a) sim_load32(a)
+#define BTP_CM_LOAD16(a) sim_load16(a)
+#else
 #define BTP_CM_LOAD32(a) (*(const volatile uint32_t *)(uintptr_t)(a))
-#endif
-#ifndef BTP_CM_LOAD16
 #define BTP_CM_LOAD16(a) (*(const volatile uint16_t *)(uintptr_t)(a))
 #endif
 
