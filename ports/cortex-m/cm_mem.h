@@ -62,19 +62,10 @@ int cm_return_address(btp_cm_range text, uint32_t ra, uint32_t *target);
  * the PC (or through a register, which cannot be told apart). */
 int cm_lr_is_return(const btp_cm_fault *f, btp_cm_range text);
 
-/* Collects addresses for btp_cm_capture: drops a repeat of the last one
- * (a method may find the same return address twice), counts what does not
- * fit. */
-typedef struct cm_chain {
-    uint32_t *addrs;
-    size_t max;
-    size_t n;
-    int truncated;
-} cm_chain;
-
-/* Returns 0 when addr did not fit (the chain is marked truncated and the
- * walk stops). */
-static inline int cm_push(cm_chain *c, uint32_t addr)
+/* Appends addr to the chain, dropping a repeat of the last address (a
+ * method may find the same return address twice). Returns 0 when addr did
+ * not fit: the chain is marked truncated and the walk stops. */
+static inline int cm_push(btp_cm_chain *c, uint32_t addr)
 {
     if (c->n && c->addrs[c->n - 1] == addr)
         return 1;
@@ -85,11 +76,5 @@ static inline int cm_push(cm_chain *c, uint32_t addr)
     c->addrs[c->n++] = addr;
     return 1;
 }
-
-/* The methods: each appends return addresses after the PC and lr the
- * dispatcher has pushed. */
-void cm_walk_fp(const btp_cm_fault *f, const btp_cm_layout *l, cm_chain *c);
-void cm_walk_scan(const btp_cm_fault *f, const btp_cm_layout *l, cm_chain *c);
-btp_status cm_walk_ehabi(const btp_cm_fault *f, const btp_cm_layout *l, cm_chain *c);
 
 #endif

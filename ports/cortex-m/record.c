@@ -1,4 +1,4 @@
-/* btp_cm_record: a captured chain as CBF or `~m#`, through a byte sink. */
+/* btp_cm_record_*: a captured chain as CBF or `~m#`, through a byte sink. */
 #include <btpack/cbf.h>
 #include <btpack/lws.h>
 
@@ -24,31 +24,56 @@ static btp_status encode_cbf(const uint32_t *addrs, size_t n, int truncated, uin
     return st == BTP_OK ? btp_cbf_encoder_finish(&enc, truncated, len) : st;
 }
 
-static btp_status put_hex_line(const uint8_t *b, size_t n, btp_cm_sink sink, void *ctx)
+static int bad_args(const uint32_t *addrs, size_t n, btp_cm_sink sink)
+{
+    return !sink || (!addrs && n) || n > RECORD_MAX_FRAMES;
+}
+
+btp_status btp_cm_record_cbf(const uint32_t *addrs, size_t n, int truncated, btp_cm_sink sink,
+                             void *ctx)
+{
+    uint8_t buf[BTP_CM_CBF_MAX(RECORD_MAX_FRAMES)];
+    size_t len;
+    if (bad_args(addrs, n, sink))
+        return BTP_E_INVALID_ARGUMENT;
+    btp_status st = encode_cbf(addrs, n, truncated, buf, sizeof buf, &len);
+    return st == BTP_OK ? put(sink, ctx, buf, len) : st;
+}
+
+btp_status btp_cm_record_cbf_line(const uint32_t *addrs, size_t n, int truncated,
+                                  btp_cm_sink sink, void *ctx)
 {
     static const char digits[] = "0123456789abcdef";
+    uint8_t buf[BTP_CM_CBF_MAX(RECORD_MAX_FRAMES)];
     char line[64];
-    size_t k = 4;
+    size_t len, k = 4;
+    if (bad_args(addrs, n, sink))
+        return BTP_E_INVALID_ARGUMENT;
+    btp_status st = encode_cbf(addrs, n, truncated, buf, sizeof buf, &len);
+    if (st != BTP_OK)
+        return st;
     line[0] = 'c', line[1] = 'b', line[2] = 'f', line[3] = ' ';
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < len; i++) {
         if (k + 2 > sizeof line) {
             if (put(sink, ctx, line, k) != BTP_OK)
                 return BTP_E_IO;
             k = 0;
         }
-        line[k++] = digits[b[i] >> 4];
-        line[k++] = digits[b[i] & 15];
+        line[k++] = digits[buf[i] >> 4];
+        line[k++] = digits[buf[i] & 15];
     }
     line[k++] = '\n';
     return put(sink, ctx, line, k);
 }
 
-static btp_status put_lws_line(const uint32_t *addrs, size_t n, btp_cm_sink sink, void *ctx)
+btp_status btp_cm_record_lws_line(const uint32_t *addrs, size_t n, btp_cm_sink sink, void *ctx)
 {
     btp_frame frames[BTP_LWS_MAX_FRAMES];
     uint8_t blob[BTP_LWS_BLOB_MAX];
     char line[BTP_LWS_M_LINE_MAX + 1];
     size_t len, chars;
+    if (bad_args(addrs, n, sink))
+        return BTP_E_INVALID_ARGUMENT;
     if (n > BTP_LWS_MAX_FRAMES)
         return BTP_E_DEPTH_TOO_LARGE;
     for (size_t i = 0; i < n; i++) {
@@ -63,23 +88,4 @@ static btp_status put_lws_line(const uint32_t *addrs, size_t n, btp_cm_sink sink
         return st;
     line[chars++] = '\n';
     return put(sink, ctx, line, chars);
-}
-
-btp_status btp_cm_record(const uint32_t *addrs, size_t n, int truncated, btp_cm_format format,
-                         btp_cm_sink sink, void *ctx)
-{
-    if (!sink || (!addrs && n) || n > RECORD_MAX_FRAMES)
-        return BTP_E_INVALID_ARGUMENT;
-    if (format == BTP_CM_RECORD_LWS_LINE)
-        return put_lws_line(addrs, n, sink, ctx);
-    if (format != BTP_CM_RECORD_CBF && format != BTP_CM_RECORD_CBF_LINE)
-        return BTP_E_INVALID_ARGUMENT;
-    uint8_t buf[BTP_CM_CBF_MAX(RECORD_MAX_FRAMES)];
-    size_t len;
-    btp_status st = encode_cbf(addrs, n, truncated, buf, sizeof buf, &len);
-    if (st != BTP_OK)
-        return st;
-    if (format == BTP_CM_RECORD_CBF)
-        return put(sink, ctx, buf, len);
-    return put_hex_line(buf, len, sink, ctx);
 }

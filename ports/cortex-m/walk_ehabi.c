@@ -78,7 +78,7 @@ _Unwind_VRS_Result __wrap__Unwind_VRS_Pop(_Unwind_Context *ctx, _Unwind_VRS_RegC
 
 struct walk {
     const btp_cm_layout *l;
-    cm_chain *c;
+    btp_cm_chain *c;
     uint32_t lr;    /* the stacked lr, for a leaf */
     uint32_t last;  /* pc of the previous step */
     unsigned steps; /* calls of the trace function */
@@ -130,7 +130,7 @@ static void run(const btp_cm_fault *f, struct walk *w, uint32_t pc, uint32_t lr)
     stack_guard = NULL;
 }
 
-btp_status cm_walk_ehabi(const btp_cm_fault *f, const btp_cm_layout *l, cm_chain *c)
+btp_status btp_cm_walk_ehabi(const btp_cm_fault *f, const btp_cm_layout *l, btp_cm_chain *c)
 {
     struct walk w = {l, c, f->r[14], 0, 0, 0, 0};
     if (!cm_in(l->stack, f->r[13], 4) || (f->r[13] & 3u))
@@ -146,16 +146,6 @@ btp_status cm_walk_ehabi(const btp_cm_fault *f, const btp_cm_layout *l, cm_chain
         run(f, &w, f->r[14], f->r[14]);
     }
     return BTP_OK;
-}
-
-#else
-
-btp_status cm_walk_ehabi(const btp_cm_fault *f, const btp_cm_layout *l, cm_chain *c)
-{
-    (void)f;
-    (void)l;
-    (void)c;
-    return BTP_E_NO_METHOD;
 }
 
 #endif

@@ -17,8 +17,10 @@
 #define FP_MIN_GAP 8u
 #define FP_MAX_GAP 24u
 
-void cm_walk_fp(const btp_cm_fault *f, const btp_cm_layout *l, cm_chain *c)
+btp_status btp_cm_walk_fp(const btp_cm_fault *f, const btp_cm_layout *l, btp_cm_chain *c)
 {
+    if (cm_lr_is_return(f, l->text) && !cm_push(c, f->r[14] & ~1u))
+        return BTP_OK;
     uint32_t at = (f->r[13] + 3u) & ~3u;
     /* Each step moves `at` strictly up the stack: at most stack/4 steps. */
     while (at >= l->stack.lo && at < l->stack.hi) {
@@ -36,7 +38,8 @@ void cm_walk_fp(const btp_cm_fault *f, const btp_cm_layout *l, cm_chain *c)
             }
         }
         if (!next || !cm_push(c, ra & ~1u))
-            return;
+            return BTP_OK;
         at = next;
     }
+    return BTP_OK;
 }

@@ -137,7 +137,7 @@ static void test_thumb(void)
         f.r[14] = cases[i].lr;
         f.r[15] = cases[i].pc;
         f.r[13] = STACK_HI; /* nothing on the stack to scan */
-        btp_status st = btp_cm_capture(&f, &l, BTP_CM_METHOD_SCAN, addrs, 8, &n, NULL);
+        btp_status st = btp_cm_capture(&f, &l, btp_cm_walk_scan, addrs, 8, &n, NULL);
         CHECK(st == BTP_OK && n == cases[i].want, "lr case %zu: %s, %zu frames", i,
               btp_status_name(st), n);
     }
@@ -151,7 +151,7 @@ static void test_thumb(void)
         l.text.lo = 0x200;
         l.text.hi = hi;
         given_text = l.text;
-        CHECK(btp_cm_capture(&f, &l, BTP_CM_METHOD_SCAN, addrs, 8, &n, NULL) == BTP_OK &&
+        CHECK(btp_cm_capture(&f, &l, btp_cm_walk_scan, addrs, 8, &n, NULL) == BTP_OK &&
                   n == (hi == 0x204 ? 2u : 1u),
               "text [0x200, %#x): %zu frames", hi, n);
     }
@@ -292,7 +292,7 @@ static size_t capture(const btp_cm_fault *f, btp_cm_method m, uint32_t *addrs, s
     btp_cm_layout l = layout();
     size_t n = 0;
     btp_status st = btp_cm_capture(f, &l, m, addrs, max, &n, trunc);
-    CHECK(st == BTP_OK, "capture method %d: %s", (int)m, btp_status_name(st));
+    CHECK(st == BTP_OK, "capture: %s", btp_status_name(st));
     return n;
 }
 
@@ -310,25 +310,25 @@ static void test_walks(void)
         uint32_t want[] = {F0 + 0x0A, c.ra[0] & ~1u, c.ra[1] & ~1u, c.ra[2] & ~1u};
         uint32_t a[16];
         int trunc;
-        size_t n = capture(&f, BTP_CM_METHOD_FP, a, 16, &trunc);
+        size_t n = capture(&f, btp_cm_walk_fp, a, 16, &trunc);
         CHECK(n == 4 && !trunc && memcmp(a, want, sizeof want) == 0,
               "fp walk (leaf %d): %zu frames: %#x %#x %#x %#x", leaf, n, a[0], a[1], a[2],
               a[3]);
-        n = capture(&f, BTP_CM_METHOD_SCAN, a, 16, &trunc);
+        n = capture(&f, btp_cm_walk_scan, a, 16, &trunc);
         /* The scan finds the stale return address too, between F1 and F2. */
         uint32_t want_scan[] = {F0 + 0x0A, c.ra[0] & ~1u, c.stale & ~1u, c.ra[1] & ~1u,
                                 c.ra[2] & ~1u};
         CHECK(n == 5 && !trunc && memcmp(a, want_scan, sizeof want_scan) == 0,
               "scan (leaf %d): %zu frames", leaf, n);
         /* Truncation: the array holds 3. */
-        n = capture(&f, BTP_CM_METHOD_FP, a, 3, &trunc);
+        n = capture(&f, btp_cm_walk_fp, a, 3, &trunc);
         CHECK(n == 3 && trunc && memcmp(a, want, 3 * sizeof a[0]) == 0, "fp truncated: %zu", n);
-        n = capture(&f, BTP_CM_METHOD_SCAN, a, 1, &trunc);
+        n = capture(&f, btp_cm_walk_scan, a, 1, &trunc);
         CHECK(n == 1 && trunc && a[0] == want[0], "scan truncated to 1: %zu", n);
         /* The scan's word budget. */
         btp_cm_layout l = layout();
         l.scan_words = 2;
-        CHECK(btp_cm_capture(&f, &l, BTP_CM_METHOD_SCAN, a, 16, &n, NULL) == BTP_OK &&
+        CHECK(btp_cm_capture(&f, &l, btp_cm_walk_scan, a, 16, &n, NULL) == BTP_OK &&
                   n == (leaf ? 3u : 1u),
               "scan of 2 words: %zu", n);
         /* A stack range that ends inside the chain: the walk stops there,
@@ -336,15 +336,11 @@ static void test_walks(void)
         l = layout();
         l.stack.hi = c.sp + 32;
         given_stack = l.stack;
-        CHECK(btp_cm_capture(&f, &l, BTP_CM_METHOD_FP, a, 16, &n, NULL) == BTP_OK &&
+        CHECK(btp_cm_capture(&f, &l, btp_cm_walk_fp, a, 16, &n, NULL) == BTP_OK &&
                   n == (leaf ? 3u : 2u),
               "fp walk in a cut stack: %zu", n);
-        CHECK(btp_cm_capture(&f, &l, BTP_CM_METHOD_SCAN, a, 16, &n, NULL) == BTP_OK && n >= 1,
+        CHECK(btp_cm_capture(&f, &l, btp_cm_walk_scan, a, 16, &n, NULL) == BTP_OK && n >= 1,
               "scan in a cut stack: %zu", n);
-        /* EHABI is not there on the host. */
-        CHECK(btp_cm_capture(&f, &l, BTP_CM_METHOD_EHABI, a, 16, &n, NULL) == BTP_E_NO_METHOD &&
-                  n == 1,
-              "EHABI on the host");
     }
     /* Arguments. */
     btp_cm_fault f;
@@ -352,12 +348,11 @@ static void test_walks(void)
     btp_cm_layout l = layout();
     uint32_t a[4];
     size_t n;
-    CHECK(btp_cm_capture(&f, &l, BTP_CM_METHOD_FP, a, 0, &n, NULL) == BTP_E_INVALID_ARGUMENT,
+    CHECK(btp_cm_capture(&f, &l, btp_cm_walk_fp, a, 0, &n, NULL) == BTP_E_INVALID_ARGUMENT,
           "max 0");
-    CHECK(btp_cm_capture(&f, &l, (btp_cm_method)7, a, 4, &n, NULL) == BTP_E_INVALID_ARGUMENT,
-          "bad method");
+    CHECK(btp_cm_capture(&f, &l, NULL, a, 4, &n, NULL) == BTP_E_INVALID_ARGUMENT, "no method");
     l.text.hi = l.text.lo;
-    CHECK(btp_cm_capture(&f, &l, BTP_CM_METHOD_FP, a, 4, &n, NULL) == BTP_E_INVALID_ARGUMENT,
+    CHECK(btp_cm_capture(&f, &l, btp_cm_walk_fp, a, 4, &n, NULL) == BTP_E_INVALID_ARGUMENT,
           "empty text");
 }
 
@@ -410,7 +405,7 @@ static void test_random(void)
         uint32_t a[24];
         size_t max = 1 + below(&rng, 24), n = 99;
         int trunc = -1;
-        btp_cm_method m = below(&rng, 2) ? BTP_CM_METHOD_FP : BTP_CM_METHOD_SCAN;
+        btp_cm_method m = below(&rng, 2) ? btp_cm_walk_fp : btp_cm_walk_scan;
         btp_status st = btp_cm_capture(&f, &l, m, a, max, &n, &trunc);
         if (st != BTP_OK || n < 1 || n > max || (trunc != 0 && trunc != 1)) {
             CHECK(0, "random %d: %s n %zu max %zu", iter, btp_status_name(st), n, max);
@@ -458,7 +453,7 @@ static void test_record(void)
     for (size_t n = 0; n <= 40; n += 13) {
         /* Raw CBF: decodes to a pc and n-1 return addresses. */
         struct membuf m = {{0}, 0, -1};
-        CHECK(btp_cm_record(chain, n, 1, BTP_CM_RECORD_CBF, mem_sink, &m) == BTP_OK,
+        CHECK(btp_cm_record_cbf(chain, n, 1, mem_sink, &m) == BTP_OK,
               "raw %zu", n);
         btp_frame back[48];
         btp_cbf_info info;
@@ -471,7 +466,7 @@ static void test_record(void)
 
         /* The hex line: the same bytes. */
         struct membuf h = {{0}, 0, -1};
-        CHECK(btp_cm_record(chain, n, 1, BTP_CM_RECORD_CBF_LINE, mem_sink, &h) == BTP_OK,
+        CHECK(btp_cm_record_cbf_line(chain, n, 1, mem_sink, &h) == BTP_OK,
               "line %zu", n);
         int ok = h.len == 4 + 2 * m.len + 1 && memcmp(h.data, "cbf ", 4) == 0 &&
                  h.data[h.len - 1] == '\n';
@@ -484,7 +479,7 @@ static void test_record(void)
 
         /* ~m#: up to 31 frames, all decode as return addresses. */
         struct membuf w = {{0}, 0, -1};
-        st = btp_cm_record(chain, n, 0, BTP_CM_RECORD_LWS_LINE, mem_sink, &w);
+        st = btp_cm_record_lws_line(chain, n, mem_sink, &w);
         if (n > BTP_LWS_MAX_FRAMES) {
             CHECK(st == BTP_E_DEPTH_TOO_LARGE && w.len == 0, "lws %zu: %s", n,
                   btp_status_name(st));
@@ -502,18 +497,22 @@ static void test_record(void)
     /* A failing sink is an I/O error, on the first and on a later piece. */
     for (int after = 0; after <= 1; after++) {
         struct membuf m = {{0}, 0, after};
-        CHECK(btp_cm_record(chain, 40, 0, BTP_CM_RECORD_CBF_LINE, mem_sink, &m) == BTP_E_IO,
+        CHECK(btp_cm_record_cbf_line(chain, 40, 0, mem_sink, &m) == BTP_E_IO,
               "failing sink after %d", after);
     }
     struct membuf m = {{0}, 0, -1};
-    CHECK(btp_cm_record(chain, 65, 0, BTP_CM_RECORD_CBF, mem_sink, &m) == BTP_E_INVALID_ARGUMENT,
+    uint32_t many[65] = {0};
+    CHECK(btp_cm_record_cbf(many, 65, 0, mem_sink, &m) == BTP_E_INVALID_ARGUMENT &&
+              btp_cm_record_cbf_line(many, 65, 0, mem_sink, &m) == BTP_E_INVALID_ARGUMENT &&
+              btp_cm_record_lws_line(many, 65, mem_sink, &m) == BTP_E_INVALID_ARGUMENT,
           "65 frames");
-    CHECK(btp_cm_record(NULL, 1, 0, BTP_CM_RECORD_CBF, mem_sink, &m) == BTP_E_INVALID_ARGUMENT,
+    CHECK(btp_cm_record_cbf(NULL, 1, 0, mem_sink, &m) == BTP_E_INVALID_ARGUMENT &&
+              btp_cm_record_lws_line(NULL, 1, mem_sink, &m) == BTP_E_INVALID_ARGUMENT,
           "NULL addrs");
-    CHECK(btp_cm_record(chain, 1, 0, BTP_CM_RECORD_CBF, NULL, &m) == BTP_E_INVALID_ARGUMENT,
+    CHECK(btp_cm_record_cbf_line(chain, 1, 0, NULL, &m) == BTP_E_INVALID_ARGUMENT,
           "NULL sink");
-    CHECK(btp_cm_record(chain, 1, 0, (btp_cm_format)9, mem_sink, &m) == BTP_E_INVALID_ARGUMENT,
-          "bad format");
+    CHECK(btp_cm_record_cbf(NULL, 0, 0, mem_sink, &m) == BTP_OK && m.len == 2,
+          "empty chain: %zu bytes", m.len);
     CHECK(strcmp(btp_status_name(BTP_E_CM_FRAME_BOUNDS), "cm_frame_bounds") == 0 &&
               strcmp(btp_status_name(BTP_E_CM_EXC_RETURN), "cm_exc_return") == 0,
           "status names");

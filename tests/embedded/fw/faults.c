@@ -191,7 +191,10 @@ static int uart_sink(void *ctx, const void *bytes, size_t n)
     return 0;
 }
 
-static const char *const method_names[] = {"ehabi", "fp", "scan"};
+static const struct {
+    const char *name;
+    btp_cm_method walk;
+} methods[] = {{"ehabi", btp_cm_walk_ehabi}, {"fp", btp_cm_walk_fp}, {"scan", btp_cm_walk_scan}};
 
 void btp_cm_on_fault(uint32_t frame, const btp_cm_entry *entry)
 {
@@ -228,9 +231,9 @@ void btp_cm_on_fault(uint32_t frame, const btp_cm_entry *entry)
     for (unsigned m = 0; m < 3 && st == BTP_OK; m++) {
         size_t n;
         int truncated;
-        btp_status cs = btp_cm_capture(&f, &layout, (btp_cm_method)m, addrs, 32, &n, &truncated);
+        btp_status cs = btp_cm_capture(&f, &layout, methods[m].walk, addrs, 32, &n, &truncated);
         console_str("method ");
-        console_str(method_names[m]);
+        console_str(methods[m].name);
         console_str(" status=");
         console_dec((uint32_t)cs);
         console_str(" n=");
@@ -238,15 +241,15 @@ void btp_cm_on_fault(uint32_t frame, const btp_cm_entry *entry)
         console_str(" truncated=");
         console_dec((uint32_t)truncated);
         console_str("\n");
-        btp_status rs = btp_cm_record(addrs, n, truncated, BTP_CM_RECORD_CBF_LINE, uart_sink, 0);
+        btp_status rs = btp_cm_record_cbf_line(addrs, n, truncated, uart_sink, 0);
         if (rs != BTP_OK) {
             console_str("record status=");
             console_dec((uint32_t)rs);
             console_str("\n");
         }
-        if (m == BTP_CM_METHOD_EHABI && n <= BTP_LWS_MAX_FRAMES) {
+        if (m == 0 && n <= BTP_LWS_MAX_FRAMES) {
             console_str("lws ");
-            btp_cm_record(addrs, n, 0, BTP_CM_RECORD_LWS_LINE, uart_sink, 0);
+            btp_cm_record_lws_line(addrs, n, uart_sink, 0);
         }
     }
     console_str("done\n");
