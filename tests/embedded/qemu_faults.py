@@ -176,6 +176,8 @@ def bench(args):
         print(err or out)
         return 1
     v = dict(re.findall(r"(\w+)=(\d+)", out.split("bench ", 1)[1]))
+    print("DWT CYCCNT over the calibration loop of %s instructions: %s" %
+          (v["spin_insns"], v.get("dwt_cyccnt_delta", "n/a")))
     per_insn = int(v["spin_ticks"]) / int(v["spin_insns"])
     insns = int(v["encode_ticks"]) / per_insn
     print("%s: CBF encode (init + add per frame + finish, 16-frame chains): "

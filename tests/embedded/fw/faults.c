@@ -281,9 +281,21 @@ static void bench(void)
     SYST_RVR = 0xFFFFFFu;
     SYST_CVR = 0;
     SYST_CSR = 5u; /* enable, processor clock, no interrupt */
+#if !defined(__ARM_ARCH_6M__)
+    /* The DWT cycle counter, to show whether the emulator has one. */
+    REG32(0xE000EDFCu) |= 1u << 24; /* DEMCR.TRCENA */
+    REG32(0xE0001000u) |= 1u;       /* DWT_CTRL.CYCCNTENA */
+    uint32_t c0 = REG32(0xE0001004u);
+#endif
     uint32_t t0 = ticks();
     spin(SPIN);
     uint32_t t1 = ticks();
+#if !defined(__ARM_ARCH_6M__)
+    uint32_t c1 = REG32(0xE0001004u);
+    console_str("bench dwt_cyccnt_delta=");
+    console_dec(c1 - c0);
+    console_str("\n");
+#endif
     size_t len = 0;
     for (unsigned r = 0; r < ROUNDS; r++) {
         btp_cbf_encoder enc;
