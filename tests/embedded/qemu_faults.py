@@ -38,6 +38,8 @@ SCENARIOS = {
     "fpu": ["f_fpu"] + [c.format(k="fpu") for c in CHAIN],
 }
 FPU_MACHINES = {"mps2-an386", "mps2-an505"}
+# The micro:bit's Cortex-M0 (ARMv6-M) has no divide instruction.
+NO_DIV_MACHINES = {"microbit"}
 
 # CFSR bits: MMFSR.DACCVIOL, UFSR.UNDEFINSTR, UFSR.DIVBYZERO.
 DACCVIOL, UNDEFINSTR, DIVBYZERO = 1 << 1, 1 << 16, 1 << 25
@@ -200,7 +202,9 @@ def main():
         return bench(args)
     if not args.btpack or not args.addr2line:
         ap.error("--btpack and --addr2line are needed")
-    scenarios = [s for s in SCENARIOS if s != "fpu" or args.machine in FPU_MACHINES]
+    scenarios = [s for s in SCENARIOS
+                 if (s != "fpu" or args.machine in FPU_MACHINES)
+                 and (s != "div0" or args.machine not in NO_DIV_MACHINES)]
     rows = []
     runs_ok = runs_bad = 0
     for scenario in scenarios:

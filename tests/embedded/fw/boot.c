@@ -17,11 +17,14 @@ static void unexpected(void)
     board_exit(3);
 }
 
+#if !defined(FW_NO_VTOR)
 /* Boot words read by the core at reset from address 0 (the start of code
  * memory): SP and reset. The full table follows at a VTOR-aligned address
- * (on the AN385 the first 256 bytes are made inaccessible, to catch NULL). */
+ * (on the AN385 the first 256 bytes are made inaccessible, to catch NULL).
+ * A core without VTOR (Cortex-M0) has the table itself at 0. */
 __attribute__((section(".boot"), used)) static void (*const boot[2])(void) = {
     (void (*)(void))(uintptr_t)__stack_hi, Reset_Handler};
+#endif
 
 __attribute__((section(".vectors"), used)) static void (*const vectors[16])(void) = {
     (void (*)(void))(uintptr_t)__stack_hi,
@@ -46,7 +49,9 @@ __attribute__((noreturn)) void Reset_Handler(void)
         *d++ = *s++;
     for (uint32_t *d = __bss_start; d < __bss_end;)
         *d++ = 0;
+#if !defined(FW_NO_VTOR)
     SCB_VTOR = (uint32_t)(uintptr_t)vectors;
+#endif
 #if defined(__ARM_FP)
     SCB_CPACR |= 0xFu << 20; /* CP10, CP11: full access */
     __asm volatile("dsb\n isb" ::: "memory");

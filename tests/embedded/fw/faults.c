@@ -2,7 +2,8 @@
  * Test firmware: faults on purpose and reports the call chain by every
  * capture method. The scenario is the first word of the semihosting command
  * line:
- *   null    read through a NULL pointer (the MPU makes address 0 fault)
+ *   null    read through a NULL pointer (the MPU makes address 0 fault; on
+ *           the micro:bit, without MPU, a read where nothing answers)
  *   undef   an undefined instruction
  *   div0    an integer division by zero with CCR.DIV_0_TRP set
  *   leaf    a NULL read in a leaf function that keeps no frame
@@ -26,7 +27,13 @@
 static const char *kind = "";
 /* The stack of the thread the psp scenario runs. */
 static uint64_t thread_stack[256];
-/* 0 at run time, unknown to the compiler: a NULL it cannot see coming. */
+/* The invalid pointer the read faults use, unknown to the compiler: NULL
+ * (the MPU makes it fault), or on a board without an MPU an address where
+ * nothing answers (a bus error). */
+#ifndef FW_BAD_ADDR
+#define FW_BAD_ADDR 0u
+#endif
+static volatile uintptr_t bad_ptr = FW_BAD_ADDR;
 static volatile int sink_int;
 
 NOINLINE static int f_null(volatile int *p)
@@ -36,7 +43,7 @@ NOINLINE static int f_null(volatile int *p)
 
 NOINLINE static int s_null(void)
 {
-    return f_null((volatile int *)(uintptr_t)sink_int) + 1;
+    return f_null((volatile int *)bad_ptr) + 1;
 }
 
 NOINLINE static int f_undef(int x)
@@ -57,9 +64,10 @@ NOINLINE static int f_div0(volatile int *a, volatile int *b)
     return q + 3;
 }
 #else
+/* No divide instruction (ARMv6-M): not run (qemu_faults.py). */
 NOINLINE static int f_div0(volatile int *a, volatile int *b)
 {
-    return f_null((volatile int *)(uintptr_t)sink_int) + *a + *b;
+    return *a + *b;
 }
 #endif
 
@@ -77,14 +85,14 @@ __attribute__((noinline, optimize("omit-frame-pointer"))) static int f_leaf(vola
 
 NOINLINE static int s_leaf(void)
 {
-    return f_leaf((volatile int *)(uintptr_t)sink_int) + 1;
+    return f_leaf((volatile int *)bad_ptr) + 1;
 }
 
 #if defined(__ARM_FP)
 NOINLINE static int f_fpu(volatile float *x)
 {
     float v = *x * 1.5f + 0.25f;
-    return (int)v + *(volatile int *)(uintptr_t)sink_int;
+    return (int)v + *(volatile int *)bad_ptr;
 }
 
 NOINLINE static int s_fpu(void)
@@ -116,7 +124,8 @@ NOINLINE static int run_on_psp(void)
 {
     int r;
     uint32_t top = (uint32_t)(uintptr_t)(thread_stack + sizeof thread_stack / sizeof thread_stack[0]);
-    __asm volatile("msr psp, %1\n"
+    __asm volatile(".syntax unified\n" /* GCC gives Thumb-1 inline asm divided syntax */
+                   "msr psp, %1\n"
                    "mrs r0, control\n"
                    "movs r1, #2\n"
                    "orrs r0, r1\n"
@@ -267,7 +276,7 @@ static uint32_t ticks(void)
 /* n iterations of a 2-instruction loop: the clock's ticks per instruction. */
 NOINLINE static void spin(uint32_t n)
 {
-    __asm volatile("1: subs %0, %0, #1\n bne 1b" : "+r"(n) : : "cc");
+    __asm volatile(".syntax unified\n 1: subs %0, %0, #1\n bne 1b" : "+r"(n) : : "cc");
 }
 
 static void bench(void)
