@@ -100,7 +100,8 @@ void btp_cm_fault_entry(void);
  *  BTP_E_CM_FRAME_BOUNDS     the frame (with its FPU part) is not inside
  *                            `stack`, or misaligned: the stacking itself
  *                            may have faulted (stack overflow). f then holds
- *                            r4-r11, exc_return and frame; the rest is 0.
+ *                            r4-r11, exc_return, frame and the flags EXC_RETURN
+ *                            gives; the other registers are 0.
  * Reads only [frame, frame + frame size) after checking it lies in `stack`.
  */
 BTP_API btp_status btp_cm_fault_read(btp_cm_fault *f, uint32_t frame, const btp_cm_entry *entry,
