@@ -3,7 +3,8 @@
 # library and the Cortex-M port for Cortex-M0+, M3, M4F and M33, and the
 # codec for RISC-V rv32imac; on each the code-size budgets, on M0+ (QEMU
 # microbit), M3 (mps2-an385), M4F (mps2-an386) and M33 (mps2-an505) the
-# fault firmware, on rv32imac the codec unit tests (qemu-system-riscv32).
+# fault firmware, on M3, M4F, M33 and rv32imac (qemu-system-riscv32) the
+# codec unit tests.
 #
 #   bash scripts/embedded.sh           build-<core>/ for each core
 #   bash scripts/embedded.sh --bench   also the instructions-per-frame benchmark

@@ -26,15 +26,21 @@ __attribute__((section(".boot"), used)) static void (*const boot[2])(void) = {
     (void (*)(void))(uintptr_t)__stack_hi, Reset_Handler};
 #endif
 
+#if defined(FW_NEWLIB)
+#define FAULT unexpected /* a unit test that faults fails */
+#else
+#define FAULT btp_cm_fault_entry
+#endif
+
 __attribute__((section(".vectors"), used)) static void (*const vectors[16])(void) = {
     (void (*)(void))(uintptr_t)__stack_hi,
     Reset_Handler,
-    btp_cm_fault_entry, /* NMI */
-    btp_cm_fault_entry, /* HardFault */
-    btp_cm_fault_entry, /* MemManage */
-    btp_cm_fault_entry, /* BusFault */
-    btp_cm_fault_entry, /* UsageFault */
-    btp_cm_fault_entry, /* SecureFault (ARMv8-M) */
+    FAULT, /* NMI */
+    FAULT, /* HardFault */
+    FAULT, /* MemManage */
+    FAULT, /* BusFault */
+    FAULT, /* UsageFault */
+    FAULT, /* SecureFault (ARMv8-M) */
     0, 0, 0,
     unexpected, /* SVCall */
     unexpected, /* DebugMonitor */
@@ -56,7 +62,15 @@ __attribute__((noreturn)) void Reset_Handler(void)
     SCB_CPACR |= 0xFu << 20; /* CP10, CP11: full access */
     __asm volatile("dsb\n isb" ::: "memory");
 #endif
+#if defined(FW_NEWLIB)
+    /* A program on newlib (the unit tests): stdio over semihosting. */
+    extern void initialise_monitor_handles(void);
+    extern void exit(int) __attribute__((noreturn));
+    initialise_monitor_handles();
+    exit(main());
+#else
     board_exit(main());
+#endif
 }
 
 /* ---- semihosting ---- */
