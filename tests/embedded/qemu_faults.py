@@ -15,7 +15,10 @@ recovered of the true chain, extra frames) and fails on:
     true chain in order from the first frame,
   - the scan not containing the whole chain in order (it may add stale
     return addresses between),
-  - the `~m#` line not decoding to the EHABI chain.
+  - the `~m#` line not decoding to the EHABI chain,
+  - the record kept in RAM across a reset (scenario reset, eh image)
+    differing from the one written before the reset, or not decoding to
+    the whole true chain.
 
 --bench instead runs the bench scenario under QEMU's -icount and prints
 instructions per frame of the CBF encoder.
@@ -169,6 +172,26 @@ def check_run(args, image, elf, scenario, out):
     return rows
 
 
+def check_reset(args, elf, out):
+    """The reset scenario: the EHABI record written to RAM before a reset
+    and printed by the next boot."""
+    before = re.search(r"^method ehabi status=0 n=\d+ truncated=\d+\ncbf (\S+)$", out, re.M)
+    after = re.search(r"^saved cbf (\S+)$", out, re.M)
+    if not before or not after or "\ndone" not in out:
+        fail("reset/eh: no record before the reset or none after it: %s" % out[-300:])
+        return []
+    if before.group(1) != after.group(1):
+        fail("reset/eh: the record kept in RAM (%s) differs from the one written (%s)" %
+             (after.group(1), before.group(1)))
+    frames = btpack_addrs(args, [after.group(1)], "hex")[0]
+    names = symbolize(args, elf, frames)
+    want = SCENARIOS["null"]
+    prefix, _, extra = compare(names, want)
+    if prefix != len(want):
+        fail("reset/eh: the saved record has %d of %d frames: %s" % (prefix, len(want), names))
+    return [("reset", "eh", "ehabi", prefix, len(want), extra, " ".join(names))]
+
+
 def bench(args):
     # -icount shift=7: every instruction advances the virtual clock by 128 ns,
     # and SysTick counts that clock; the spin loop calibrates ticks per
@@ -207,12 +230,16 @@ def main():
                  and (s != "div0" or args.machine not in NO_DIV_MACHINES)]
     rows = []
     runs_ok = runs_bad = 0
-    for scenario in scenarios:
+    for scenario in scenarios + ["reset"]:
         for image, elf in (("eh", args.eh), ("fp", args.fp)):
+            if scenario == "reset" and image != "eh":
+                continue
             before = len(failures)
             out, err = run_qemu(args, elf, scenario)
             if err:
                 fail("%s/%s: %s" % (scenario, image, err))
+            elif scenario == "reset":
+                rows += check_reset(args, elf, out)
             else:
                 rows += check_run(args, image, elf, scenario, out)
             if len(failures) == before:

@@ -9,6 +9,9 @@
  *   leaf    a NULL read in a leaf function that keeps no frame
  *   psp     a NULL read in a thread running on the process stack
  *   fpu     a NULL read after floating-point work (FPU-extended frame)
+ *   reset   as null, then the EHABI record also goes to RAM that survives
+ *           a reset (.noinit), the core resets, and the new boot prints it:
+ *           "saved cbf HEX"
  *   bench   no fault: instructions per frame of the CBF encoder
  * Each fault's chain is main -> run -> level1 -> level2 (through a function
  * pointer) -> s_<kind> -> f_<kind>; tests/embedded/qemu_faults.py checks
@@ -176,7 +179,7 @@ static int streq(const char *a, const char *b)
 
 NOINLINE static int run(const char *k)
 {
-    if (streq(k, "null"))
+    if (streq(k, "null") || streq(k, "reset"))
         return level1(s_null);
     if (streq(k, "undef"))
         return level1(s_undef);
@@ -198,6 +201,35 @@ static int uart_sink(void *ctx, const void *bytes, size_t n)
     (void)ctx;
     console_write(bytes, n);
     return 0;
+}
+
+/* A record that survives a reset: RAM the startup neither loads nor
+ * clears. */
+#define SAVED_MAGIC 0xB7AC0DE5u
+static struct {
+    uint32_t magic;
+    uint32_t len;
+    uint8_t bytes[BTP_CM_CBF_MAX(32)];
+} saved __attribute__((section(".noinit")));
+
+static int ram_sink(void *ctx, const void *bytes, size_t n)
+{
+    (void)ctx;
+    if (n > sizeof saved.bytes - saved.len)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        saved.bytes[saved.len++] = ((const uint8_t *)bytes)[i];
+    return 0;
+}
+
+static void print_saved(void)
+{
+    console_str("saved cbf ");
+    for (uint32_t i = 0; i < saved.len && i < sizeof saved.bytes; i++) {
+        char hex[2] = {"0123456789abcdef"[saved.bytes[i] >> 4], "0123456789abcdef"[saved.bytes[i] & 15]};
+        console_write(hex, 2);
+    }
+    console_str("\n");
 }
 
 static const struct {
@@ -259,6 +291,17 @@ void btp_cm_on_fault(uint32_t frame, const btp_cm_entry *entry)
         if (m == 0 && n <= BTP_LWS_MAX_FRAMES) {
             console_str("lws ");
             btp_cm_record_lws_line(addrs, n, uart_sink, 0);
+        }
+        if (m == 0 && streq(kind, "reset")) {
+            saved.len = 0;
+            if (btp_cm_record_cbf(addrs, n, truncated, ram_sink, 0) == BTP_OK)
+                saved.magic = SAVED_MAGIC;
+            console_str("resetting\n");
+            __asm volatile("dsb" ::: "memory");
+            REG32(0xE000ED0Cu) = 0x05FA0004u; /* AIRCR: VECTKEY, SYSRESETREQ */
+            __asm volatile("dsb" ::: "memory");
+            for (;;)
+                ;
         }
     }
     console_str("done\n");
@@ -331,6 +374,13 @@ static void bench(void)
 
 int main(void)
 {
+    if (saved.magic == SAVED_MAGIC) {
+        /* The boot after the reset scenario's fault. */
+        saved.magic = 0;
+        print_saved();
+        console_str("done\n");
+        return 0;
+    }
     kind = board_cmdline();
     /* The command line is "<image> <kind>" or "<kind>". */
     for (const char *p = kind; *p; p++)
