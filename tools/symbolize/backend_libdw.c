@@ -65,6 +65,24 @@ static void call_site(Dwarf_Die *die, const char **file, unsigned *line)
         *file = dwarf_filesrc(files, v, NULL, NULL);
 }
 
+/* A relative source path joined to its unit's absolute DW_AT_comp_dir, as
+ * addr2line prints it; anything else as it is. Free the result (NULL when
+ * file is NULL). */
+static char *full_path(Dwarf_Die *cu, const char *file)
+{
+    Dwarf_Attribute a;
+    const char *dir = cu && dwarf_attr(cu, DW_AT_comp_dir, &a) ? dwarf_formstring(&a) : NULL;
+    if (!file)
+        return NULL;
+    if (file[0] == '/' || !dir || dir[0] != '/')
+        return strdup(file);
+    size_t n = strlen(dir) + strlen(file) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, file);
+    return p;
+}
+
 static int one(Dwfl_Module *mod, Dwarf_Addr a, size_t i, sym_emit_fn emit, void *ctx)
 {
     const char *file = NULL;
@@ -83,16 +101,21 @@ static int one(Dwfl_Module *mod, Dwarf_Addr a, size_t i, sym_emit_fn emit, void 
         if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
             continue;
         char *fn = die_function(&scopes[k]);
-        rc = emit(ctx, i, fn, file, uline);
+        char *full = full_path(cudie, file);
+        rc = emit(ctx, i, fn, full, uline);
         free(fn);
+        free(full);
         emitted = 1;
         if (tag == DW_TAG_subprogram)
             break;
         call_site(&scopes[k], &file, &uline);
     }
     free(scopes);
-    if (!emitted && rc == 0) /* no DWARF function here: line only (the caller adds a symbol) */
-        rc = emit(ctx, i, NULL, file, uline);
+    if (!emitted && rc == 0) { /* no DWARF function here: line only (the caller adds a symbol) */
+        char *full = full_path(cudie, file);
+        rc = emit(ctx, i, NULL, full, uline);
+        free(full);
+    }
     return rc;
 }
 

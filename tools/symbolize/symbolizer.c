@@ -91,6 +91,7 @@ typedef struct object {
     int identity;             /* --elf: lookups are addresses as linked */
     const char *debug_path;   /* the file the answers come from (interned) */
     const char *note;         /* why it gives nothing or less (interned) */
+    uint64_t link_base;       /* the file's address of offset 0 */
     size_t first_lookup;      /* its lookups: a list through lookup.next */
 } object;
 
@@ -98,7 +99,7 @@ typedef struct object {
 typedef struct image {
     uint64_t hash;
     size_t object;
-    uint64_t base;
+    uint64_t base, end;
     const char *name;         /* shown: the path, or "[vdso]" (interned) */
 } image;
 
@@ -355,7 +356,7 @@ static long image_of(symbolizer *s, const btp_image *im)
                           &slot);
     if (k != SIZE_MAX)
         return (long)k;
-    s->images[s->n_images] = (image){h, obj, im->base, name};
+    s->images[s->n_images] = (image){h, obj, im->base, im->end_of_text, name};
     s->images_index.slot[slot] = (uint32_t)++s->n_images;
     return (long)s->n_images - 1;
 }
@@ -471,7 +472,7 @@ long sym_add(symbolizer *s, uint64_t addr, btp_frame_kind kind)
                 grow(&s->images, &s->cap_images, s->n_images + 1, sizeof *s->images) < 0)
                 return -1;
             /* not in the image index: only reachable through elf_image */
-            s->images[s->n_images] = (image){0, obj, 0, name};
+            s->images[s->n_images] = (image){0, obj, 0, UINT64_MAX, name};
             s->elf_image = (long)s->n_images++;
         }
         r.image = s->elf_image;
@@ -583,6 +584,13 @@ static int resolve_object(symbolizer *s, size_t oi)
     const unsigned char *want = o->build_id_len ? o->build_id : have_elf ? elf.build_id : NULL;
     size_t want_len = o->build_id_len ? o->build_id_len : have_elf ? elf.build_id_len : 0;
     int elf_ok = have_elf && !mismatch;
+    if (elf_ok)
+        o->link_base = elf.link_base;
+    if (s->opt.images_only) {
+        if (have_elf)
+            elf_close(&elf);
+        return oom ? -1 : 0;
+    }
     debug_dirs dd = {s->opt.debug_dirs, s->opt.n_debug_dirs, s->opt.no_system_debug_dir};
     if (elf_ok && elf.has_dwarf) {
         sym = &elf;
@@ -621,6 +629,7 @@ static int resolve_object(symbolizer *s, size_t oi)
     /* where file offset 0 is linked: from the file loaded, else the debug
      * file (it keeps the program headers) */
     uint64_t link_base = elf_ok ? elf.link_base : dbg.link_base;
+    o->link_base = link_base;
     size_t n = 0;
     for (size_t k = o->first_lookup; k != SIZE_MAX; k = s->lookups[k].next)
         n++;
@@ -702,6 +711,8 @@ void sym_get(const symbolizer *s, long handle, sym_answer *a)
     a->image = m->name;
     a->build_id = o->build_id_hex;
     a->base = m->base;
+    a->image_end = m->end;
+    a->link_base = o->link_base;
     a->offset = r->addr - m->base;
     a->debug_file = o->debug_path;
     a->locs = l->n_locs ? &s->locs[l->first_loc] : NULL;

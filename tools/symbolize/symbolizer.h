@@ -25,6 +25,10 @@ typedef struct sym_options {
      * they are its addresses as linked (a program loaded where it was
      * linked, or the offsets of a PIE). NULL: none. */
     const char *elf;
+    /* Only place addresses in images (image, build ID, offsets): no debug
+     * files, no back end (LLVM markup output, where the consumer
+     * symbolizes). */
+    int images_only;
 } sym_options;
 
 /* One source position, innermost first: [0] is where the address is, each
@@ -39,6 +43,9 @@ typedef struct sym_answer {
     const char *image;      /* the image's path (or name, "[vdso]"); NULL: in none */
     const char *build_id;   /* lower-case hex, NULL when unknown */
     uint64_t base;          /* the image's base */
+    uint64_t image_end;     /* its end of text */
+    uint64_t link_base;     /* the file's address of its offset 0 (0 for a PIE or
+                               library; 0 when the file was not read) */
     uint64_t offset;        /* address - base (the address itself for --elf) */
     const sym_loc *locs;    /* n_locs positions, innermost first */
     size_t n_locs;          /* 0: nothing known (see note) */
