@@ -95,6 +95,19 @@ static int one(Dwfl_Module *mod, Dwarf_Addr a, size_t i, sym_emit_fn emit, void 
     Dwarf_Die *cudie = dwfl_module_addrdie(mod, a, &bias);
     Dwarf_Die *scopes = NULL;
     int n = cudie ? dwarf_getscopes(cudie, a - bias, &scopes) : 0;
+    /* Past an inlined subroutine dwarf_getscopes goes on with the scopes of
+     * its abstract definition; the callers are the parents of the concrete
+     * DIE itself: start again from the innermost function-like scope. */
+    for (int k = 0; k < n; k++) {
+        int tag = dwarf_tag(&scopes[k]);
+        if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+            Dwarf_Die inner = scopes[k];
+            free(scopes);
+            scopes = NULL;
+            n = dwarf_getscopes_die(&inner, &scopes);
+            break;
+        }
+    }
     int emitted = 0, rc = 0;
     for (int k = 0; k < n && rc == 0; k++) {
         int tag = dwarf_tag(&scopes[k]);
