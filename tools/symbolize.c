@@ -85,30 +85,14 @@ typedef struct run {
     size_t n_frames, cap_frames, cap_handles;
 } run;
 
-static int grow(void *pp, size_t *cap, size_t need, size_t elem)
-{
-    void **p = pp;
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 256;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 static int keep(void *ctx, trace *t)
 {
     run *r = ctx;
     if (t->event == TRACE_FREE)
         return 0;
-    if (grow(&r->traces, &r->cap_traces, r->n_traces + 1, sizeof *r->traces) < 0 ||
-        grow(&r->frames, &r->cap_frames, r->n_frames + t->n, sizeof *r->frames) < 0 ||
-        grow(&r->handles, &r->cap_handles, r->n_frames + t->n, sizeof *r->handles) < 0)
+    if (array_grow(&r->traces, &r->cap_traces, r->n_traces + 1, sizeof *r->traces) < 0 ||
+        array_grow(&r->frames, &r->cap_frames, r->n_frames + t->n, sizeof *r->frames) < 0 ||
+        array_grow(&r->handles, &r->cap_handles, r->n_frames + t->n, sizeof *r->handles) < 0)
         goto oom;
     if (sym_set_map(r->sy, r->override ? r->override : t->image_map) < 0)
         goto oom;

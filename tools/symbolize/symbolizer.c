@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strbuf.h"
 #include "symbolize/backend.h"
 #include "symbolize/debugfind.h"
 #include "symbolize/elf.h"
@@ -28,22 +29,6 @@ static uint64_t hash_str(const char *s)
     for (; s && *s; s++)
         h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
     return h;
-}
-
-static int grow(void *pp, size_t *cap, size_t need, size_t elem)
-{
-    void **p = pp;
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
 }
 
 /* Open addressing over entry indices + 1 (0 = empty). Every entry type
@@ -247,7 +232,7 @@ static const char *intern(symbolizer *s, const char *str, int *oom)
     uint64_t h = hash_str(str);
     size_t slot;
     if (table_reserve(&s->strings_index, s->n_strings + 1, s->strings, sizeof *s->strings) < 0 ||
-        grow(&s->strings, &s->cap_strings, s->n_strings + 1, sizeof *s->strings) < 0) {
+        array_grow(&s->strings, &s->cap_strings, s->n_strings + 1, sizeof *s->strings) < 0) {
         *oom = 1;
         return NULL;
     }
@@ -289,7 +274,7 @@ static size_t object_of(symbolizer *s, const object_key *key)
         h = mix(h, key->build_id[i]);
     size_t slot;
     if (table_reserve(&s->objects_index, s->n_objects + 1, s->objects, sizeof *s->objects) < 0 ||
-        grow(&s->objects, &s->cap_objects, s->n_objects + 1, sizeof *s->objects) < 0)
+        array_grow(&s->objects, &s->cap_objects, s->n_objects + 1, sizeof *s->objects) < 0)
         return SIZE_MAX;
     size_t k = table_find(&s->objects_index, s->objects, sizeof *s->objects, h, object_equal, key,
                           &slot);
@@ -350,7 +335,7 @@ static long image_of(symbolizer *s, const btp_image *im)
     uint64_t h = mix(mix(obj, im->base), (uint64_t)(uintptr_t)name);
     size_t slot;
     if (table_reserve(&s->images_index, s->n_images + 1, s->images, sizeof *s->images) < 0 ||
-        grow(&s->images, &s->cap_images, s->n_images + 1, sizeof *s->images) < 0)
+        array_grow(&s->images, &s->cap_images, s->n_images + 1, sizeof *s->images) < 0)
         return -1;
     size_t k = table_find(&s->images_index, s->images, sizeof *s->images, h, image_equal, &key,
                           &slot);
@@ -382,7 +367,7 @@ int sym_set_map(symbolizer *s, const btp_image_map *map)
         return 0;
     s->epoch++;
     size_t n = map ? map->n_images : 0;
-    if (grow(&s->map_images, &s->cap_map_images, n + 1, sizeof *s->map_images) < 0)
+    if (array_grow(&s->map_images, &s->cap_map_images, n + 1, sizeof *s->map_images) < 0)
         return -1;
     memset(s->map_images, 0, (n + 1) * sizeof *s->map_images);
     return 0;
@@ -406,7 +391,7 @@ static size_t lookup_of(symbolizer *s, size_t obj, uint64_t rel)
     uint64_t h = mix(mix(0, obj), rel);
     size_t slot;
     if (table_reserve(&s->lookups_index, s->n_lookups + 1, s->lookups, sizeof *s->lookups) < 0 ||
-        grow(&s->lookups, &s->cap_lookups, s->n_lookups + 1, sizeof *s->lookups) < 0)
+        array_grow(&s->lookups, &s->cap_lookups, s->n_lookups + 1, sizeof *s->lookups) < 0)
         return SIZE_MAX - 1;
     size_t k = table_find(&s->lookups_index, s->lookups, sizeof *s->lookups, h, lookup_equal, &key,
                           &slot);
@@ -442,7 +427,7 @@ long sym_add(symbolizer *s, uint64_t addr, btp_frame_kind kind)
     size_t slot;
     if (table_reserve(&s->requests_index, s->n_requests + 1, s->requests, sizeof *s->requests) <
             0 ||
-        grow(&s->requests, &s->cap_requests, s->n_requests + 1, sizeof *s->requests) < 0)
+        array_grow(&s->requests, &s->cap_requests, s->n_requests + 1, sizeof *s->requests) < 0)
         return -1;
     size_t k = table_find(&s->requests_index, s->requests, sizeof *s->requests, h, request_equal,
                           &key, &slot);
@@ -469,7 +454,7 @@ long sym_add(symbolizer *s, uint64_t addr, btp_frame_kind kind)
             int oom = 0;
             const char *name = intern(s, s->opt.elf, &oom);
             if (obj == SIZE_MAX || oom ||
-                grow(&s->images, &s->cap_images, s->n_images + 1, sizeof *s->images) < 0)
+                array_grow(&s->images, &s->cap_images, s->n_images + 1, sizeof *s->images) < 0)
                 return -1;
             /* not in the image index: only reachable through elf_image */
             s->images[s->n_images] = (image){0, obj, 0, UINT64_MAX, name};
@@ -499,7 +484,7 @@ typedef struct batch {
 static int add_loc(symbolizer *s, lookup *l, const char *function, const char *file,
                    unsigned line, int *oom)
 {
-    if (grow(&s->locs, &s->cap_locs, s->n_locs + 1, sizeof *s->locs) < 0) {
+    if (array_grow(&s->locs, &s->cap_locs, s->n_locs + 1, sizeof *s->locs) < 0) {
         *oom = 1;
         return -1;
     }
