@@ -90,6 +90,11 @@ typedef enum btp_status {
     /* capture */
     BTP_E_NO_METHOD = 80, /* the requested unwinder is not built in or failed to start */
 
+    /* image maps (imagemap.h) */
+    BTP_E_MAPS_SYNTAX = 120,  /* a /proc/PID/maps line is malformed */
+    BTP_E_IMAGE_SYNTAX = 121, /* an `image` line is malformed */
+    BTP_E_BAD_NOTE = 122,     /* an ELF note runs past its area */
+
     /* embedded fault capture (ports/cortex-m) */
     BTP_E_CM_FRAME_BOUNDS = 160, /* the stacked exception frame is outside the stack given */
     BTP_E_CM_EXC_RETURN = 161    /* not an EXC_RETURN value */
