@@ -26,10 +26,11 @@
  * Nothing here allocates, locks or calls libc beyond what the codecs use
  * (memset/memcpy); the functions keep no state outside their arguments,
  * except the EHABI pop check's bounds (see btp_cm_walk_ehabi) while it runs. They
- * are meant to run in a fault handler on the main stack, which needs about
- * 200 bytes for the fp and scan methods and 1.2 KiB for the EHABI method
- * (libgcc's unwinder keeps ~600 bytes of state on the stack), plus the
- * address array the caller gives.
+ * are meant to run in a fault handler on the main stack, which needs (GCC
+ * -fstack-usage, Cortex-M3, -Os) about 150 bytes for the fp and scan
+ * methods and 1.2 KiB for the EHABI method (libgcc's unwinder keeps ~600
+ * bytes of state on the stack), plus the address array the caller gives;
+ * a CBF record about 700 bytes, a `~m#` record about 1.6 KiB.
  *
  * Addresses are the target's 32-bit addresses. A return address is recorded
  * as a CBF `ra` frame with the Thumb bit cleared (the address of the
@@ -208,7 +209,7 @@ typedef int (*btp_cm_sink)(void *ctx, const void *bytes, size_t n);
  *    (btpack convert --from lws --word-bits 32): at most 31 frames, all
  *    written as plain addresses, no truncation mark.
  * Separate functions so that an image links only the encoder it uses. The
- * encoding is staged on the stack (~330 bytes for CBF, ~1.3 KiB for lws).
+ * encoding is staged on the stack (see the top of this file).
  * Returns BTP_OK, BTP_E_INVALID_ARGUMENT (NULL sink, NULL addrs with n > 0,
  * n > 64), BTP_E_DEPTH_TOO_LARGE (lws, n > 31), BTP_E_IO (the sink failed;
  * what it took stays written).
