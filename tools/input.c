@@ -158,6 +158,27 @@ long input_read(input *in, void *buf, size_t n)
 #endif
 }
 
+int input_read_all(input *in, strbuf *out)
+{
+    for (;;) {
+        char *d = sb_reserve(out, sizeof in->raw);
+        if (!d) {
+            diag(DIAG_ERROR, in->name, NULL, "out of memory");
+            return -1;
+        }
+        long got = input_read(in, d, sizeof in->raw);
+        if (got < 0)
+            return -1;
+        if (got == 0)
+            return 0;
+        out->len += (size_t)got;
+        if (out->len > INPUT_MAX_ALL) {
+            diag(DIAG_ERROR, in->name, NULL, "larger than %zu bytes", INPUT_MAX_ALL);
+            return -1;
+        }
+    }
+}
+
 void input_close(input *in)
 {
 #if BTP_CLI_HAVE_LZMA

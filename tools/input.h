@@ -47,6 +47,12 @@ int input_open(input *in, const char *path);
  * printing an error (I/O or corrupt xz data). */
 long input_read(input *in, void *buf, size_t n);
 
+/* Append the whole remaining input to out (at most INPUT_MAX_ALL bytes),
+ * for auxiliary files that are parsed whole (a --maps file), never for the
+ * records a format reads. Returns 0 or -1 after printing an error. */
+#define INPUT_MAX_ALL ((size_t)1 << 30)
+int input_read_all(input *in, strbuf *out);
+
 void input_close(input *in);
 
 /* 1 when path ("-" or NULL: stdin) is a regular file: all of it is there,

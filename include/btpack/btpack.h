@@ -90,6 +90,15 @@ typedef enum btp_status {
     /* capture */
     BTP_E_NO_METHOD = 80, /* the requested unwinder is not built in or failed to start */
 
+    /* image maps (imagemap.h) */
+    BTP_E_MAPS_SYNTAX = 120,  /* a /proc/PID/maps line is malformed */
+    BTP_E_IMAGE_SYNTAX = 121, /* an `image` line is malformed */
+    BTP_E_BAD_NOTE = 122,     /* an ELF note runs past its area */
+
+    /* embedded fault capture (ports/cortex-m) */
+    BTP_E_CM_FRAME_BOUNDS = 160, /* the stacked exception frame is outside the stack given */
+    BTP_E_CM_EXC_RETURN = 161,   /* not an EXC_RETURN value */
+
     /* trace logs: losses and reader limits */
     BTP_E_RECORDS_LOST = 200,     /* records of the log are missing (a block was lost) */
     BTP_E_NODES_LIMIT = 201,      /* more call-tree nodes than the reader's max_nodes */

@@ -8,19 +8,26 @@
  * Writing: TRACE_ALLOC and TRACE_FREE as allocation records; a plain trace
  * with an allocation size (json "alloc_size") as an allocation at pointer
  * 0; other plain traces as backtrace records. `--maps FILE` stores the
- * image map, comment lines of the input are kept, `--no-zlib` stores the
+ * maps text (`maps`) and its images with the build IDs of the files now at
+ * their paths (`images`, crash-record image lines), comment lines of the input are kept, `--no-zlib` stores the
  * blocks uncompressed. One log has one word size. */
 #include "format.h"
+#include "imagemap_text.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "diag.h"
+
 /* ---- reading ---------------------------------------------------------- */
 
 typedef struct log_rstate {
     btp_log_reader *lr;
+    owned_map map;    /* the stored image map, given with every record */
+    int have_map;
+    int map_from;     /* owned_map_take_meta() */
     size_t next_meta; /* metadata handed on so far */
     int done;
 } log_rstate;
@@ -34,8 +41,10 @@ static int log_open(reader *r)
 static void log_close(reader *r)
 {
     log_rstate *s = r->state;
-    if (s)
+    if (s) {
         btp_log_reader_close(s->lr);
+        owned_map_free(&s->map);
+    }
     free(s);
     r->state = NULL;
 }
@@ -55,6 +64,14 @@ static void pass_comments(reader *r, log_rstate *s, uint64_t upto)
            at <= upto) {
         if (r->opt->comments && strcmp(key, "comment") == 0)
             sb_add(r->opt->comments, data, len);
+        size_t off = 0;
+        btp_status ms = owned_map_take_meta(&s->map, &s->map_from, key, data, len, r->word_bits,
+                                            &off);
+        if (ms != BTP_END)
+            s->have_map = ms == BTP_OK;
+        if (ms != BTP_OK && ms != BTP_END) /* the records are still good */
+            diag(DIAG_WARNING, r->name, NULL, "stored image map unusable (%s at byte %zu)",
+                 btp_strerror(ms), off);
         s->next_meta++;
     }
     btp_log_reader_meta_release(s->lr, s->next_meta);
@@ -183,6 +200,7 @@ static int log_read_next(reader *r, trace *t)
     }
     pass_comments(r, s, rec.index);
     trace_reset(t, r->word_bits);
+    t->image_map = s->have_map ? &s->map.map : NULL;
     t->loc = (src_loc){.offset = rec.index, .has_offset = 0};
     if (rec.flags) {
         return rd_error(r, "record %llu: its %s was lost with a damaged block",
@@ -283,6 +301,18 @@ static int start(writer *w, log_wstate *s, unsigned word_bits)
                                                              w->opt->maps_path,
                                                              BTP_LOG_MAX_BLOCK / 2)
                                                  : put_meta(w, s, "maps", m.data, m.len);
+        /* the images with their build IDs: what makes the maps usable once
+         * the files have changed */
+        strbuf im = STRBUF_INIT;
+        size_t off = 0;
+        btp_status ist = rc < 0 ? BTP_OK
+                                : image_lines_from_procmaps(m.data, m.len, word_bits, &im, &off);
+        if (ist != BTP_OK)
+            rc = wr_error(w, "--maps %s: byte offset %zu: %s", w->opt->maps_path, off,
+                          btp_strerror(ist));
+        else if (rc == 0 && im.len)
+            rc = put_meta(w, s, "images", im.data, im.len);
+        sb_free(&im);
         sb_free(&m);
         if (rc < 0)
             return rc;
