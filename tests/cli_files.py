@@ -197,7 +197,7 @@ def test_write_errors(d):
     write(lws, b"~m#CBUAiAAABw==\n")
     cmds = [["dump", src], ["stats", src], ["convert", "--from", "hex", "--to", "json", src],
             ["convert", "--from", "hex", "--to", "cbf", src],
-            ["heapmap", "--elf", BTPACK, lws]]
+            ["heapmap", "--elf", BTPACK, lws], ["symbolize", "--from", "hex", src]]
     for cmd in cmds:
         with open("/dev/full", "wb") as full:
             rc, _, err = run(cmd, stdout=full)

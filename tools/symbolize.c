@@ -13,6 +13,7 @@
 #include "diag.h"
 #include "imagemap_text.h"
 #include "input.h"
+#include "output.h"
 #include "symbolize/symbolizer.h"
 
 static const char symbolize_help[] =
@@ -423,6 +424,8 @@ int cmd_symbolize(int argc, char **argv)
         so.images_only = 1; /* the consumer symbolizes */
 
     run r = {0};
+    output dest;
+    output_stdio(&dest);
     owned_map mapsfile = {0};
     int rc = EXIT_OK;
     char why[256];
@@ -467,15 +470,16 @@ int cmd_symbolize(int argc, char **argv)
                 put_json(&o, &r, &r.traces[i], i);
             else
                 put_markup(&o, &r, &r.traces[i]);
-            if (o.oom || fwrite(o.data, 1, o.len, stdout) != o.len) {
-                diag(DIAG_ERROR, NULL, NULL, o.oom ? "out of memory" : "cannot write the output");
+            if (o.oom)
+                diag(DIAG_ERROR, NULL, NULL, "out of memory");
+            if (o.oom || output_write(&dest, o.data, o.len) < 0) { /* reported once */
                 rc = EXIT_BAD_INPUT;
                 break;
             }
         }
         sb_free(&o);
     }
-    if (fflush(stdout) != 0)
+    if (output_close(&dest, 1) < 0)
         rc = EXIT_BAD_INPUT;
     for (size_t i = 0; i < r.n_traces; i++)
         free(r.traces[i].context);
