@@ -152,7 +152,8 @@ static const uint8_t *bytes_at(btp_log_reader *r, uint64_t at, size_t n, size_t 
     }
     size_t off = (size_t)(at - r->win_off);
     if (r->win_len - off < n && !r->src_end) {
-        memmove(r->win, r->win + off, r->win_len - off);
+        if (off) /* never memmove on the NULL of an empty window */
+            memmove(r->win, r->win + off, r->win_len - off);
         r->win_len -= off;
         r->win_off = at;
         off = 0;
