@@ -709,10 +709,10 @@ static btp_status load_block(btp_log_reader *r)
                 break;
             }
             r->final = 1;
-            r->good_end = r->pos;
             if (records > r->next_index) {
                 r->lost += records - r->next_index;
-                lose_gap(r, expect, records, at);
+                lose_gap(r, expect, records, at); /* from the last block read whole */
+                r->good_end = r->pos;
                 r->next_index = records;
                 /* reported now; then the end */
                 fail(r, BTP_E_RECORDS_LOST, at);
@@ -720,6 +720,7 @@ static btp_status load_block(btp_log_reader *r)
                     r->error = BTP_END;
                 return BTP_E_RECORDS_LOST;
             }
+            r->good_end = r->pos;
             r->error = BTP_END;
             return BTP_END;
         }
