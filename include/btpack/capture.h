@@ -70,7 +70,8 @@ typedef enum btp_capture_method {
     BTP_CAPTURE_FP = 1,
     BTP_CAPTURE_LIBGCC = 2,
     BTP_CAPTURE_LIBUNWIND = 3,
-    BTP_CAPTURE_GLIBC = 4
+    BTP_CAPTURE_GLIBC = 4,
+    BTP_CAPTURE_CFI = 5
 } btp_capture_method;
 
 /* Upper bound on frames any method walks (bounded work on corrupt stacks;
@@ -251,15 +252,27 @@ BTP_API btp_status btp_stack_bounds_of(uintptr_t addr, btp_stack_bounds *out);
  * record was cut short.
  */
 
-/* Crash handler configuration. */
+/* Crash handler flags (btp_crash_options.flags). */
+enum {
+    /* Do not hand the signal on to the handler installed before
+     * btp_crash_install(): after the record, the default action. */
+    BTP_CRASH_NO_CHAIN = 1u << 0,
+    /* Leave the `map` lines (a copy of /proc/self/maps) out of the record:
+     * the `image` lines carry what a symbolizer needs. */
+    BTP_CRASH_NO_MAP_LINES = 1u << 1
+};
+
+/* Crash handler configuration. Zero-initialised means: the cfi method, a
+ * 64 KiB alternate stack, chaining, map lines. */
 typedef struct btp_crash_options {
     /* Capture options for the handler; flags get BTP_CAPTURE_ASYNC_SIGNAL_SAFE
-     * added. Zero: the fp method (the only one that is async-signal-safe by
-     * construction). */
+     * added. Method zero: cfi (whole stacks through code without frame
+     * pointers, reading only memory /proc/self/maps shows readable). */
     btp_capture_options capture;
     /* Bytes of alternate signal stack to map for the installing thread;
      * 0 gives 64 KiB. */
     size_t altstack_size;
+    unsigned flags; /* BTP_CRASH_* */
 } btp_crash_options;
 
 /*

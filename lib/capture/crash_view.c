@@ -1,0 +1,312 @@
+/*
+ * The crash handler's view of memory and images (see crash_view.h).
+ *
+ * From /proc/self/maps (read with open/read into fixed tables): readable
+ * memory in two classes, anonymous (stacks, heap: where saved registers
+ * are read) and file-backed (images: where unwind tables are read), and
+ * executable memory. Device mappings and the kernel's special ones ([vvar]
+ * and the like) are in neither: reading them can fault or have effects.
+ * Each readable file mapping at offset 0 may be an image: its ELF header,
+ * program headers and build ID note are read from memory, each read
+ * checked against the file class. Load order comes from the snapshot taken
+ * at install time (dl_iterate_phdr); an image loaded since then has no
+ * place in it and comes after, by address.
+ */
+#include "capture/crash_view.h"
+
+#include "image/self_internal.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+#include "capture/procmaps.h"
+
+/* ------------------------------------------------------------------ */
+/* Range sets (sorted: /proc/self/maps lists mappings by address)       */
+/* ------------------------------------------------------------------ */
+
+static void add_range(btp_range_set *s, uintptr_t lo, uintptr_t hi)
+{
+    if (s->n > 0) {
+        btp_range *last = &s->r[s->n - 1];
+        if (lo == last->hi) {
+            last->hi = hi; /* adjacent: one range */
+            return;
+        }
+        if (lo < last->hi)
+            return; /* out of order: cannot happen in maps; ignored */
+    }
+    if (s->n < s->cap)
+        s->r[s->n++] = (btp_range){lo, hi};
+    /* A full set drops ranges: reads there are refused (the safe side). */
+}
+
+/* The range holding [a, a + len), or NULL. */
+static const btp_range *range_of(const btp_range_set *s, uintptr_t a, size_t len)
+{
+    if (a + len < a || s->n == 0)
+        return NULL;
+    size_t lo = 0, hi = s->n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->r[mid].lo <= a)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const btp_range *r = &s->r[lo];
+    return a >= r->lo && a + len <= r->hi ? r : NULL;
+}
+
+static int file_ok(const void *ctx, uintptr_t a, size_t len)
+{
+    return range_of(&((const btp_crash_view *)ctx)->file, a, len) != NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The install-time snapshot                                            */
+/* ------------------------------------------------------------------ */
+
+#define SNAP_MAX 1024
+#define SNAP_PATHS (128 * 1024)
+
+typedef struct snapshot {
+    size_t n;
+    btp_crash_image img[SNAP_MAX];
+    size_t paths_used;
+    char paths[SNAP_PATHS];
+} snapshot;
+
+/* Written by btp_crash_snapshot_take() (install time), read by handlers. */
+static snapshot *snap;
+
+static void snap_add(void *ctx, const btp_elf_mem *e, const char *path, const char *name)
+{
+    snapshot *s = ctx;
+    (void)name;
+    if (s->n == SNAP_MAX)
+        return;
+    btp_crash_image *img = &s->img[s->n];
+    img->e = *e;
+    img->order = (uint32_t)s->n;
+    img->path = NULL;
+    img->path_len = 0;
+    size_t len = path ? strlen(path) : 0;
+    if (len && len < SNAP_PATHS - s->paths_used) {
+        memcpy(s->paths + s->paths_used, path, len);
+        img->path = s->paths + s->paths_used;
+        img->path_len = len;
+        s->paths_used += len;
+    }
+    s->n++;
+}
+
+int btp_crash_snapshot_take(void)
+{
+    if (!snap) {
+        void *m = mmap(NULL, sizeof(snapshot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (m == MAP_FAILED)
+            return 0;
+        snap = m;
+    }
+    snap->n = 0;
+    snap->paths_used = 0;
+    btp_image_self_each(snap_add, snap);
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Building the view                                                    */
+/* ------------------------------------------------------------------ */
+
+/* Carve the scratch memory into the tables; 0 if it is too small. */
+static int carve(btp_crash_view *v, unsigned char *p, size_t size)
+{
+    const size_t n_anon = 8192, n_file = 8192, n_exec = 4096, n_img = 1024;
+    size_t need = (n_anon + n_file + n_exec) * sizeof(btp_range) + n_img * sizeof(btp_crash_image) +
+                  n_img * sizeof(uint16_t);
+    if (!p || size < need + 4096)
+        return 0;
+    v->anon = (btp_range_set){(btp_range *)(void *)p, 0, n_anon};
+    p += n_anon * sizeof(btp_range);
+    v->file = (btp_range_set){(btp_range *)(void *)p, 0, n_file};
+    p += n_file * sizeof(btp_range);
+    v->exec = (btp_range_set){(btp_range *)(void *)p, 0, n_exec};
+    p += n_exec * sizeof(btp_range);
+    v->img = (btp_crash_image *)(void *)p;
+    v->cap_img = n_img;
+    p += n_img * sizeof(btp_crash_image);
+    v->order = (uint16_t *)(void *)p;
+    p += n_img * sizeof(uint16_t);
+    v->paths = (char *)p;
+    v->paths_cap = size - need;
+    return 1;
+}
+
+static void add_candidate(btp_crash_view *v, const btp_maps_line *m, int cls)
+{
+    if (v->n_img == v->cap_img)
+        return;
+    btp_crash_image *img = &v->img[v->n_img++];
+    memset(img, 0, sizeof *img);
+    img->e.base = m->lo;
+    if (cls == BTP_MAPS_FILE && m->path_len && m->path_len <= v->paths_cap - v->paths_used) {
+        memcpy(v->paths + v->paths_used, m->path, m->path_len);
+        img->path = v->paths + v->paths_used;
+        img->path_len = m->path_len;
+        v->paths_used += m->path_len;
+    }
+}
+
+/* The snapshot's position of an image with this base and build ID. */
+static uint32_t snapshot_order(const btp_elf_mem *e, uint32_t otherwise)
+{
+    const snapshot *s = snap;
+    if (!s)
+        return otherwise;
+    for (size_t i = 0; i < s->n; i++) {
+        const btp_elf_mem *x = &s->img[i].e;
+        if (x->base == e->base && x->build_id_len == e->build_id_len &&
+            memcmp(x->build_id, e->build_id, e->build_id_len) == 0)
+            return (uint32_t)i;
+    }
+    return otherwise;
+}
+
+static int build_from_maps(btp_crash_view *v)
+{
+    btp_maps_reader r;
+    if (!btp_maps_open(&r))
+        return 0;
+    btp_maps_line m;
+    size_t lines = 0;
+    while (btp_maps_next(&r, &m)) {
+        lines++;
+        int cls = btp_maps_kind(&m);
+        if (cls == BTP_MAPS_OTHER || m.perms[0] != 'r')
+            continue;
+        add_range(cls == BTP_MAPS_ANON ? &v->anon : &v->file, m.lo, m.hi);
+        if (m.perms[2] == 'x')
+            add_range(&v->exec, m.lo, m.hi);
+        if (m.offset == 0 && cls != BTP_MAPS_ANON)
+            add_candidate(v, &m, cls);
+    }
+    btp_maps_close(&r);
+    if (lines == 0)
+        return 0;
+    /* Keep the candidates that are images of this process with text. */
+    size_t kept = 0;
+    for (size_t i = 0; i < v->n_img; i++) {
+        btp_crash_image c = v->img[i];
+        if (!btp_elf_mem_from_header(&c.e, c.e.base, file_ok, v) || c.e.end_of_text == 0 ||
+            !range_of(&v->exec, c.e.text_lo, 1))
+            continue;
+        c.order = snapshot_order(&c.e, (uint32_t)(SNAP_MAX + kept));
+        v->img[kept++] = c;
+    }
+    v->n_img = kept;
+    /* Load order: insertion sort of the indices (few images, in a crash). */
+    for (size_t i = 0; i < kept; i++) {
+        size_t j = i;
+        while (j > 0 && v->img[v->order[j - 1]].order > v->img[i].order) {
+            v->order[j] = v->order[j - 1];
+            j--;
+        }
+        v->order[j] = (uint16_t)i;
+    }
+    return 1;
+}
+
+void btp_crash_view_build(btp_crash_view *v, void *scratch, size_t size)
+{
+    memset(v, 0, sizeof *v);
+    btp_cfi_self_env(&v->self, &v->self_env, NULL, BTP_CAPTURE_ASYNC_SIGNAL_SAFE);
+    if (carve(v, scratch, size) && build_from_maps(v)) {
+        v->from_maps = 1;
+        return;
+    }
+    /* The snapshot alone: images as of install time, stacks from the
+     * thread's known bounds. */
+    memset(&v->anon, 0, sizeof v->anon);
+    memset(&v->file, 0, sizeof v->file);
+    memset(&v->exec, 0, sizeof v->exec);
+    v->order = NULL;
+    v->img = snap ? snap->img : NULL;
+    v->n_img = snap ? snap->n : 0;
+}
+
+const btp_crash_image *btp_crash_view_image(const btp_crash_view *v, size_t i)
+{
+    return &v->img[v->order ? v->order[i] : i];
+}
+
+/* ------------------------------------------------------------------ */
+/* The walker's environment                                             */
+/* ------------------------------------------------------------------ */
+
+static int snapshot_find(const btp_crash_view *v, uintptr_t pc, btp_cfi_image *out)
+{
+    for (size_t i = 0; i < v->n_img; i++) {
+        const btp_elf_mem *e = &v->img[i].e;
+        if (pc < e->text_lo || pc >= e->end_of_text)
+            continue;
+        memset(out, 0, sizeof *out);
+        out->text_lo = e->text_lo;
+        out->text_hi = e->end_of_text;
+        for (unsigned k = 0; k < e->n_segs; k++)
+            if (e->eh_hdr >= e->seg_lo[k] && e->eh_hdr < e->seg_hi[k]) {
+                out->eh_hdr = e->eh_hdr;
+                out->lo = e->seg_lo[k];
+                out->hi = e->seg_hi[k];
+            }
+        return 1;
+    }
+    return 0;
+}
+
+static int view_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
+{
+    const btp_crash_view *v = ctx;
+    if (!v->from_maps)
+        return snapshot_find(v, pc, out);
+    if (v->n_img == 0)
+        return 0;
+    size_t lo = 0, hi = v->n_img;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v->img[mid].e.base <= pc)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const btp_elf_mem *e = &v->img[lo].e;
+    const btp_range *text = range_of(&v->exec, pc, 1);
+    if (pc < e->text_lo || pc >= e->end_of_text || !text)
+        return 0;
+    memset(out, 0, sizeof *out);
+    out->text_lo = text->lo;
+    out->text_hi = text->hi;
+    const btp_range *tab = e->eh_hdr ? range_of(&v->file, e->eh_hdr, 1) : NULL;
+    if (tab) {
+        out->eh_hdr = e->eh_hdr;
+        out->lo = tab->lo;
+        out->hi = tab->hi;
+    }
+    return 1;
+}
+
+static int view_stack_ok(void *ctx, uintptr_t a, size_t len)
+{
+    btp_crash_view *v = ctx;
+    if (!v->from_maps)
+        return v->self_env.stack_ok(v->self_env.ctx, a, len);
+    return range_of(&v->anon, a, len) != NULL;
+}
+
+void btp_crash_view_env(btp_crash_view *v, btp_cfi_env *env)
+{
+    env->find = view_find;
+    env->stack_ok = view_stack_ok;
+    env->ctx = v;
+}
