@@ -18,12 +18,11 @@
 #include "capture_internal.h"
 
 #include "capture/crash_view.h"
+#include "capture/guard.h"
 #include "capture/procmaps.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -167,60 +166,9 @@ static void out_maps(out *o)
     close(fd);
 }
 
-/* ------------------------------------------------------------------ */
-/* The fault guard                                                      */
-/* ------------------------------------------------------------------ */
-
-static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
-#define N_CRASH_SIGNALS (sizeof crash_signals / sizeof crash_signals[0])
-
-/* One thread at a time runs guarded code: the one that owns guard_owner. */
-static sigjmp_buf guard_env;
-static atomic_long guard_owner;
-static volatile sig_atomic_t guard_armed;
-
 static long current_tid(void)
 {
     return syscall(SYS_gettid);
-}
-
-static void crash_set(sigset_t *set)
-{
-    sigemptyset(set);
-    for (size_t i = 0; i < N_CRASH_SIGNALS; i++)
-        sigaddset(set, crash_signals[i]);
-}
-
-typedef void (*guarded_fn)(void *arg);
-
-/*
- * Run fn(arg) with the crash signals unblocked, so that a fault inside it
- * re-enters our handler, which jumps back here: 0 when fn returned, 1 when
- * it faulted and was abandoned. Only while our handler is installed can a
- * fault be caught; when another thread holds the guard, fn runs unguarded.
- */
-static int guarded(guarded_fn fn, void *arg)
-{
-    long none = 0, me = current_tid();
-    if (!atomic_compare_exchange_strong(&guard_owner, &none, me)) {
-        fn(arg);
-        return 0;
-    }
-    sigset_t set, old;
-    crash_set(&set);
-    /* sigsetjmp saves the signal mask: the jump back restores it. */
-    if (sigsetjmp(guard_env, 1)) {
-        guard_armed = 0;
-        atomic_store(&guard_owner, 0);
-        return 1;
-    }
-    pthread_sigmask(SIG_UNBLOCK, &set, &old);
-    guard_armed = 1;
-    fn(arg);
-    guard_armed = 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    atomic_store(&guard_owner, 0);
-    return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -251,18 +199,6 @@ static void run_capture(void *arg)
                                     &j->n);
 }
 
-typedef struct view_job {
-    btp_crash_view *v;
-    void *scratch;
-    size_t size;
-} view_job;
-
-static void run_view(void *arg)
-{
-    view_job *j = arg;
-    btp_crash_view_build(j->v, j->scratch, j->size);
-}
-
 /* Capture with the chosen method, falling back on faults to cfi, then fp,
  * then the interrupted pc alone. *fallback gets the name of the capture
  * that produced the frames when it is not the chosen one. */
@@ -275,7 +211,7 @@ static void capture_guarded(capture_job *j, const char **fallback)
         if ((i > 0 && order[i] == chosen) || !btp_capture_method_available(order[i]))
             continue;
         j->opt.method = order[i];
-        if (!guarded(run_capture, j)) {
+        if (!btp_guarded(run_capture, j)) {
             if (j->used != chosen)
                 *fallback = btp_capture_method_name(j->used);
             j->opt.method = chosen;
@@ -318,9 +254,7 @@ static btp_status write_record(int fd, const btp_capture_options *given, unsigne
     if (scratch == MAP_FAILED)
         scratch = NULL;
     btp_crash_view view;
-    view_job vj = {&view, scratch, scratch ? BTP_CRASH_SCRATCH_BYTES : 0};
-    if (guarded(run_view, &vj))
-        btp_crash_view_build(&view, NULL, 0);
+    btp_crash_view_build(&view, scratch, scratch ? BTP_CRASH_SCRATCH_BYTES : 0);
     btp_cfi_env env;
     btp_crash_view_env(&view, &env);
     job.env = &env;
@@ -332,6 +266,12 @@ static btp_status write_record(int fd, const btp_capture_options *given, unsigne
     size_t len = 0;
     (void)btp_cbf_encode(job.frames, job.n, 0, (unsigned)(8 * sizeof(void *)),
                          BTP_CBF_ENC_TRUNCATE_ON_FULL, cbf, sizeof cbf, &len, NULL);
+
+    /* Writing to a closed pipe raises SIGPIPE, blocked in our handler; left
+     * pending it would be delivered before a fault recurs and end the
+     * process by the wrong signal. */
+    sigset_t pending;
+    int pipe_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
 
     out o;
     o.fd = fd;
@@ -379,6 +319,16 @@ static btp_status write_record(int fd, const btp_capture_options *given, unsigne
         out_maps(&o);
     out_str(&o, "end\n");
     out_flush(&o);
+    if (o.failed && !pipe_pending && sigpending(&pending) == 0 &&
+        sigismember(&pending, SIGPIPE) == 1) {
+        /* Ours: discard it (setting SIG_IGN drops a pending signal). */
+        struct sigaction ign, keep;
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigemptyset(&ign.sa_mask);
+        if (sigaction(SIGPIPE, &ign, &keep) == 0)
+            sigaction(SIGPIPE, &keep, NULL);
+    }
     if (scratch)
         munmap(scratch, BTP_CRASH_SCRATCH_BYTES);
     if (o.failed)
@@ -407,20 +357,20 @@ static int crash_fd = -1;
 static btp_capture_options crash_opt;
 static unsigned crash_flags;
 /* The actions installed before ours, per crash signal. */
-static struct sigaction prev_action[N_CRASH_SIGNALS];
-static int have_prev[N_CRASH_SIGNALS];
+static struct sigaction prev_action[BTP_N_CRASH_SIGNALS];
+static int have_prev[BTP_N_CRASH_SIGNALS];
 /* 0: no record yet, 1: a thread is writing it, 2: written. */
 static atomic_int crash_state;
 /* Set once a signal was handed on to its previous handler: a handler that
  * calls ours again (a chain back to us) then gets the default action. */
-static atomic_int handed_on[N_CRASH_SIGNALS];
+static atomic_int handed_on[BTP_N_CRASH_SIGNALS];
 
 static void on_crash(int sig, siginfo_t *si, void *uc);
 
 static int signal_index(int sig)
 {
-    for (size_t i = 0; i < N_CRASH_SIGNALS; i++)
-        if (crash_signals[i] == sig)
+    for (size_t i = 0; i < BTP_N_CRASH_SIGNALS; i++)
+        if (btp_crash_signals[i] == sig)
             return (int)i;
     return -1;
 }
@@ -455,8 +405,7 @@ static void hand_on(int sig, const siginfo_t *si)
 static void on_crash(int sig, siginfo_t *si, void *uc)
 {
     /* A fault inside our own capture: back to the guard. */
-    if (guard_armed && atomic_load(&guard_owner) == current_tid())
-        siglongjmp(guard_env, 1);
+    btp_guard_catch();
     int saved_errno = errno;
     int i = signal_index(sig);
     /* A signal the program chose to ignore, sent by kill()/raise() (a
@@ -561,12 +510,12 @@ btp_status btp_crash_install(int fd, const btp_crash_options *opt)
      * closed pipe fails with EPIPE instead of ending the process by another
      * signal; a SIGPIPE left pending has a higher number than the crash
      * signals, which are delivered first. */
-    for (size_t i = 0; i < N_CRASH_SIGNALS; i++)
-        sigaddset(&sa.sa_mask, crash_signals[i]);
+    for (size_t i = 0; i < BTP_N_CRASH_SIGNALS; i++)
+        sigaddset(&sa.sa_mask, btp_crash_signals[i]);
     sigaddset(&sa.sa_mask, SIGPIPE);
-    for (size_t i = 0; i < N_CRASH_SIGNALS; i++) {
+    for (size_t i = 0; i < BTP_N_CRASH_SIGNALS; i++) {
         struct sigaction old;
-        if (sigaction(crash_signals[i], &sa, &old) != 0)
+        if (sigaction(btp_crash_signals[i], &sa, &old) != 0)
             return BTP_E_IO;
         /* Installing again keeps what was there before the first time:
          * never a chain to ourselves. */

@@ -14,6 +14,7 @@
  */
 #include "capture/crash_view.h"
 
+#include "capture/guard.h"
 #include "image/self_internal.h"
 
 #include <string.h>
@@ -144,6 +145,12 @@ static int carve(btp_crash_view *v, unsigned char *p, size_t size)
     return 1;
 }
 
+static int same_path(const btp_crash_image *img, const btp_maps_line *m)
+{
+    return img->path && img->path_len == m->path_len &&
+           memcmp(img->path, m->path, m->path_len) == 0;
+}
+
 static void add_candidate(btp_crash_view *v, const btp_maps_line *m, int cls)
 {
     if (v->n_img == v->cap_img)
@@ -151,6 +158,7 @@ static void add_candidate(btp_crash_view *v, const btp_maps_line *m, int cls)
     btp_crash_image *img = &v->img[v->n_img++];
     memset(img, 0, sizeof *img);
     img->e.base = m->lo;
+    img->has_text = cls == BTP_MAPS_VDSO && m->perms[2] == 'x';
     if (cls == BTP_MAPS_FILE && m->path_len && m->path_len <= v->paths_cap - v->paths_used) {
         memcpy(v->paths + v->paths_used, m->path, m->path_len);
         img->path = v->paths + v->paths_used;
@@ -174,6 +182,19 @@ static uint32_t snapshot_order(const btp_elf_mem *e, uint32_t otherwise)
     return otherwise;
 }
 
+typedef struct parse_job {
+    const btp_crash_view *v;
+    btp_crash_image c;
+    int ok;
+} parse_job;
+
+static void parse_candidate(void *arg)
+{
+    parse_job *j = arg;
+    j->ok = btp_elf_mem_from_header(&j->c.e, j->c.e.base, file_ok, j->v) &&
+            j->c.e.end_of_text != 0 && range_of(&j->v->exec, j->c.e.text_lo, 1);
+}
+
 static int build_from_maps(btp_crash_view *v)
 {
     btp_maps_reader r;
@@ -187,23 +208,29 @@ static int build_from_maps(btp_crash_view *v)
         if (cls == BTP_MAPS_OTHER || m.perms[0] != 'r')
             continue;
         add_range(cls == BTP_MAPS_ANON ? &v->anon : &v->file, m.lo, m.hi);
-        if (m.perms[2] == 'x')
-            add_range(&v->exec, m.lo, m.hi);
         if (m.offset == 0 && cls != BTP_MAPS_ANON)
             add_candidate(v, &m, cls);
+        if (m.perms[2] != 'x')
+            continue;
+        add_range(&v->exec, m.lo, m.hi);
+        /* An image's text follows its first mapping closely. */
+        for (size_t i = v->n_img, k = 0; i > 0 && k < 8; i--, k++)
+            if (same_path(&v->img[i - 1], &m))
+                v->img[i - 1].has_text = 1;
     }
     btp_maps_close(&r);
     if (lines == 0)
         return 0;
-    /* Keep the candidates that are images of this process with text. */
+    /* Keep the candidates that are images of this process with text: only
+     * files mapped executable are read at all (a data file mapped past its
+     * end would raise SIGBUS), and each under the guard. */
     size_t kept = 0;
     for (size_t i = 0; i < v->n_img; i++) {
-        btp_crash_image c = v->img[i];
-        if (!btp_elf_mem_from_header(&c.e, c.e.base, file_ok, v) || c.e.end_of_text == 0 ||
-            !range_of(&v->exec, c.e.text_lo, 1))
+        parse_job j = {v, v->img[i], 0};
+        if (!j.c.has_text || btp_guarded(parse_candidate, &j) || !j.ok)
             continue;
-        c.order = snapshot_order(&c.e, (uint32_t)(SNAP_MAX + kept));
-        v->img[kept++] = c;
+        j.c.order = snapshot_order(&j.c.e, (uint32_t)(SNAP_MAX + kept));
+        v->img[kept++] = j.c;
     }
     v->n_img = kept;
     /* Load order: insertion sort of the indices (few images, in a crash). */

@@ -28,6 +28,7 @@ typedef struct btp_crash_image {
     const char *path; /* NULL: none (the vDSO) */
     size_t path_len;
     uint32_t order; /* load order: the snapshot's position, then address order */
+    uint8_t has_text; /* while building: an executable mapping of the same file seen */
 } btp_crash_image;
 
 typedef struct btp_crash_view {
@@ -53,9 +54,10 @@ typedef struct btp_crash_view {
 int btp_crash_snapshot_take(void);
 
 /* Build the view into `scratch` (NULL or too small: the snapshot only).
- * Async-signal-safe; reads of image headers are checked against the maps,
- * but a file truncated under its mapping can still raise SIGBUS: call it
- * under the handler's fault guard. */
+ * Async-signal-safe. Image headers are read only where the maps show
+ * readable file memory, and only of files also mapped executable; each
+ * image's reads run under the fault guard, since a file truncated under
+ * its mapping still raises SIGBUS (that image is then left out). */
 void btp_crash_view_build(btp_crash_view *v, void *scratch, size_t size);
 
 /* The cfi walker's environment over the view. */

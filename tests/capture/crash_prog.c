@@ -10,6 +10,7 @@
  *
  * usage: crash_prog CAUSE WHERE OUT [--method M] [--prev sa|plain|ign]
  *                   [--no-chain] [--install-twice] [--no-map-lines] [--threads N]
+ *                   [--dlopen LIB] [--dlclose LIB]
  *  CAUSE  segv bus ill fpe abort assert overflow nullcall corruptfp selffp
  *  WHERE  main | thread | many (N threads, default 8, crash at once)
  *  OUT    the record file (the previous handler appends its line to it)
@@ -17,11 +18,14 @@
  *         or SIG_IGN) that appends "prev-handler signal=N latency_ns=T"
  *         (T: from just before the crash to this handler) and then dies by
  *         the signal as a well-behaved crash reporter does.
+ *  --dlopen loads LIB after the handler is installed; --dlclose loads it
+ *         before and unloads it after.
  */
 #undef NDEBUG
 #include <btpack/btpack.h>
 
 #include <assert.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -236,7 +240,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: crash_prog CAUSE main|thread|many OUT [--method M] "
                     "[--prev sa|plain|ign] [--no-chain] [--install-twice] [--no-map-lines] "
-                    "[--threads N]\n");
+                    "[--threads N] [--dlopen LIB] [--dlclose LIB]\n");
     return 2;
 }
 
@@ -264,7 +268,7 @@ int main(int argc, char **argv)
     int threads = 8, twice = 0;
     btp_crash_options opt;
     memset(&opt, 0, sizeof opt);
-    const char *prev = NULL;
+    const char *prev = NULL, *load_after = NULL, *unload_after = NULL;
     for (int i = 4; i < argc; i++) {
         if (strcmp(argv[i], "--method") == 0 && i + 1 < argc) {
             if (btp_capture_method_parse(argv[++i], &opt.capture.method) != BTP_OK)
@@ -279,6 +283,10 @@ int main(int argc, char **argv)
             twice = 1;
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             threads = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--dlopen") == 0 && i + 1 < argc) {
+            load_after = argv[++i];
+        } else if (strcmp(argv[i], "--dlclose") == 0 && i + 1 < argc) {
+            unload_after = argv[++i];
         } else {
             return usage();
         }
@@ -293,6 +301,11 @@ int main(int argc, char **argv)
     wild_fp = hole == MAP_FAILED ? 16 : (uintptr_t)hole + 2048;
     if (prev)
         install_prev(prev);
+    void *unload = unload_after ? dlopen(unload_after, RTLD_NOW) : NULL;
+    if (unload_after && !unload) {
+        fprintf(stderr, "crash_prog: %s\n", dlerror());
+        return 1;
+    }
     for (int k = 0; k < 1 + twice; k++) {
         btp_status st = btp_crash_install(out_fd, &opt);
         if (st != BTP_OK) {
@@ -300,6 +313,12 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    if (load_after && !dlopen(load_after, RTLD_NOW)) {
+        fprintf(stderr, "crash_prog: %s\n", dlerror());
+        return 1;
+    }
+    if (unload && dlclose(unload) != 0)
+        return 1;
     if (strcmp(where, "main") == 0) {
         level1(cause, 0);
     } else if (strcmp(where, "thread") == 0 || strcmp(where, "many") == 0) {

@@ -85,7 +85,8 @@ def parse_records(text):
         if line.startswith("btpack-crash "):
             parts = line.split(" ")
             cur = {"version": parts[1], "fields": dict(p.split("=", 1) for p in parts[2:] if "=" in p),
-                   "cbf": None, "images": [], "maps": 0, "end": False, "after": []}
+                   "cbf": None, "images": [], "maps": 0, "map_lines": [], "end": False,
+                   "after": []}
             recs.append(cur)
         elif cur is None:
             continue
@@ -100,9 +101,44 @@ def parse_records(text):
                                   unescape_path(f[4])))
         elif line.startswith("map "):
             cur["maps"] += 1
+            f = line[4:].split(None, 5)
+            lo, hi = (int(x, 16) for x in f[0].split("-"))
+            cur["map_lines"].append((lo, hi, f[1], int(f[2], 16), f[5] if len(f) > 5 else ""))
         elif line == "end":
             cur["end"] = True
     return recs
+
+
+def build_id_on_disk(path, cache={}):
+    """The build ID readelf finds in the file (binutils), or None."""
+    if path not in cache:
+        p = subprocess.run([os.path.join(os.path.dirname(ARGS.addr2line), "readelf"), "-n", path],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        cache[path] = None
+        for line in p.stdout.decode(errors="replace").split("\n"):
+            if "Build ID:" in line:
+                cache[path] = line.split("Build ID:")[1].strip()
+                break
+    return cache[path]
+
+
+def check_images(r):
+    """The record's image lines against independent sources: build IDs
+    against readelf on the files, base and end of text against the
+    record's own copy of /proc/self/maps."""
+    what = describe(r)
+    maps = r.rec["map_lines"]
+    for base, end, bid, path in r.rec["images"]:
+        name = path if path else "[vdso]"
+        mine = [m for m in maps if m[4] == name]
+        check(any(m[0] == base and m[3] == 0 for m in mine),
+              "%s: %s base 0x%x is no offset-0 mapping" % (what, name, base))
+        text = [m[1] for m in mine if "x" in m[2]]
+        check(text and max(text) == end, "%s: %s end of text 0x%x, maps say %s" %
+              (what, name, end, text and hex(max(text))))
+        if path:
+            check(bid == build_id_on_disk(path), "%s: %s build ID %s, readelf says %s" %
+                  (what, path, bid, build_id_on_disk(path)))
 
 
 def first_load_offset(path, cache={}):
@@ -216,14 +252,15 @@ def expected_chain(cause, where):
 
 
 def kept(r):
-    """How many of the expected user frames the record has, in order."""
+    """How many of the expected user frames the record has, in order (frames
+    left out between them do not stop the count)."""
     want = expected_chain(r.cause, r.where)
-    got = user_chain(r)
-    k = 0
-    for fn in got:
-        if k < len(want) and fn == want[k]:
-            k += 1
-    return k
+    k = n = 0
+    for fn in user_chain(r):
+        if fn in want[k:]:
+            k = want.index(fn, k) + 1
+            n += 1
+    return n
 
 
 def describe(r):
@@ -288,6 +325,9 @@ def test(args, progs):
         jobs.append(("twice", prog, "abort", "main", None, ["--prev", "sa", "--install-twice"]))
         jobs.append(("whole", prog, "segv", "main", None, ["--prev", "ign"]))
         jobs.append(("whole", prog, "abort", "thread", None, ["--prev", "ign", "--no-map-lines"]))
+        # Images loaded and unloaded after the handler was installed.
+        jobs.append(("dlopen", prog, "segv", "thread", None, ["--dlopen", "libresolv.so.2"]))
+        jobs.append(("dlclose", prog, "segv", "main", None, ["--dlclose", "libresolv.so.2"]))
         # Every method on a crash in user code and one in libc.
         for method in METHODS:
             for cause in ("segv", "abort"):
@@ -307,6 +347,8 @@ def test(args, progs):
     for kind, r in results:
         if kind == "whole":
             check_record(r)
+            if r.rec and r.rec["maps"]:
+                check_images(r)
             check(r.rec is None or "fallback" not in r.rec["fields"],
                   "%s: fell back: %s" % (describe(r), r.rec and r.rec["fields"]))
             if "--prev" in r.extra and r.extra[r.extra.index("--prev") + 1] != "ign":
@@ -326,6 +368,17 @@ def test(args, progs):
                 chain = user_chain(r)
                 check(chain == expected_chain("segv", "thread"),
                       "%s: user frames %s" % (describe(r), chain))
+        elif kind in ("dlopen", "dlclose"):
+            check_record(r)
+            if r.rec:
+                check_images(r)
+                names = [os.path.basename(i[3] or "") for i in r.rec["images"]]
+                if kind == "dlopen":
+                    check(names[-1:] == ["libresolv.so.2"],
+                          "%s: the image loaded last is not the last line: %s" % (describe(r), names))
+                else:
+                    check("libresolv.so.2" not in names,
+                          "%s: an unloaded image is listed: %s" % (describe(r), names))
         elif kind == "nochain":
             check_record(r)
             check_prev(r, 0)
@@ -414,6 +467,8 @@ def main():
     ap.add_argument("prog_fp")
     ap.add_argument("prog_nofp")
     args = ap.parse_args()
+    global ARGS
+    ARGS = args
     progs = {"fp": args.prog_fp, "nofp": args.prog_nofp}
     if args.measure:
         measure(args, progs)
