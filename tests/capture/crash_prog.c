@@ -20,6 +20,7 @@
  *         the signal as a well-behaved crash reporter does.
  *  --dlopen loads LIB after the handler is installed; --dlclose loads it
  *         before and unloads it after.
+ * Exit status 77: the method asked for is not built in.
  */
 #undef NDEBUG
 #include <btpack/btpack.h>
@@ -310,7 +311,7 @@ int main(int argc, char **argv)
         btp_status st = btp_crash_install(out_fd, &opt);
         if (st != BTP_OK) {
             fprintf(stderr, "crash_prog: %s\n", btp_strerror(st));
-            return 1;
+            return st == BTP_E_NO_METHOD ? 77 : 1; /* 77: the method is not built in */
         }
     }
     if (load_after && !dlopen(load_after, RTLD_NOW)) {

@@ -141,20 +141,32 @@ def check_images(r):
                   (what, path, bid, build_id_on_disk(path)))
 
 
+NOT_BUILT_IN = 77  # crash_prog's exit status when the method is not built in
+
+
+def elf_class(path):
+    with open(path, "rb") as f:
+        return f.read(5)[4]
+
+
 def first_load_offset(path, cache={}):
     """p_vaddr - p_offset of the first PT_LOAD (0 for PIE): a file virtual
     address is run-time address - base + this."""
     if path not in cache:
         with open(path, "rb") as f:
             h = f.read(64)
-            assert h[:4] == b"\x7fELF" and h[4] == 2, path
-            phoff, = struct.unpack_from("<Q", h, 32)
-            phentsize, phnum = struct.unpack_from("<HH", h, 54)
+            assert h[:4] == b"\x7fELF" and h[4] in (1, 2), path
+            wide = h[4] == 2
+            phoff, = struct.unpack_from("<Q" if wide else "<I", h, 32 if wide else 28)
+            phentsize, phnum = struct.unpack_from("<HH", h, 54 if wide else 42)
             f.seek(phoff)
             ph = f.read(phentsize * phnum)
         cache[path] = 0
         for i in range(phnum):
-            p_type, _, p_offset, p_vaddr = struct.unpack_from("<IIQQ", ph, i * phentsize)
+            if wide:
+                p_type, _, p_offset, p_vaddr = struct.unpack_from("<IIQQ", ph, i * phentsize)
+            else:
+                p_type, p_offset, p_vaddr = struct.unpack_from("<III", ph, i * phentsize)
             if p_type == 1:
                 cache[path] = (p_vaddr - p_offset) & ~0xFFF
                 break
@@ -344,6 +356,10 @@ def test(args, progs):
     workers = max(2, min(8, os.cpu_count() or 2))
     with concurrent.futures.ThreadPoolExecutor(workers) as ex:
         results = list(ex.map(go, jobs))
+    skipped = set(r.method for _, r in results if r.rc == NOT_BUILT_IN)
+    for m in sorted(skipped):
+        print("method %s is not built in: its cases are skipped" % m)
+    results = [(kind, r) for kind, r in results if r.rc != NOT_BUILT_IN]
     for kind, r in results:
         if kind == "whole":
             check_record(r)
@@ -399,13 +415,19 @@ def test(args, progs):
             # The walk ends where the chain breaks: the record holds the
             # crash and the frames up to there, never a fault or a loop.
             check_record(r, whole=False)
+            fb = r.rec["fields"].get("fallback") if r.rec else None
+            check(fb in (None, "cfi"), "%s: fallback %s" % (describe(r), fb))
+            if r.method == "glibc" and r.cause == "selffp" and elf_class(r.prog) == 1:
+                # glibc's i386 backtrace() has no progress check: it repeats a
+                # frame whose saved frame pointer points at itself until its
+                # array is full (spec/capture.md). Known, not ours to fix.
+                print("note: %s: %d frames (glibc on i386)" % (describe(r), len(r.frames)))
+                continue
             chain = user_chain(r)
             want = ["do_segv", "level3", "level2", "level1"]
             check((chain[:4] == want or (r.method == "fp" and is_subsequence(chain, want)))
                   and len(r.frames) < 40,
                   "%s: %d frames, user %s" % (describe(r), len(r.frames), chain))
-            fb = r.rec["fields"].get("fallback") if r.rec else None
-            check(fb in (None, "cfi"), "%s: fallback %s" % (describe(r), fb))
     print("%d crashes" % len(results))
     finish()
 
@@ -432,6 +454,8 @@ def measure(args, progs):
     for build, r in results:
         fb = r.rec["fields"].get("fallback") if r.rec else None
         cell = "%d%s" % (kept(r) if r.rec else 0, "*" if fb else "")
+        if r.rc == NOT_BUILT_IN:
+            cell = "-"
         table[(build, r.cause, r.where, r.method)] = cell
     print("user frames kept of 5 (do_<cause>, level3, level2, level1, main/thread_start);"
           " * = the method failed or faulted and a fallback wrote the record")

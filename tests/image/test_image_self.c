@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +31,12 @@ static size_t build_id_on_disk(const char *path, unsigned char *out, size_t cap)
     FILE *f = fopen(path, "rb");
     if (!f)
         return 0;
-    Elf64_Ehdr eh;
+    ElfW(Ehdr) eh;
     size_t n = 0;
     if (fread(&eh, sizeof eh, 1, f) == 1 && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
-        eh.e_ident[EI_CLASS] == ELFCLASS64) {
+        eh.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)) {
         for (unsigned i = 0; i < eh.e_phnum && n == 0; i++) {
-            Elf64_Phdr ph;
+            ElfW(Phdr) ph;
             if (fseek(f, (long)(eh.e_phoff + i * sizeof ph), SEEK_SET) != 0 ||
                 fread(&ph, sizeof ph, 1, f) != 1 || ph.p_type != PT_NOTE || ph.p_filesz > 65536)
                 continue;
