@@ -137,33 +137,44 @@ static void out_path(out *o, const char *p, size_t n)
     }
 }
 
-/* Copy /proc/self/maps, each line prefixed with "map ". */
-static void out_maps(out *o)
+/* Text of /proc/self/maps as `map` lines; line_start carries over. */
+static void out_map_text(out *o, const char *p, size_t n, int *line_start)
 {
-    int fd;
-    do
-        fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0)
-        return;
-    char buf[1024];
+    for (size_t i = 0; i < n; i++) {
+        if (*line_start)
+            out_str(o, "map ");
+        out_char(o, p[i]);
+        *line_start = p[i] == '\n';
+    }
+}
+
+/* /proc/self/maps as `map` lines: the copy the view kept when it holds the
+ * whole text (the same moment as the image lines), else read again. */
+static void out_maps(out *o, const btp_crash_view *v)
+{
     int line_start = 1;
-    for (;;) {
-        ssize_t got = read(fd, buf, sizeof buf);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0 || o->failed)
-            break;
-        for (ssize_t i = 0; i < got; i++) {
-            if (line_start)
-                out_str(o, "map ");
-            out_char(o, buf[i]);
-            line_start = buf[i] == '\n';
+    if (v->maps_whole) {
+        out_map_text(o, v->maps_text, v->maps_len, &line_start);
+    } else {
+        int fd;
+        do
+            fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+        while (fd < 0 && errno == EINTR);
+        if (fd < 0)
+            return;
+        char buf[1024];
+        for (;;) {
+            ssize_t got = read(fd, buf, sizeof buf);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0 || o->failed)
+                break;
+            out_map_text(o, buf, (size_t)got, &line_start);
         }
+        close(fd);
     }
     if (!line_start)
         out_char(o, '\n');
-    close(fd);
 }
 
 static long current_tid(void)
@@ -316,7 +327,7 @@ static btp_status write_record(int fd, const btp_capture_options *given, unsigne
         out_char(&o, '\n');
     }
     if (!(crash_flags & BTP_CRASH_NO_MAP_LINES))
-        out_maps(&o);
+        out_maps(&o, &view);
     out_str(&o, "end\n");
     out_flush(&o);
     if (o.failed && !pipe_pending && sigpending(&pending) == 0 &&

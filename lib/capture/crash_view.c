@@ -125,10 +125,14 @@ int btp_crash_snapshot_take(void)
 static int carve(btp_crash_view *v, unsigned char *p, size_t size)
 {
     const size_t n_anon = 8192, n_file = 8192, n_exec = 4096, n_img = 1024;
+    const size_t text = 512 * 1024;
     size_t need = (n_anon + n_file + n_exec) * sizeof(btp_range) + n_img * sizeof(btp_crash_image) +
-                  n_img * sizeof(uint16_t);
+                  n_img * sizeof(uint16_t) + text;
     if (!p || size < need + 4096)
         return 0;
+    v->maps_text = (char *)p;
+    v->maps_cap = text;
+    p += text;
     v->anon = (btp_range_set){(btp_range *)(void *)p, 0, n_anon};
     p += n_anon * sizeof(btp_range);
     v->file = (btp_range_set){(btp_range *)(void *)p, 0, n_file};
@@ -200,6 +204,8 @@ static int build_from_maps(btp_crash_view *v)
     btp_maps_reader r;
     if (!btp_maps_open(&r))
         return 0;
+    r.copy = v->maps_text;
+    r.copy_cap = v->maps_cap;
     btp_maps_line m;
     size_t lines = 0;
     while (btp_maps_next(&r, &m)) {
@@ -219,6 +225,8 @@ static int build_from_maps(btp_crash_view *v)
                 v->img[i - 1].has_text = 1;
     }
     btp_maps_close(&r);
+    v->maps_len = r.copy_len;
+    v->maps_whole = !r.copy_full && r.copy_len > 0;
     if (lines == 0)
         return 0;
     /* Keep the candidates that are images of this process with text: only
@@ -258,6 +266,7 @@ void btp_crash_view_build(btp_crash_view *v, void *scratch, size_t size)
     memset(&v->anon, 0, sizeof v->anon);
     memset(&v->file, 0, sizeof v->file);
     memset(&v->exec, 0, sizeof v->exec);
+    v->maps_whole = 0;
     v->order = NULL;
     v->img = snap ? snap->img : NULL;
     v->n_img = snap ? snap->n : 0;

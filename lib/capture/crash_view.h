@@ -41,12 +41,16 @@ typedef struct btp_crash_view {
     uint16_t *order;      /* img indices in load order */
     char *paths;
     size_t paths_used, paths_cap;
+    /* The text of /proc/self/maps as read (complete when maps_whole). */
+    char *maps_text;
+    size_t maps_len, maps_cap;
+    int maps_whole;
     btp_cfi_self self; /* stacks, for the snapshot-only view */
     btp_cfi_env self_env;
 } btp_crash_view;
 
 /* Bytes of scratch memory btp_crash_view_build() can use to the full. */
-#define BTP_CRASH_SCRATCH_BYTES (1u << 20)
+#define BTP_CRASH_SCRATCH_BYTES (2u << 20)
 
 /* Take the image snapshot the handler orders images by and falls back on
  * (dl_iterate_phdr: not async-signal-safe; call at install time). Returns

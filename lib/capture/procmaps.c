@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <unistd.h>
 
 int btp_maps_open(btp_maps_reader *r)
@@ -16,6 +17,9 @@ int btp_maps_open(btp_maps_reader *r)
         r->fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     while (r->fd < 0 && errno == EINTR);
     r->pos = r->len = 0;
+    r->copy = NULL;
+    r->copy_cap = r->copy_len = 0;
+    r->copy_full = 0;
     return r->fd >= 0;
 }
 
@@ -38,6 +42,14 @@ static int next_byte(btp_maps_reader *r)
             return -1;
         r->pos = 0;
         r->len = (size_t)got;
+        if (r->copy && !r->copy_full) {
+            if ((size_t)got <= r->copy_cap - r->copy_len) {
+                memcpy(r->copy + r->copy_len, r->buf, (size_t)got);
+                r->copy_len += (size_t)got;
+            } else {
+                r->copy_full = 1;
+            }
+        }
     }
     return (unsigned char)r->buf[r->pos++];
 }

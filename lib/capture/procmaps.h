@@ -26,6 +26,11 @@ typedef struct btp_maps_reader {
     size_t pos, len;
     char buf[1024];
     char line[BTP_MAPS_LINE_MAX];
+    /* Optional: every byte read is also copied here while it fits (so the
+     * text need not be read twice); copy_full once it did not. */
+    char *copy;
+    size_t copy_cap, copy_len;
+    int copy_full;
 } btp_maps_reader;
 
 /* What a mapping is, from its path. */
@@ -37,7 +42,8 @@ enum {
 };
 int btp_maps_kind(const btp_maps_line *m);
 
-/* Open /proc/self/maps: 1, or 0 if it cannot be read. */
+/* Open /proc/self/maps: 1, or 0 if it cannot be read. No copy is kept
+ * unless the caller sets copy and copy_cap after opening. */
 int btp_maps_open(btp_maps_reader *r);
 /* The next well-formed line: 1, or 0 at the end or on a read error. */
 int btp_maps_next(btp_maps_reader *r, btp_maps_line *out);
