@@ -101,6 +101,8 @@ int btp_capture_stack_region(uintptr_t addr, unsigned flags, btp_stack_bounds *o
  * stack is never a file: a file mapping may raise SIGBUS when read past
  * its file's end). BTP_OK, BTP_END, BTP_E_IO. Async-signal-safe. */
 btp_status btp_stack_region_of(uintptr_t addr, btp_stack_bounds *out);
+/* The readable, executable mapping holding addr, likewise. */
+btp_status btp_code_region_of(uintptr_t addr, btp_stack_bounds *out);
 /* Remember the calling thread's stack bounds (not async-signal-safe). */
 void btp_capture_cache_thread_bounds(void);
 

@@ -18,6 +18,7 @@
 #include "capture/cfi.h"
 
 #include <signal.h>
+#include <stddef.h>
 #include <string.h>
 #include <ucontext.h>
 
@@ -45,7 +46,6 @@ enum {
 #define EXPR_STACK 32       /* DWARF expression stack */
 #define EXPR_STEPS 256      /* operations per expression (bra can loop) */
 #define ALIGN_MAX 0x10000u  /* code/data alignment factors */
-#define SWITCHES_MAX 16     /* stack switches (across signal frames) per walk */
 #define CACHE_N 4           /* rows remembered per walk (recursion repeats them) */
 
 /* ------------------------------------------------------------------ */
@@ -987,6 +987,42 @@ static int fp_step(const btp_cfi_env *env, const btp_cfi_regs *cur, btp_cfi_regs
     return STEP_OK;
 }
 
+#if defined(__aarch64__)
+/*
+ * aarch64 describes its signal trampoline (the vDSO's
+ * __kernel_rt_sigreturn: mov x8, #139; svc #0) without rules for the
+ * interrupted registers, so unwinders recognise it by its code, as
+ * libgcc does: the signal frame (siginfo, then the ucontext with the
+ * interrupted registers) lies at the stack pointer.
+ */
+static int sigreturn_step(const btp_cfi_env *env, const btp_cfi_image *img,
+                          const btp_cfi_regs *cur, btp_cfi_regs *next, uintptr_t *cfa)
+{
+    uint32_t ins[2];
+    int readable = img ? cur->pc >= img->text_lo && cur->pc <= img->text_hi - 8
+                       : env->code_ok && env->code_ok(env->ctx, cur->pc, 8);
+    if (!readable || !has(cur, BTP_CFI_SP))
+        return STEP_NO_INFO;
+    memcpy(ins, (const void *)cur->pc, sizeof ins);
+    if (ins[0] != 0xd2801168u || ins[1] != 0xd4000001u)
+        return STEP_NO_INFO;
+    uintptr_t mc = cur->r[BTP_CFI_SP] + sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext);
+    uintptr_t v;
+    memset(next, 0, sizeof *next);
+    for (unsigned i = 0; i < 31; i++) {
+        if (!load(env, mc + offsetof(mcontext_t, regs) + i * W, &v))
+            return STEP_FAIL;
+        next->r[i] = v;
+    }
+    if (!load(env, mc + offsetof(mcontext_t, sp), &next->r[BTP_CFI_SP]) ||
+        !load(env, mc + offsetof(mcontext_t, pc), &next->pc))
+        return STEP_FAIL;
+    next->valid = bit(BTP_CFI_NREG) - 1;
+    *cfa = next->r[BTP_CFI_SP];
+    return STEP_OK;
+}
+#endif
+
 btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_cfi_env *env)
 {
 #if !BTP_CFI_SUPPORTED
@@ -999,9 +1035,7 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
     memset(wk.cache, 0, sizeof wk.cache);
     wk.next_slot = 0;
     btp_cfi_regs cur = *start, next;
-    int exact = 1, first = 1, prev_signal = 0, have_prev = 0;
-    uintptr_t prev_cfa = 0;
-    unsigned switches = 0;
+    int exact = 1, first = 1;
     for (;;) {
         if (!btp_collector_push(c, cur.pc))
             return BTP_OK;
@@ -1011,9 +1045,18 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
         btp_cfi_image img;
         uintptr_t cfa = 0;
         uint8_t signal = 0;
-        int st;
+        int st = STEP_NO_INFO;
         memset(&next, 0, sizeof next);
-        if (cur.pc == 0 || !env->find(env->ctx, look, &img)) {
+        int found = cur.pc != 0 && env->find(env->ctx, look, &img);
+#if defined(__aarch64__)
+        if (cur.pc != 0 && !first) {
+            st = sigreturn_step(env, found ? &img : NULL, &cur, &next, &cfa);
+            signal = st == STEP_OK;
+        }
+#endif
+        if (st != STEP_NO_INFO) {
+            /* the signal trampoline, done above */
+        } else if (!found) {
             if (!first)
                 return BTP_OK; /* a return address into no image: nothing vouches for more */
             st = from_stack_top(env, &cur, &next, &cfa);
@@ -1027,14 +1070,11 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
         }
         if (st != STEP_OK || next.pc == 0)
             return BTP_OK;
-        /* The CFA moves up the stack; it may go anywhere else (another
-         * stack) only right after a signal frame. Anything else is a cycle
-         * or garbage: the walk ends. */
-        if (have_prev && cfa <= prev_cfa && (!prev_signal || ++switches > SWITCHES_MAX))
+        /* The CFA moves up the stack; it may move to a stack not walked yet
+         * only in a signal frame (from the alternate signal stack to the
+         * thread's). Anything else is a cycle or garbage: the walk ends. */
+        if (!btp_collector_cfa(c, cfa, signal))
             return BTP_OK;
-        have_prev = 1;
-        prev_cfa = cfa;
-        prev_signal = signal;
         exact = signal;
         first = 0;
         cur = next;

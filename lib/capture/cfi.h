@@ -60,6 +60,10 @@ typedef struct btp_cfi_env {
     /* Non-zero if [addr, addr + len) is stack (or other data) that may be
      * read. */
     int (*stack_ok)(void *ctx, uintptr_t addr, size_t len);
+    /* Non-zero if [addr, addr + len) is code that may be read, for a pc
+     * in no image (aarch64's signal trampoline under some emulators and C
+     * libraries); NULL: none may. */
+    int (*code_ok)(void *ctx, uintptr_t addr, size_t len);
     void *ctx;
 } btp_cfi_env;
 

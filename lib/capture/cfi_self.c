@@ -86,6 +86,13 @@ static int self_stack_ok(void *ctx, uintptr_t a, size_t n)
     return 1;
 }
 
+static int self_code_ok(void *ctx, uintptr_t a, size_t n)
+{
+    (void)ctx;
+    btp_stack_bounds b;
+    return a + n >= a && btp_code_region_of(a, &b) == BTP_OK && a + n <= b.hi;
+}
+
 void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_bounds *given,
                       unsigned flags)
 {
@@ -98,6 +105,7 @@ void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_boun
     }
     env->find = self_find;
     env->stack_ok = self_stack_ok;
+    env->code_ok = self_code_ok;
     env->ctx = self;
 }
 

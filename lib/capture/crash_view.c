@@ -340,9 +340,16 @@ static int view_stack_ok(void *ctx, uintptr_t a, size_t len)
     return range_of(&v->anon, a, len) != NULL;
 }
 
+static int view_code_ok(void *ctx, uintptr_t a, size_t len)
+{
+    const btp_crash_view *v = ctx;
+    return v->from_maps && range_of(&v->exec, a, len) != NULL;
+}
+
 void btp_crash_view_env(btp_crash_view *v, btp_cfi_env *env)
 {
     env->find = view_find;
     env->stack_ok = view_stack_ok;
+    env->code_ok = view_code_ok;
     env->ctx = v;
 }

@@ -27,8 +27,10 @@ btp_status btp_stack_bounds_current(btp_stack_bounds *out)
     return out->hi > out->lo ? BTP_OK : BTP_E_IO;
 }
 
-/* The readable mapping holding addr (anonymous only if anon_only). */
-static btp_status mapping_of(uintptr_t addr, int anon_only, btp_stack_bounds *out)
+enum { ANY = 0, ANON_ONLY = 1, EXEC_ONLY = 2 };
+
+/* The readable mapping holding addr (anonymous only / executable only). */
+static btp_status mapping_of(uintptr_t addr, int want, btp_stack_bounds *out)
 {
     btp_maps_reader r;
     if (!btp_maps_open(&r))
@@ -37,7 +39,8 @@ static btp_status mapping_of(uintptr_t addr, int anon_only, btp_stack_bounds *ou
     btp_status st = BTP_END;
     while (btp_maps_next(&r, &m)) {
         if (addr >= m.lo && addr < m.hi) {
-            if (m.perms[0] == 'r' && (!anon_only || btp_maps_kind(&m) == BTP_MAPS_ANON)) {
+            if (m.perms[0] == 'r' && (want != ANON_ONLY || btp_maps_kind(&m) == BTP_MAPS_ANON) &&
+                (want != EXEC_ONLY || m.perms[2] == 'x')) {
                 out->lo = m.lo;
                 out->hi = m.hi;
                 st = BTP_OK;
@@ -53,10 +56,15 @@ btp_status btp_stack_bounds_of(uintptr_t addr, btp_stack_bounds *out)
 {
     if (!out)
         return BTP_E_INVALID_ARGUMENT;
-    return mapping_of(addr, 0, out);
+    return mapping_of(addr, ANY, out);
 }
 
 btp_status btp_stack_region_of(uintptr_t addr, btp_stack_bounds *out)
 {
-    return mapping_of(addr, 1, out);
+    return mapping_of(addr, ANON_ONLY, out);
+}
+
+btp_status btp_code_region_of(uintptr_t addr, btp_stack_bounds *out)
+{
+    return mapping_of(addr, EXEC_ONLY, out);
 }

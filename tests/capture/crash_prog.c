@@ -98,15 +98,30 @@ CRASHES NOINL void do_bus(int arg)
 
 NOINL void do_ill(int arg)
 {
-    if (arg >= 0)
+    /* An undefined instruction (__builtin_trap is SIGTRAP's brk on
+     * aarch64). */
+    if (arg >= 0) {
+#if defined(__x86_64__) || defined(__i386__)
+        __asm__ volatile("ud2");
+#elif defined(__aarch64__)
+        __asm__ volatile("udf #0");
+#else
         __builtin_trap();
+#endif
+    }
     BARRIER();
 }
 
 CRASHES NOINL void do_fpe(int arg)
 {
+#if defined(__x86_64__) || defined(__i386__)
     volatile int r = arg / zero;
     (void)r;
+#else
+    /* Integer division by zero does not trap here: the signal is raised. */
+    (void)arg;
+    raise(SIGFPE);
+#endif
     BARRIER();
 }
 

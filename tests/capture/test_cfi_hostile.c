@@ -126,7 +126,7 @@ int main(int argc, char **argv)
     unsigned char *pristine = malloc(image.size);
     memcpy(pristine, image.p, image.size);
 
-    btp_cfi_env env = {fake_find, fake_stack_ok, NULL};
+    btp_cfi_env env = {.find = fake_find, .stack_ok = fake_stack_ok, .code_ok = NULL, .ctx = NULL};
     uint64_t rng = seed ? seed : 1;
     btp_frame frames[64];
     unsigned long deep = 0, total = 0;
