@@ -208,9 +208,9 @@ BTP_API btp_status btp_capture(const btp_capture_options *opt, btp_frame *frames
  * context. If an unwinder does not reach the interrupted pc (within
  * BTP_CAPTURE_SEEK_MAX frames; never, when the pc is 0 after a call through
  * a NULL pointer) or fails, the cfi walk (else the fp walk) from the
- * context's registers is used instead. Same results as btp_capture(), plus BTP_E_UNSUPPORTED when the
- * registers cannot be read on this architecture (x86_64, i386 and aarch64
- * Linux are supported).
+ * context's registers is used instead. Same results as btp_capture(),
+ * plus BTP_E_UNSUPPORTED when the registers cannot be read on this
+ * architecture (x86_64, i386 and aarch64 Linux are supported).
  */
 BTP_API btp_status btp_capture_context(const btp_capture_options *opt, const void *ucontext,
                                        btp_frame *frames, size_t cap, size_t *n_out);
@@ -267,7 +267,8 @@ BTP_API btp_status btp_stack_bounds_of(uintptr_t addr, btp_stack_bounds *out);
  * format, which `btpack symbolize --from crash` reads), text lines written
  * with write(2):
  *
- *   btpack-crash v2 signal=<n> code=<si_code> addr=0x<hex> pid=<n> tid=<n> method=<m>[ fallback=<f>]
+ *   btpack-crash v2 signal=<n> code=<si_code> addr=0x<hex> pid=<n> tid=<n>
+ *     method=<m>[ fallback=<f>]          (one line)
  *   cbf <the backtrace: one CBF stream, lower-case hex>
  *   image 0x<base> 0x<end of text> <build ID in hex, or -> <path, or ->
  *   map <a line of /proc/self/maps>      (unless BTP_CRASH_NO_MAP_LINES)

@@ -688,23 +688,47 @@ static int eval(const btp_cfi_env *env, const rule *e, const btp_cfi_regs *regs,
             st[n++] = regs->r[reg] + (uintptr_t)off;
             continue;
         }
+        /* Constants: a = the operand, pushed below. */
         switch (op) {
-        case 0x03: a = (uintptr_t)fixed(&r, (unsigned)W); goto push1;        /* addr */
-        case 0x08: a = u8(&r); goto push1;                                    /* const1u */
-        case 0x09: a = (uintptr_t)(int8_t)u8(&r); goto push1;                 /* const1s */
-        case 0x0a: a = (uintptr_t)fixed(&r, 2); goto push1;                   /* const2u */
-        case 0x0b: a = (uintptr_t)(int16_t)fixed(&r, 2); goto push1;          /* const2s */
-        case 0x0c: a = (uintptr_t)fixed(&r, 4); goto push1;                   /* const4u */
-        case 0x0d: a = (uintptr_t)(int32_t)fixed(&r, 4); goto push1;          /* const4s */
-        case 0x0e: a = (uintptr_t)fixed(&r, 8); goto push1;                   /* const8u */
-        case 0x0f: a = (uintptr_t)fixed(&r, 8); goto push1;                   /* const8s */
-        case 0x10: a = (uintptr_t)uleb(&r); goto push1;                       /* constu */
-        case 0x11: a = (uintptr_t)sleb(&r); goto push1;                       /* consts */
-        case 0x12: if (n < 1) return 0; a = st[n - 1]; goto push1;            /* dup */
-        case 0x13: if (n < 1) return 0; n--; continue;                        /* drop */
-        case 0x14: if (n < 2) return 0; a = st[n - 2]; goto push1;            /* over */
-        case 0x15: b = u8(&r); if (b >= n) return 0; a = st[n - 1 - b]; goto push1; /* pick */
-        case 0x16: if (n < 2) return 0; a = st[n - 1]; st[n - 1] = st[n - 2]; st[n - 2] = a; continue;
+        case 0x03: a = (uintptr_t)fixed(&r, (unsigned)W); goto push1;  /* addr */
+        case 0x08: a = u8(&r); goto push1;                              /* const1u */
+        case 0x09: a = (uintptr_t)(int8_t)u8(&r); goto push1;           /* const1s */
+        case 0x0a: a = (uintptr_t)fixed(&r, 2); goto push1;             /* const2u */
+        case 0x0b: a = (uintptr_t)(int16_t)fixed(&r, 2); goto push1;    /* const2s */
+        case 0x0c: a = (uintptr_t)fixed(&r, 4); goto push1;             /* const4u */
+        case 0x0d: a = (uintptr_t)(int32_t)fixed(&r, 4); goto push1;    /* const4s */
+        case 0x0e: a = (uintptr_t)fixed(&r, 8); goto push1;             /* const8u */
+        case 0x0f: a = (uintptr_t)fixed(&r, 8); goto push1;             /* const8s */
+        case 0x10: a = (uintptr_t)uleb(&r); goto push1;                 /* constu */
+        case 0x11: a = (uintptr_t)sleb(&r); goto push1;                 /* consts */
+        default: break;
+        }
+        /* Stack operations and unary operators. */
+        switch (op) {
+        case 0x12: /* dup */
+        case 0x14: /* over */
+            if (n < (op == 0x12 ? 1u : 2u))
+                return 0;
+            a = st[n - (op == 0x12 ? 1 : 2)];
+            goto push1;
+        case 0x15: /* pick */
+            b = u8(&r);
+            if (b >= n)
+                return 0;
+            a = st[n - 1 - b];
+            goto push1;
+        case 0x13: /* drop */
+            if (n < 1)
+                return 0;
+            n--;
+            continue;
+        case 0x16: /* swap */
+            if (n < 2)
+                return 0;
+            a = st[n - 1];
+            st[n - 1] = st[n - 2];
+            st[n - 2] = a;
+            continue;
         case 0x17: /* rot */
             if (n < 3)
                 return 0;
@@ -724,11 +748,25 @@ static int eval(const btp_cfi_env *env, const rule *e, const btp_cfi_regs *regs,
             st[n - 1] = v;
             continue;
         }
-        case 0x19: if (n < 1) return 0; if ((intptr_t)st[n - 1] < 0) st[n - 1] = 0 - st[n - 1]; continue;
-        case 0x1f: if (n < 1) return 0; st[n - 1] = 0 - st[n - 1]; continue;  /* neg */
-        case 0x20: if (n < 1) return 0; st[n - 1] = ~st[n - 1]; continue;     /* not */
-        case 0x23: if (n < 1) return 0; st[n - 1] += (uintptr_t)uleb(&r); continue; /* plus_uconst */
-        case 0x96: continue;                                                  /* nop */
+        case 0x19: /* abs */
+        case 0x1f: /* neg */
+        case 0x20: /* not */
+        case 0x23: /* plus_uconst */
+            if (n < 1)
+                return 0;
+            a = st[n - 1];
+            if (op == 0x19)
+                a = (intptr_t)a < 0 ? 0 - a : a;
+            else if (op == 0x1f)
+                a = 0 - a;
+            else if (op == 0x20)
+                a = ~a;
+            else
+                a += (uintptr_t)uleb(&r);
+            st[n - 1] = a;
+            continue;
+        case 0x96: /* nop */
+            continue;
         case 0x2f: { /* skip */
             int16_t d = (int16_t)fixed(&r, 2);
             uintptr_t to = r.p + (uintptr_t)(intptr_t)d;

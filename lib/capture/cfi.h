@@ -151,7 +151,7 @@ btp_status btp_capture_cfi(btp_collector *c, const void *uc, const btp_capture_o
                          :                                                                    \
                          : "r"((rs)->r)                                                       \
                          : "x9", "memory");                                                   \
-        (rs)->valid = 0x3ff80000u | (1u << 31); /* x19..x29, sp */                                               \
+        (rs)->valid = 0x3ff80000u | (1u << 31); /* x19..x29, sp */                             \
     } while (0)
 #else
 #define BTP_CFI_REGS_HERE(rs) ((rs)->pc = 0, (rs)->valid = 0)
