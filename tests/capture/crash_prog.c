@@ -23,6 +23,8 @@
  * Exit status 77: the method asked for is not built in.
  */
 #undef NDEBUG
+#include "chain.h"
+
 #include <btpack/btpack.h>
 
 #include <assert.h>
@@ -38,13 +40,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__clang__)
-#define NOINL __attribute__((noinline, used))
-#else
-#define NOINL __attribute__((noinline, noclone, used))
-#endif
-/* After a call: keeps it from being a tail call. */
-#define BARRIER() __asm__ volatile("" ::: "memory")
 /* The crash itself, not a sanitizer's report of it, under ASan/UBSan. */
 #define CRASHES __attribute__((no_sanitize_address, no_sanitize("undefined")))
 
@@ -98,17 +93,8 @@ CRASHES NOINL void do_bus(int arg)
 
 NOINL void do_ill(int arg)
 {
-    /* An undefined instruction (__builtin_trap is SIGTRAP's brk on
-     * aarch64). */
-    if (arg >= 0) {
-#if defined(__x86_64__) || defined(__i386__)
-        __asm__ volatile("ud2");
-#elif defined(__aarch64__)
-        __asm__ volatile("udf #0");
-#else
-        __builtin_trap();
-#endif
-    }
+    if (arg >= 0)
+        UNDEFINED_INSTRUCTION();
     BARRIER();
 }
 

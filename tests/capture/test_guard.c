@@ -6,6 +6,7 @@
  * written for it, and the signal mask is what it was before.
  */
 #include "../check.h"
+#include "chain.h"
 
 #include "capture/guard.h"
 
@@ -42,13 +43,7 @@ static CRASHES void bus_store(void *arg)
 static CRASHES void undefined_instruction(void *arg)
 {
     (void)arg;
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ volatile("ud2");
-#elif defined(__aarch64__)
-    __asm__ volatile("udf #0");
-#else
-    __builtin_trap();
-#endif
+    UNDEFINED_INSTRUCTION();
     reached = 1;
 }
 
