@@ -6,7 +6,7 @@
  */
 #include "capture/cfi.h"
 
-#include "image/elf_mem.h"
+#include "capture/elf_mem.h"
 
 #include <dlfcn.h>
 #include <link.h>

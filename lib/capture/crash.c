@@ -113,30 +113,6 @@ static void out_bytes_hex(out *o, const unsigned char *p, size_t n)
     }
 }
 
-/* A path as crash record v2 writes it: `\` as `\\`, a newline as `\n`,
- * other control bytes and 0x7f as `\xHH`; `-` when there is none. */
-static void out_path(out *o, const char *p, size_t n)
-{
-    if (!p || n == 0) {
-        out_char(o, '-');
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (c == '\\') {
-            out_str(o, "\\\\");
-        } else if (c == '\n') {
-            out_str(o, "\\n");
-        } else if (c < 0x20 || c == 0x7f) {
-            out_str(o, "\\x");
-            out_char(o, hexdig[c >> 4]);
-            out_char(o, hexdig[c & 0xf]);
-        } else {
-            out_char(o, (char)c);
-        }
-    }
-}
-
 /* Text of /proc/self/maps as `map` lines; line_start carries over. */
 static void out_map_text(out *o, const char *p, size_t n, int *line_start)
 {
@@ -311,19 +287,25 @@ static btp_status write_record(int fd, const btp_capture_options *given, unsigne
         out_bytes_hex(&o, cbf, len);
         out_char(&o, '\n');
     }
+    /* Image lines by lib/image's writer, into the view's line buffer (a
+     * path of control bytes escapes to four bytes each) or, without
+     * scratch memory, a buffer on the stack: a line longer than that is
+     * written without its path. */
+    char small[1024];
+    char *line = view.line ? view.line : small;
+    size_t line_cap = view.line ? view.line_cap : sizeof small;
     for (size_t i = 0; i < view.n_img; i++) {
-        const btp_crash_image *img = btp_crash_view_image(&view, i);
-        out_str(&o, "image 0x");
-        out_hex(&o, img->e.base);
-        out_str(&o, " 0x");
-        out_hex(&o, img->e.end_of_text);
-        out_char(&o, ' ');
-        if (img->e.build_id_len)
-            out_bytes_hex(&o, img->e.build_id, img->e.build_id_len);
-        else
-            out_char(&o, '-');
-        out_char(&o, ' ');
-        out_path(&o, img->path, img->path_len);
+        btp_image im = btp_crash_view_image(&view, i);
+        size_t n = 0;
+        btp_status ls = btp_image_line_format(&im, line, line_cap, &n);
+        if (ls == BTP_E_BUFFER_TOO_SMALL) {
+            im.path = NULL;
+            ls = btp_image_line_format(&im, line, line_cap, &n);
+        }
+        if (ls != BTP_OK)
+            continue;
+        for (size_t k = 0; k < n; k++)
+            out_char(&o, line[k]);
         out_char(&o, '\n');
     }
     if (!(crash_flags & BTP_CRASH_NO_MAP_LINES))

@@ -6,16 +6,17 @@
  * are read) and file-backed (images: where unwind tables are read), and
  * executable memory. Device mappings and the kernel's special ones ([vvar]
  * and the like) are in neither: reading them can fault or have effects.
- * Each readable file mapping at offset 0 may be an image: its ELF header,
- * program headers and build ID note are read from memory, each read
- * checked against the file class. Load order comes from the snapshot taken
- * at install time (dl_iterate_phdr); an image loaded since then has no
- * place in it and comes after, by address.
+ * The images are what lib/image's parser makes of the same text (files
+ * mapped executable, the vDSO); each one's ELF header, program headers and
+ * build ID note are then read from memory, each read checked against the
+ * file class. Load order comes from the snapshot taken at install time
+ * (dl_iterate_phdr); an image loaded since then has no place in it and
+ * comes after, by address.
  */
 #include "capture/crash_view.h"
 
 #include "capture/guard.h"
-#include "image/self_internal.h"
+#include "capture/image_self.h"
 
 #include <string.h>
 #include <sys/mman.h>
@@ -88,16 +89,16 @@ static void snap_add(void *ctx, const btp_elf_mem *e, const char *path, const ch
     if (s->n == SNAP_MAX)
         return;
     btp_crash_image *img = &s->img[s->n];
+    memset(img, 0, sizeof *img);
     img->e = *e;
+    img->base = e->base;
+    img->end_of_text = e->end_of_text;
     img->order = (uint32_t)s->n;
-    img->path = NULL;
-    img->path_len = 0;
     size_t len = path ? strlen(path) : 0;
     if (len && len < SNAP_PATHS - s->paths_used) {
-        memcpy(s->paths + s->paths_used, path, len);
+        memcpy(s->paths + s->paths_used, path, len + 1);
         img->path = s->paths + s->paths_used;
-        img->path_len = len;
-        s->paths_used += len;
+        s->paths_used += len + 1;
     }
     s->n++;
 }
@@ -125,14 +126,12 @@ int btp_crash_snapshot_take(void)
 static int carve(btp_crash_view *v, unsigned char *p, size_t size)
 {
     const size_t n_anon = 8192, n_file = 8192, n_exec = 4096, n_img = 1024;
-    const size_t text = 512 * 1024;
-    size_t need = (n_anon + n_file + n_exec) * sizeof(btp_range) + n_img * sizeof(btp_crash_image) +
-                  n_img * sizeof(uint16_t) + text;
-    if (!p || size < need + 4096)
+    const size_t text = 512 * 1024, paths = 256 * 1024, line = 4 * BTP_MAPS_LINE_MAX + 128;
+    size_t need = (n_anon + n_file + n_exec) * sizeof(btp_range) +
+                  n_img * (sizeof(btp_crash_image) + sizeof(btp_image) + sizeof(uint16_t)) +
+                  text + paths + line;
+    if (!p || size < need)
         return 0;
-    v->maps_text = (char *)p;
-    v->maps_cap = text;
-    p += text;
     v->anon = (btp_range_set){(btp_range *)(void *)p, 0, n_anon};
     p += n_anon * sizeof(btp_range);
     v->file = (btp_range_set){(btp_range *)(void *)p, 0, n_file};
@@ -142,45 +141,31 @@ static int carve(btp_crash_view *v, unsigned char *p, size_t size)
     v->img = (btp_crash_image *)(void *)p;
     v->cap_img = n_img;
     p += n_img * sizeof(btp_crash_image);
+    v->parsed = (btp_image *)(void *)p;
+    p += n_img * sizeof(btp_image);
     v->order = (uint16_t *)(void *)p;
     p += n_img * sizeof(uint16_t);
+    v->maps_text = (char *)p;
+    v->maps_cap = text;
+    p += text;
     v->paths = (char *)p;
-    v->paths_cap = size - need;
+    v->paths_cap = paths;
+    p += paths;
+    v->line = (char *)p;
+    v->line_cap = line;
     return 1;
 }
 
-static int same_path(const btp_crash_image *img, const btp_maps_line *m)
-{
-    return img->path && img->path_len == m->path_len &&
-           memcmp(img->path, m->path, m->path_len) == 0;
-}
-
-static void add_candidate(btp_crash_view *v, const btp_maps_line *m, int cls)
-{
-    if (v->n_img == v->cap_img)
-        return;
-    btp_crash_image *img = &v->img[v->n_img++];
-    memset(img, 0, sizeof *img);
-    img->e.base = m->lo;
-    img->has_text = cls == BTP_MAPS_VDSO && m->perms[2] == 'x';
-    if (cls == BTP_MAPS_FILE && m->path_len && m->path_len <= v->paths_cap - v->paths_used) {
-        memcpy(v->paths + v->paths_used, m->path, m->path_len);
-        img->path = v->paths + v->paths_used;
-        img->path_len = m->path_len;
-        v->paths_used += m->path_len;
-    }
-}
-
 /* The snapshot's position of an image with this base and build ID. */
-static uint32_t snapshot_order(const btp_elf_mem *e, uint32_t otherwise)
+static uint32_t snapshot_order(const btp_crash_image *c, uint32_t otherwise)
 {
     const snapshot *s = snap;
     if (!s)
         return otherwise;
     for (size_t i = 0; i < s->n; i++) {
         const btp_elf_mem *x = &s->img[i].e;
-        if (x->base == e->base && x->build_id_len == e->build_id_len &&
-            memcmp(x->build_id, e->build_id, e->build_id_len) == 0)
+        if (x->base == c->base && x->build_id_len == c->e.build_id_len &&
+            memcmp(x->build_id, c->e.build_id, c->e.build_id_len) == 0)
             return (uint32_t)i;
     }
     return otherwise;
@@ -188,18 +173,62 @@ static uint32_t snapshot_order(const btp_elf_mem *e, uint32_t otherwise)
 
 typedef struct parse_job {
     const btp_crash_view *v;
-    btp_crash_image c;
-    int ok;
+    btp_crash_image *c;
 } parse_job;
 
-static void parse_candidate(void *arg)
+static void parse_headers(void *arg)
 {
     parse_job *j = arg;
-    j->ok = btp_elf_mem_from_header(&j->c.e, j->c.e.base, file_ok, j->v) &&
-            j->c.e.end_of_text != 0 && range_of(&j->v->exec, j->c.e.text_lo, 1);
+    btp_elf_mem e;
+    if (btp_elf_mem_from_header(&e, (uintptr_t)j->c->base, file_ok, j->v))
+        j->c->e = e;
 }
 
-static int build_from_maps(btp_crash_view *v)
+/* The images lib/image's parser finds in the maps text, sorted by base,
+ * each with what its headers in memory say. */
+static int images_from_text(btp_crash_view *v)
+{
+    btp_image_buf buf = {v->parsed, v->cap_img, 0, v->paths, v->paths_cap, 0};
+    btp_image_map map;
+    if (!v->maps_whole ||
+        btp_image_map_from_procmaps(v->maps_text, v->maps_len, (unsigned)(8 * sizeof(uintptr_t)),
+                                    &buf, &map, NULL) != BTP_OK)
+        return 0;
+    v->n_img = 0;
+    for (size_t i = 0; i < map.n_images; i++) {
+        /* insertion by base (the parser's order is nearly that already) */
+        size_t k = v->n_img++;
+        while (k > 0 && v->img[k - 1].base > map.images[i].base) {
+            v->img[k] = v->img[k - 1];
+            k--;
+        }
+        btp_crash_image *c = &v->img[k];
+        memset(c, 0, sizeof *c);
+        c->path = map.images[i].path;
+        c->base = map.images[i].base;
+        c->end_of_text = map.images[i].end_of_text;
+    }
+    for (size_t i = 0; i < v->n_img; i++) {
+        parse_job j = {v, &v->img[i]};
+        if (btp_guarded(parse_headers, &j))
+            memset(&v->img[i].e, 0, sizeof v->img[i].e); /* truncated under its mapping */
+        v->img[i].order = snapshot_order(&v->img[i], (uint32_t)(SNAP_MAX + i));
+    }
+    /* Load order: insertion sort of the indices (few images, in a crash). */
+    for (size_t i = 0; i < v->n_img; i++) {
+        size_t j = i;
+        while (j > 0 && v->img[v->order[j - 1]].order > v->img[i].order) {
+            v->order[j] = v->order[j - 1];
+            j--;
+        }
+        v->order[j] = (uint16_t)i;
+    }
+    v->images_by_address = 1;
+    return 1;
+}
+
+/* Readable and executable memory from the maps, and a copy of the text. */
+static int ranges_from_maps(btp_crash_view *v)
 {
     btp_maps_reader r;
     if (!btp_maps_open(&r))
@@ -214,51 +243,31 @@ static int build_from_maps(btp_crash_view *v)
         if (cls == BTP_MAPS_OTHER || m.perms[0] != 'r')
             continue;
         add_range(cls == BTP_MAPS_ANON ? &v->anon : &v->file, m.lo, m.hi);
-        if (m.offset == 0 && cls != BTP_MAPS_ANON)
-            add_candidate(v, &m, cls);
-        if (m.perms[2] != 'x')
-            continue;
-        add_range(&v->exec, m.lo, m.hi);
-        /* An image's text follows its first mapping closely. */
-        for (size_t i = v->n_img, k = 0; i > 0 && k < 8; i--, k++)
-            if (same_path(&v->img[i - 1], &m))
-                v->img[i - 1].has_text = 1;
+        if (m.perms[2] == 'x')
+            add_range(&v->exec, m.lo, m.hi);
     }
     btp_maps_close(&r);
     v->maps_len = r.copy_len;
     v->maps_whole = !r.copy_full && r.copy_len > 0;
-    if (lines == 0)
-        return 0;
-    /* Keep the candidates that are images of this process with text: only
-     * files mapped executable are read at all (a data file mapped past its
-     * end would raise SIGBUS), and each under the guard. */
-    size_t kept = 0;
-    for (size_t i = 0; i < v->n_img; i++) {
-        parse_job j = {v, v->img[i], 0};
-        if (!j.c.has_text || btp_guarded(parse_candidate, &j) || !j.ok)
-            continue;
-        j.c.order = snapshot_order(&j.c.e, (uint32_t)(SNAP_MAX + kept));
-        v->img[kept++] = j.c;
-    }
-    v->n_img = kept;
-    /* Load order: insertion sort of the indices (few images, in a crash). */
-    for (size_t i = 0; i < kept; i++) {
-        size_t j = i;
-        while (j > 0 && v->img[v->order[j - 1]].order > v->img[i].order) {
-            v->order[j] = v->order[j - 1];
-            j--;
-        }
-        v->order[j] = (uint16_t)i;
-    }
-    return 1;
+    return lines > 0;
+}
+
+static void use_snapshot_images(btp_crash_view *v)
+{
+    v->order = NULL;
+    v->images_by_address = 0;
+    v->img = snap ? snap->img : NULL;
+    v->n_img = snap ? snap->n : 0;
 }
 
 void btp_crash_view_build(btp_crash_view *v, void *scratch, size_t size)
 {
     memset(v, 0, sizeof *v);
     btp_cfi_self_env(&v->self, &v->self_env, NULL, BTP_CAPTURE_ASYNC_SIGNAL_SAFE);
-    if (carve(v, scratch, size) && build_from_maps(v)) {
+    if (carve(v, scratch, size) && ranges_from_maps(v)) {
         v->from_maps = 1;
+        if (!images_from_text(v))
+            use_snapshot_images(v); /* the text did not fit: the images of install time */
         return;
     }
     /* The snapshot alone: images as of install time, stacks from the
@@ -267,27 +276,62 @@ void btp_crash_view_build(btp_crash_view *v, void *scratch, size_t size)
     memset(&v->file, 0, sizeof v->file);
     memset(&v->exec, 0, sizeof v->exec);
     v->maps_whole = 0;
-    v->order = NULL;
-    v->img = snap ? snap->img : NULL;
-    v->n_img = snap ? snap->n : 0;
+    use_snapshot_images(v);
 }
 
-const btp_crash_image *btp_crash_view_image(const btp_crash_view *v, size_t i)
+btp_image btp_crash_view_image(const btp_crash_view *v, size_t i)
 {
-    return &v->img[v->order ? v->order[i] : i];
+    const btp_crash_image *c = &v->img[v->order ? v->order[i] : i];
+    btp_image im;
+    memset(&im, 0, sizeof im);
+    im.path = c->path;
+    im.base = c->base;
+    im.end_of_text = c->end_of_text;
+    if (c->e.build_id_len) {
+        im.build_id = c->e.build_id;
+        im.build_id_len = c->e.build_id_len;
+    }
+    return im;
 }
 
 /* ------------------------------------------------------------------ */
 /* The walker's environment                                             */
 /* ------------------------------------------------------------------ */
 
-static int snapshot_find(const btp_crash_view *v, uintptr_t pc, btp_cfi_image *out)
+/* The image whose text holds pc: by binary search when the images are in
+ * address order, else (the snapshot) one by one. */
+static const btp_crash_image *image_of(const btp_crash_view *v, uintptr_t pc)
 {
-    for (size_t i = 0; i < v->n_img; i++) {
-        const btp_elf_mem *e = &v->img[i].e;
-        if (pc < e->text_lo || pc >= e->end_of_text)
-            continue;
-        memset(out, 0, sizeof *out);
+    if (!v->images_by_address) {
+        for (size_t i = 0; i < v->n_img; i++)
+            if (v->img[i].e.base && pc >= v->img[i].e.text_lo && pc < v->img[i].e.end_of_text)
+                return &v->img[i];
+        return NULL;
+    }
+    if (v->n_img == 0)
+        return NULL;
+    size_t lo = 0, hi = v->n_img;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v->img[mid].base <= pc)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const btp_crash_image *c = &v->img[lo];
+    return c->e.base && pc >= c->e.text_lo && pc < c->e.end_of_text ? c : NULL;
+}
+
+static int view_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
+{
+    const btp_crash_view *v = ctx;
+    const btp_crash_image *c = image_of(v, pc);
+    if (!c)
+        return 0;
+    const btp_elf_mem *e = &c->e;
+    memset(out, 0, sizeof *out);
+    if (!v->from_maps) {
+        /* The snapshot's own segments say what may be read. */
         out->text_lo = e->text_lo;
         out->text_hi = e->end_of_text;
         for (unsigned k = 0; k < e->n_segs; k++)
@@ -298,29 +342,9 @@ static int snapshot_find(const btp_crash_view *v, uintptr_t pc, btp_cfi_image *o
             }
         return 1;
     }
-    return 0;
-}
-
-static int view_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
-{
-    const btp_crash_view *v = ctx;
-    if (!v->from_maps)
-        return snapshot_find(v, pc, out);
-    if (v->n_img == 0)
-        return 0;
-    size_t lo = 0, hi = v->n_img;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v->img[mid].e.base <= pc)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    const btp_elf_mem *e = &v->img[lo].e;
     const btp_range *text = range_of(&v->exec, pc, 1);
-    if (pc < e->text_lo || pc >= e->end_of_text || !text)
+    if (!text)
         return 0;
-    memset(out, 0, sizeof *out);
     out->text_lo = text->lo;
     out->text_hi = text->hi;
     const btp_range *tab = e->eh_hdr ? range_of(&v->file, e->eh_hdr, 1) : NULL;

@@ -12,7 +12,9 @@
 #define BTPACK_CAPTURE_CRASH_VIEW_H
 
 #include "capture/cfi.h"
-#include "image/elf_mem.h"
+#include "capture/elf_mem.h"
+
+#include <btpack/imagemap.h>
 
 typedef struct btp_range {
     uintptr_t lo, hi;
@@ -24,27 +26,30 @@ typedef struct btp_range_set {
 } btp_range_set;
 
 typedef struct btp_crash_image {
-    btp_elf_mem e;
-    const char *path; /* NULL: none (the vDSO) */
-    size_t path_len;
+    const char *path; /* NUL-terminated; NULL: none (the vDSO) */
+    uint64_t base, end_of_text;
+    btp_elf_mem e;  /* from its headers in memory; e.base 0 when they could not be read */
     uint32_t order; /* load order: the snapshot's position, then address order */
-    uint8_t has_text; /* while building: an executable mapping of the same file seen */
 } btp_crash_image;
 
 typedef struct btp_crash_view {
-    int from_maps;      /* 0: the install-time snapshot only */
+    int from_maps;      /* readable memory from the maps (0: the snapshot's segments) */
+    int images_by_address; /* img sorted by base, from the maps (0: the snapshot's) */
     btp_range_set anon; /* readable anonymous memory: stacks, heap */
     btp_range_set file; /* readable file-backed memory and the vDSO */
     btp_range_set exec; /* executable memory */
-    btp_crash_image *img; /* by address */
+    btp_crash_image *img;
     size_t n_img, cap_img;
-    uint16_t *order;      /* img indices in load order */
+    uint16_t *order; /* img indices in load order (NULL: img is in load order) */
+    btp_image *parsed; /* lib/image's parse of the maps text */
     char *paths;
-    size_t paths_used, paths_cap;
+    size_t paths_cap;
     /* The text of /proc/self/maps as read (complete when maps_whole). */
     char *maps_text;
     size_t maps_len, maps_cap;
     int maps_whole;
+    char *line; /* room for one image line (NULL without scratch memory) */
+    size_t line_cap;
     btp_cfi_self self; /* stacks, for the snapshot-only view */
     btp_cfi_env self_env;
 } btp_crash_view;
@@ -58,16 +63,18 @@ typedef struct btp_crash_view {
 int btp_crash_snapshot_take(void);
 
 /* Build the view into `scratch` (NULL or too small: the snapshot only).
- * Async-signal-safe. Image headers are read only where the maps show
- * readable file memory, and only of files also mapped executable; each
- * image's reads run under the fault guard, since a file truncated under
- * its mapping still raises SIGBUS (that image is then left out). */
+ * Async-signal-safe. The images are those lib/image's parser finds in the
+ * maps text (files mapped executable, and the vDSO); their headers are read
+ * only where the maps show readable file memory, each image's under the
+ * fault guard, since a file truncated under its mapping still raises
+ * SIGBUS (that image then has no build ID and no unwind table). */
 void btp_crash_view_build(btp_crash_view *v, void *scratch, size_t size);
 
 /* The cfi walker's environment over the view. */
 void btp_crash_view_env(btp_crash_view *v, btp_cfi_env *env);
 
-/* The i-th image in load order (i < v->n_img). */
-const btp_crash_image *btp_crash_view_image(const btp_crash_view *v, size_t i);
+/* The i-th image in load order (i < v->n_img), as an image-map entry
+ * pointing into the view. */
+btp_image btp_crash_view_image(const btp_crash_view *v, size_t i);
 
 #endif

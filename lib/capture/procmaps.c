@@ -1,10 +1,12 @@
 /*
  * /proc/self/maps, one line at a time, with plain system calls (see
- * procmaps.h). A line is "lo-hi perms offset dev inode [path]"; a line
- * that does not parse is skipped, so a format change costs lines, never
- * a wrong range.
+ * procmaps.h); each line parsed by lib/image's line parser. A line that
+ * does not parse is skipped, so a format change costs lines, never a wrong
+ * range.
  */
 #include "capture/procmaps.h"
+
+#include "image/image_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,65 +56,20 @@ static int next_byte(btp_maps_reader *r)
     return (unsigned char)r->buf[r->pos++];
 }
 
-/* A hex number ending at `stop`; advances *i past the stop character. */
-static int hex_field(const char *s, size_t n, size_t *i, char stop, uint64_t *out)
-{
-    uint64_t v = 0;
-    size_t digits = 0;
-    for (; *i < n; (*i)++) {
-        char ch = s[*i];
-        unsigned d;
-        if (ch >= '0' && ch <= '9')
-            d = (unsigned)(ch - '0');
-        else if (ch >= 'a' && ch <= 'f')
-            d = (unsigned)(ch - 'a' + 10);
-        else
-            break;
-        if (digits++ >= 16)
-            return 0;
-        v = v << 4 | d;
-    }
-    if (digits == 0 || *i >= n || s[*i] != stop)
-        return 0;
-    (*i)++;
-    *out = v;
-    return 1;
-}
-
-/* Skip a field of non-space characters and the spaces after it. */
-static int skip_field(const char *s, size_t n, size_t *i)
-{
-    size_t start = *i;
-    while (*i < n && s[*i] != ' ')
-        (*i)++;
-    if (*i == start)
-        return 0;
-    while (*i < n && s[*i] == ' ')
-        (*i)++;
-    return 1;
-}
-
 static int parse(btp_maps_reader *r, size_t n, int cut, btp_maps_line *out)
 {
-    const char *s = r->line;
-    size_t i = 0;
-    uint64_t lo, hi, off;
-    if (!hex_field(s, n, &i, '-', &lo) || !hex_field(s, n, &i, ' ', &hi))
+    btp_procmaps_fields f;
+    size_t at;
+    if (btp_procmaps_line(r->line, 0, n, (unsigned)(8 * sizeof(uintptr_t)), &f, &at) != BTP_OK)
         return 0;
-    if (lo > UINTPTR_MAX || hi > UINTPTR_MAX || hi <= lo || n - i < 5 || s[i + 4] != ' ')
-        return 0;
-    for (int k = 0; k < 4; k++)
-        out->perms[k] = s[i + k];
-    i += 5;
-    if (!hex_field(s, n, &i, ' ', &off) || !skip_field(s, n, &i) || !skip_field(s, n, &i))
-        return 0; /* offset, dev, inode */
-    out->lo = (uintptr_t)lo;
-    out->hi = (uintptr_t)hi;
-    out->offset = off;
+    out->lo = (uintptr_t)f.start;
+    out->hi = (uintptr_t)f.end;
+    out->offset = f.offset;
+    memcpy(out->perms, f.perms, 4);
     out->path_cut = cut;
-    r->line[n] = 0;
-    out->path = cut ? "" : s + i;
-    out->path_len = cut ? 0 : n - i;
+    r->line[f.path - r->line + f.path_len] = 0;
+    out->path = cut ? "" : f.path;
+    out->path_len = cut ? 0 : f.path_len;
     return 1;
 }
 

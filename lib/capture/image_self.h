@@ -1,9 +1,9 @@
 /* The current process's loaded objects, as btp_image_map_self() and the
  * crash handler's install-time snapshot both see them. */
-#ifndef BTPACK_IMAGE_SELF_INTERNAL_H
-#define BTPACK_IMAGE_SELF_INTERNAL_H
+#ifndef BTPACK_CAPTURE_IMAGE_SELF_H
+#define BTPACK_CAPTURE_IMAGE_SELF_H
 
-#include "image/elf_mem.h"
+#include "capture/elf_mem.h"
 
 /* Called per loaded object in load order (dl_iterate_phdr's: the
  * executable first): its headers, its path (the executable's from

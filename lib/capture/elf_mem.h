@@ -11,8 +11,8 @@
  * dynamic loader's own description of a loaded object). No allocation, no
  * locks, no libc beyond memcpy: async-signal-safe.
  */
-#ifndef BTPACK_IMAGE_ELF_MEM_H
-#define BTPACK_IMAGE_ELF_MEM_H
+#ifndef BTPACK_CAPTURE_ELF_MEM_H
+#define BTPACK_CAPTURE_ELF_MEM_H
 
 #include <stddef.h>
 #include <stdint.h>

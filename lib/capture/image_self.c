@@ -5,7 +5,7 @@
  */
 #include <btpack/imagemap.h>
 
-#include "image/self_internal.h"
+#include "capture/image_self.h"
 
 #include <link.h>
 #include <string.h>

@@ -1,9 +1,12 @@
 /*
  * Reading a loaded ELF image's program headers and notes from memory (see
  * elf_mem.h). Each field is copied out with memcpy after its bytes were
- * checked, so neither alignment nor a damaged header can fault.
+ * checked, so neither alignment nor a damaged header can fault; notes go
+ * to lib/image's reader once their segment was checked whole.
  */
-#include "image/elf_mem.h"
+#include "capture/elf_mem.h"
+
+#include <btpack/imagemap.h>
 
 #include <elf.h>
 #include <link.h>
@@ -53,31 +56,19 @@ static int get(btp_mem_check ok, const void *ctx, uintptr_t addr, void *dst, siz
     return 1;
 }
 
-/* The first NT_GNU_BUILD_ID note in [p, end), notes aligned to `align`. */
-static void find_build_id(btp_elf_mem *e, uintptr_t p, uintptr_t end, uintptr_t align,
-                          btp_mem_check ok, const void *ctx)
+/* The GNU build ID in the PT_NOTE segment [p, p + len), read by
+ * lib/image's note reader once the whole segment is known readable. */
+static void find_build_id(btp_elf_mem *e, uintptr_t p, uintptr_t len, btp_mem_check ok,
+                          const void *ctx)
 {
-    while (p < end && end - p >= 12) {
-        uint32_t h[3]; /* namesz, descsz, type */
-        if (!get(ok, ctx, p, h, sizeof h))
-            return;
-        uintptr_t name = p + 12;
-        uintptr_t namesz = ((uintptr_t)h[0] + align - 1) & ~(align - 1);
-        uintptr_t descsz = ((uintptr_t)h[1] + align - 1) & ~(align - 1);
-        if (namesz > end - name || descsz > end - name - namesz)
-            return;
-        uintptr_t desc = name + namesz;
-        if (h[2] == NT_GNU_BUILD_ID && h[0] == 4) {
-            char n[4];
-            if (get(ok, ctx, name, n, 4) && memcmp(n, "GNU", 4) == 0) {
-                if (h[1] == 0 || h[1] > BTP_ELF_BUILD_ID_MAX)
-                    return;
-                if (get(ok, ctx, desc, e->build_id, h[1]))
-                    e->build_id_len = h[1];
-                return;
-            }
-        }
-        p = desc + descsz;
+    const unsigned char *id;
+    size_t n;
+    if (len == 0 || len > 0x10000 || (ok && !ok(ctx, p, len)))
+        return;
+    if (btp_elf_notes_build_id((const void *)p, len, 0, &id, &n) == BTP_OK && n > 0 &&
+        n <= BTP_ELF_BUILD_ID_MAX) {
+        memcpy(e->build_id, id, n);
+        e->build_id_len = n;
     }
 }
 
@@ -123,7 +114,7 @@ int btp_elf_mem_from_phdrs(btp_elf_mem *e, uintptr_t bias, uintptr_t phdr, size_
             e->eh_hdr = va;
             e->eh_hdr_len = sz;
         } else if (ph.p_type == PT_NOTE && e->build_id_len == 0) {
-            find_build_id(e, va, va + sz, ph.p_align == 8 ? 8 : 4, ok, ctx);
+            find_build_id(e, va, sz, ok, ctx);
         }
     }
     return have_load;

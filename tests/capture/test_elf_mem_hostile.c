@@ -11,7 +11,7 @@
 #include "../check.h"
 #include "../test_rng.h"
 
-#include "image/elf_mem.h"
+#include "capture/elf_mem.h"
 
 #include <link.h>
 #include <stdio.h>
