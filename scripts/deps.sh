@@ -27,6 +27,11 @@ btpack_ensure_deps() {
     btpack_want 'pkg-config --exists libunwind' libunwind-dev  # optional capture method
     btpack_want 'pkg-config --exists libdw' libdw-dev          # btpack symbolize in-process
     btpack_want 'command -v readelf && command -v strip' binutils  # symbolize tests
+    btpack_install_wanted
+}
+
+# Install what btpack_want collected in btpack_need_pkgs (if anything).
+btpack_install_wanted() {
     if [ ${#btpack_need_pkgs[@]} -eq 0 ]; then
         return 0
     fi
