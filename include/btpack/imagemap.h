@@ -170,30 +170,24 @@ BTP_API btp_status btp_elf_notes_build_id(const void *notes, size_t len, int swa
 
 /*
  * The images loaded in this process now, in load order (the dynamic
- * loader's order: the executable first), each with its path, build ID,
- * base and end of text, read from its program headers and notes in memory
- * (dl_iterate_phdr). The executable's path is /proc/self/exe's target
- * (the loader gives none); other paths are the loader's (as the process
- * opened them, possibly through symlinks). The vDSO has no path and the
- * name the loader gives it ("linux-vdso.so.1"). A build ID longer than 64
- * bytes is left out (build_id_len 0).
+ * loader's order: the executable first), appended to buf as the parsers
+ * above do (see btp_image_buf), each with its path, build ID, base and end
+ * of text read from its program headers and notes in memory
+ * (dl_iterate_phdr); *map points at all of buf's images, word size that of
+ * a pointer. The executable's path is /proc/self/exe's target (the loader
+ * gives none); other paths are the loader's (as the process opened them,
+ * possibly through symlinks). The vDSO has no path and the name the loader
+ * gives it ("linux-vdso.so.1"). A build ID longer than 64 bytes is left
+ * out (build_id_len 0). An image loaded or unloaded by another thread
+ * while this runs may or may not be in the map.
  *
- * The map, its images and everything they point to live in the caller's
- * memory: images[0..max_images) and arena[0..arena_size) (paths, names and
- * build IDs, byte-aligned). *images_needed and *arena_needed (either may be
- * NULL) get what the whole map needs, so a caller can size its buffers and
- * call again (an image loaded in between can still make it too small).
- *
- * Returns BTP_OK; BTP_E_BUFFER_TOO_SMALL when not every image fit (the map
- * then holds the longest prefix, in load order, of images that fit whole);
- * BTP_E_INVALID_ARGUMENT (NULL map, or NULL buffers with a non-zero size).
- * Thread-safe; not async-signal-safe (dl_iterate_phdr takes the loader's
- * lock): the crash handler builds its own map at crash time from
- * /proc/self/maps (see capture.h).
+ * Returns BTP_OK, BTP_E_BUFFER_TOO_SMALL (buf's counts say what a retry
+ * needs) or BTP_E_INVALID_ARGUMENT (NULL buf or map). Thread-safe; not
+ * async-signal-safe (dl_iterate_phdr takes the loader's lock): the crash
+ * handler builds its own map at crash time from /proc/self/maps (see
+ * capture.h).
  */
-BTP_API btp_status btp_image_map_self(btp_image_map *map, btp_image *images, size_t max_images,
-                                      void *arena, size_t arena_size, size_t *images_needed,
-                                      size_t *arena_needed);
+BTP_API btp_status btp_image_map_self(btp_image_buf *buf, btp_image_map *map);
 
 #ifdef __cplusplus
 }

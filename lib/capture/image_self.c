@@ -7,6 +7,8 @@
 
 #include "capture/image_self.h"
 
+#include "image/image_internal.h"
+
 #include <link.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -55,73 +57,46 @@ void btp_image_self_each(btp_self_image_fn fn, void *ctx)
     dl_iterate_phdr(on_object, &w);
 }
 
-typedef struct self_map {
-    btp_image *images;
-    size_t max_images;
-    unsigned char *arena;
-    size_t arena_size;
-    size_t n;
-    size_t used;
-    size_t need_images;
-    size_t need_arena;
-    int full; /* an image did not fit: keep the load-order prefix only */
-} self_map;
-
 static void add_image(void *ctx, const btp_elf_mem *e, const char *path, const char *name)
 {
-    self_map *w = ctx;
+    btp_image_buf *buf = ctx;
     size_t path_n = path ? strlen(path) + 1 : 0;
     size_t name_n = name ? strlen(name) + 1 : 0;
-    size_t bytes = path_n + name_n + e->build_id_len;
-    w->need_images++;
-    w->need_arena += bytes;
-    if (w->full || w->n >= w->max_images || bytes > w->arena_size - w->used) {
-        w->full = 1;
+    btp_image *img = btp_image_buf_image(buf);
+    char *p = btp_image_buf_bytes(buf, path_n);
+    char *n = btp_image_buf_bytes(buf, name_n);
+    char *id = btp_image_buf_bytes(buf, e->build_id_len);
+    if (!img)
         return;
-    }
-    btp_image *img = &w->images[w->n++];
     memset(img, 0, sizeof *img);
-    unsigned char *p = w->arena + w->used;
-    w->used += bytes;
-    if (path) {
+    if (path && p) {
         memcpy(p, path, path_n);
-        img->path = (const char *)p;
-        p += path_n;
+        img->path = p;
     }
-    if (name) {
-        memcpy(p, name, name_n);
-        img->name = (const char *)p;
-        p += name_n;
+    if (name && n) {
+        memcpy(n, name, name_n);
+        img->name = n;
     }
-    if (e->build_id_len) {
-        memcpy(p, e->build_id, e->build_id_len);
-        img->build_id = p;
+    if (e->build_id_len && id) {
+        memcpy(id, e->build_id, e->build_id_len);
+        img->build_id = (const unsigned char *)id;
         img->build_id_len = e->build_id_len;
     }
     img->base = e->base;
     img->end_of_text = e->end_of_text;
 }
 
-btp_status btp_image_map_self(btp_image_map *map, btp_image *images, size_t max_images,
-                              void *arena, size_t arena_size, size_t *images_needed,
-                              size_t *arena_needed)
+btp_status btp_image_map_self(btp_image_buf *buf, btp_image_map *map)
 {
-    if (!map || (max_images && !images) || (arena_size && !arena))
+    if (!buf || !map)
         return BTP_E_INVALID_ARGUMENT;
-    self_map w;
-    memset(&w, 0, sizeof w);
-    w.images = images;
-    w.max_images = max_images;
-    w.arena = arena;
-    w.arena_size = arena_size;
-    btp_image_self_each(add_image, &w);
+    btp_image_self_each(add_image, buf);
+    memset(map, 0, sizeof *map);
     map->word_bits = (unsigned)(8 * sizeof(void *));
-    map->platform = NULL;
-    map->images = images;
-    map->n_images = w.n;
-    if (images_needed)
-        *images_needed = w.need_images;
-    if (arena_needed)
-        *arena_needed = w.need_arena;
-    return w.full ? BTP_E_BUFFER_TOO_SMALL : BTP_OK;
+    if (buf->n_images > buf->max_images || buf->n_bytes > buf->max_bytes ||
+        (buf->n_bytes && !buf->bytes) || (buf->n_images && !buf->images))
+        return BTP_E_BUFFER_TOO_SMALL;
+    map->images = buf->images;
+    map->n_images = buf->n_images;
+    return BTP_OK;
 }

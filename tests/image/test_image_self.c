@@ -93,33 +93,35 @@ static int maps_of(uint64_t base, char *file, size_t cap, uint64_t *end_of_text)
     return found;
 }
 
-static size_t take(btp_image_map *map, size_t max, size_t arena_size, btp_status *st)
+/* The map into images[0..max) and arena[0..bytes). */
+static btp_status take(btp_image_map *map, size_t max, size_t bytes, btp_image_buf *buf)
 {
-    size_t ni = 0, na = 0;
-    *st = btp_image_map_self(map, images, max, arena, arena_size, &ni, &na);
-    return ni;
+    *buf = (btp_image_buf){images, max, 0, (char *)arena, bytes, 0};
+    return btp_image_map_self(buf, map);
 }
 
 int main(void)
 {
     btp_image_map map;
+    btp_image_buf buf;
     btp_status st;
 
-    CHECK(btp_image_map_self(NULL, images, MAXI, arena, sizeof arena, NULL, NULL) ==
-              BTP_E_INVALID_ARGUMENT, "NULL map");
-    CHECK(btp_image_map_self(&map, NULL, 4, arena, sizeof arena, NULL, NULL) ==
-              BTP_E_INVALID_ARGUMENT, "NULL images");
+    CHECK(btp_image_map_self(NULL, &map) == BTP_E_INVALID_ARGUMENT, "NULL buf");
+    buf = (btp_image_buf){images, MAXI, 0, (char *)arena, sizeof arena, 0};
+    CHECK(btp_image_map_self(&buf, NULL) == BTP_E_INVALID_ARGUMENT, "NULL map");
 
     /* A size query with no room at all. */
-    size_t ni = 0, na = 0;
-    st = btp_image_map_self(&map, NULL, 0, NULL, 0, &ni, &na);
+    btp_image_buf none = {NULL, 0, 0, NULL, 0, 0};
+    st = btp_image_map_self(&none, &map);
+    size_t ni = none.n_images, na = none.n_bytes;
     CHECK(st == BTP_E_BUFFER_TOO_SMALL && map.n_images == 0 && ni >= 3 && na > 0,
           "size query: %s, %zu images, %zu bytes", btp_status_name(st), ni, na);
 
     /* The whole map. */
-    size_t need = take(&map, MAXI, sizeof arena, &st);
-    CHECK(st == BTP_OK && map.n_images == need && need == ni, "full map: %s, %zu of %zu",
-          btp_status_name(st), map.n_images, need);
+    st = take(&map, MAXI, sizeof arena, &buf);
+    CHECK(st == BTP_OK && map.n_images == buf.n_images && buf.n_images == ni &&
+              buf.n_bytes == na,
+          "full map: %s, %zu images of %zu", btp_status_name(st), map.n_images, ni);
     CHECK(map.word_bits == 8 * sizeof(void *) && map.images == images, "word bits %u",
           map.word_bits);
 
@@ -159,26 +161,29 @@ int main(void)
     CHECK(vdso == (getauxval(AT_SYSINFO_EHDR) ? 1 : 0), "%d vDSO images", vdso);
     CHECK(with_id >= 3, "only %d images with build IDs", with_id);
 
-    /* Too few slots, then too few bytes: the load-order prefix that fits. */
-    btp_image full[MAXI];
+    /* Too few slots, too few bytes: the sizes a retry needs; exact sizes fit. */
     size_t full_n = map.n_images;
-    memcpy(full, images, full_n * sizeof full[0]);
-    take(&map, 2, sizeof arena, &st);
-    CHECK(st == BTP_E_BUFFER_TOO_SMALL && map.n_images == 2 && images[0].base == full[0].base &&
-              images[1].base == full[1].base,
-          "2 slots: %s, %zu images", btp_status_name(st), map.n_images);
-    take(&map, MAXI, na - 1, &st);
-    CHECK(st == BTP_E_BUFFER_TOO_SMALL && map.n_images < full_n, "arena 1 byte short: %s, %zu",
-          btp_status_name(st), map.n_images);
-    for (size_t i = 0; i < map.n_images; i++)
-        CHECK(images[i].base == full[i].base, "prefix %zu differs", i);
-    take(&map, full_n, na, &st);
+    st = take(&map, 2, sizeof arena, &buf);
+    CHECK(st == BTP_E_BUFFER_TOO_SMALL && buf.n_images == full_n, "2 slots: %s, %zu needed",
+          btp_status_name(st), buf.n_images);
+    st = take(&map, MAXI, na - 1, &buf);
+    CHECK(st == BTP_E_BUFFER_TOO_SMALL && buf.n_bytes == na, "1 byte short: %s, %zu needed",
+          btp_status_name(st), buf.n_bytes);
+    st = take(&map, ni, na, &buf);
     CHECK(st == BTP_OK && map.n_images == full_n, "exact sizes: %s", btp_status_name(st));
+    /* Appending to earlier content: the map covers both. */
+    st = btp_image_map_self(&buf, &map);
+    CHECK(st == BTP_E_BUFFER_TOO_SMALL, "no room to append: %s", btp_status_name(st));
+    st = take(&map, MAXI, sizeof arena, &buf);
+    size_t first = buf.n_images;
+    st = btp_image_map_self(&buf, &map);
+    CHECK(st == BTP_OK && map.n_images == 2 * first && images[first].base == images[0].base,
+          "appended: %s, %zu images", btp_status_name(st), map.n_images);
 
     /* An image loaded now comes last. */
     void *h = dlopen("libresolv.so.2", RTLD_NOW);
     if (h) {
-        need = take(&map, MAXI, sizeof arena, &st);
+        st = take(&map, MAXI, sizeof arena, &buf);
         CHECK(st == BTP_OK && map.n_images > full_n && map.images[map.n_images - 1].path &&
                   strstr(map.images[map.n_images - 1].path, "libresolv.so.2"),
               "after dlopen: %zu images, last %s", map.n_images,
