@@ -18,6 +18,7 @@
 #include "capture/guard.h"
 #include "capture/image_self.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -43,20 +44,31 @@ static void add_range(btp_range_set *s, uintptr_t lo, uintptr_t hi)
     /* A full set drops ranges: reads there are refused (the safe side). */
 }
 
+/* In n elements of `stride` bytes sorted by the address at byte `key` of
+ * each, the last one whose address is <= a (0 when none is: the caller
+ * checks). */
+static size_t last_at_or_below(const void *base, size_t n, size_t stride, size_t key, uintptr_t a)
+{
+    size_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        uintptr_t k;
+        memcpy(&k, (const char *)base + mid * stride + key, sizeof k);
+        if (k <= a)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* The range holding [a, a + len), or NULL. */
 static const btp_range *range_of(const btp_range_set *s, uintptr_t a, size_t len)
 {
     if (a + len < a || s->n == 0)
         return NULL;
-    size_t lo = 0, hi = s->n;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->r[mid].lo <= a)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    const btp_range *r = &s->r[lo];
+    const btp_range *r =
+        &s->r[last_at_or_below(s->r, s->n, sizeof *s->r, offsetof(btp_range, lo), a)];
     return a >= r->lo && a + len <= r->hi ? r : NULL;
 }
 
@@ -198,15 +210,15 @@ static int images_from_text(btp_crash_view *v)
     for (size_t i = 0; i < map.n_images; i++) {
         /* insertion by base (the parser's order is nearly that already) */
         size_t k = v->n_img++;
-        while (k > 0 && v->img[k - 1].base > map.images[i].base) {
+        while (k > 0 && v->img[k - 1].base > (uintptr_t)map.images[i].base) {
             v->img[k] = v->img[k - 1];
             k--;
         }
         btp_crash_image *c = &v->img[k];
         memset(c, 0, sizeof *c);
         c->path = map.images[i].path;
-        c->base = map.images[i].base;
-        c->end_of_text = map.images[i].end_of_text;
+        c->base = (uintptr_t)map.images[i].base; /* (the parser reduced them to our word) */
+        c->end_of_text = (uintptr_t)map.images[i].end_of_text;
     }
     for (size_t i = 0; i < v->n_img; i++) {
         parse_job j = {v, &v->img[i]};
@@ -310,15 +322,8 @@ static const btp_crash_image *image_of(const btp_crash_view *v, uintptr_t pc)
     }
     if (v->n_img == 0)
         return NULL;
-    size_t lo = 0, hi = v->n_img;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v->img[mid].base <= pc)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    const btp_crash_image *c = &v->img[lo];
+    const btp_crash_image *c = &v->img[last_at_or_below(
+        v->img, v->n_img, sizeof *v->img, offsetof(btp_crash_image, base), pc)];
     return c->e.base && pc >= c->e.text_lo && pc < c->e.end_of_text ? c : NULL;
 }
 

@@ -27,7 +27,7 @@ typedef struct btp_range_set {
 
 typedef struct btp_crash_image {
     const char *path; /* NUL-terminated; NULL: none (the vDSO) */
-    uint64_t base, end_of_text;
+    uintptr_t base, end_of_text;
     btp_elf_mem e;  /* from its headers in memory; e.base 0 when they could not be read */
     uint32_t order; /* load order: the snapshot's position, then address order */
 } btp_crash_image;

@@ -91,12 +91,5 @@ btp_status btp_image_map_self(btp_image_buf *buf, btp_image_map *map)
     if (!buf || !map)
         return BTP_E_INVALID_ARGUMENT;
     btp_image_self_each(add_image, buf);
-    memset(map, 0, sizeof *map);
-    map->word_bits = (unsigned)(8 * sizeof(void *));
-    if (buf->n_images > buf->max_images || buf->n_bytes > buf->max_bytes ||
-        (buf->n_bytes && !buf->bytes) || (buf->n_images && !buf->images))
-        return BTP_E_BUFFER_TOO_SMALL;
-    map->images = buf->images;
-    map->n_images = buf->n_images;
-    return BTP_OK;
+    return btp_image_buf_finish(buf, (unsigned)(8 * sizeof(void *)), map);
 }

@@ -5,6 +5,8 @@
 
 #include <btpack/imagemap.h>
 
+#include <string.h>
+
 /* Inline, so that each parser stands alone (the crash handler links only
  * the image-line writer). */
 
@@ -24,6 +26,22 @@ static inline btp_image *btp_image_buf_image(btp_image_buf *buf)
 {
     size_t at = buf->n_images++;
     return buf->images && at < buf->max_images ? &buf->images[at] : NULL;
+}
+
+/* Point *map (cleared first) at all of buf's images, word size word_bits:
+ * BTP_OK, or BTP_E_BUFFER_TOO_SMALL when something did not fit (buf's
+ * counts then say what a retry needs). */
+static inline btp_status btp_image_buf_finish(const btp_image_buf *buf, unsigned word_bits,
+                                              btp_image_map *map)
+{
+    memset(map, 0, sizeof *map);
+    map->word_bits = word_bits;
+    if (buf->n_images > buf->max_images || buf->n_bytes > buf->max_bytes ||
+        (buf->n_bytes && !buf->bytes) || (buf->n_images && !buf->images))
+        return BTP_E_BUFFER_TOO_SMALL;
+    map->images = buf->images;
+    map->n_images = buf->n_images;
+    return BTP_OK;
 }
 
 /* Parse 1..16 hex digits (either case) at p[*i..end) up to the first

@@ -213,12 +213,5 @@ btp_status btp_image_map_from_procmaps(const char *text, size_t len, unsigned wo
     }
     for (size_t k = 0; k < ps.n_open; k++)
         commit(&ps, &ps.open[k]);
-    memset(map, 0, sizeof *map);
-    map->word_bits = word_bits;
-    if (buf->n_images > buf->max_images || buf->n_bytes > buf->max_bytes ||
-        (buf->n_bytes && !buf->bytes) || (buf->n_images && !buf->images))
-        return BTP_E_BUFFER_TOO_SMALL;
-    map->images = buf->images;
-    map->n_images = buf->n_images;
-    return BTP_OK;
+    return btp_image_buf_finish(buf, word_bits, map);
 }
