@@ -46,9 +46,11 @@
  *             bottom of deeper stacks is lost). Not async-signal-safe: its
  *             first call loads libgcc_s (btp_capture_options_init() and
  *             btp_crash_install() make that first call for you).
- * Every method ends a walk that comes back to a stretch of stack it has
- * walked (libgcc and libunwind would otherwise follow a frame pointer that
- * points at itself for ever); glibc's backtrace() has a check of its own.
+ * Every method but glibc ends a walk that comes back to a stretch of stack
+ * it has walked (libgcc and libunwind would otherwise follow a frame pointer
+ * that points at itself for ever). glibc's backtrace() has a check of its
+ * own on x86_64; its i386 version has none and repeats such a frame until
+ * its array is full (the record then holds 128 of those repeats).
  *
  * Frames: the first recorded frame is a `pc`, the rest are `ra`. For a
  * capture of the current thread the first frame is the address the call to
