@@ -52,3 +52,36 @@ const bench_codec bench_codec_cbf_swift = {
     .decode_trace_b = cbf_decode,
     .param = BTP_CBF_ENC_SWIFT,
 };
+
+/* ---- cbf-addr: from and to plain address arrays ------------------------- */
+
+/* The corpus's words as return addresses, in one call. */
+static int cbf_addr_encode(const bench_corpus *c, size_t i, unsigned param, uint8_t *out,
+                           size_t cap, size_t *len)
+{
+    return btp_cbf_encode_addrs(c->frames + c->start[i], bench_depth(c, i), BTP_FRAME_RA, 0,
+                                c->word_bits, param, out, cap, len, NULL);
+}
+
+static int cbf_addr_decode(const bench_corpus *c, size_t i, unsigned param, const uint8_t *in,
+                           size_t len, uint64_t *out, bench_scratch *s)
+{
+    size_t want = bench_depth(c, i);
+    btp_cbf_info info;
+    btp_status st = btp_cbf_decode_addrs(in, len, BTP_CBF_POLICY_DEFAULT, out, want, &info);
+    if (st != BTP_OK)
+        return st;
+    if (info.frames != want || info.consumed != len)
+        return BENCH_MISMATCH;
+    return 0;
+}
+
+const bench_codec bench_codec_cbf_addr = {
+    .name = "cbf-addr",
+    .what = "the same CBF streams from and to plain address arrays (btp_cbf_encode_addrs, "
+            "btp_cbf_decode_addrs), as gwp-asan takes and gives them",
+    .bound = cbf_bound,
+    .encode_trace = cbf_addr_encode,
+    .decode_trace = cbf_addr_decode,
+    .param = 0,
+};

@@ -227,6 +227,34 @@ btp_cbf_terminator btp_cbf_decoder_terminator(const btp_cbf_decoder *d)
 }
 
 /*
+ * Where the one-shot decoders write: an array of btp_frame, or a plain
+ * array of addresses (btp_cbf_decode_addrs, which drops the kinds). The
+ * always-inlined writer takes `addrs` as a constant, so each copy of a
+ * fast path writes its own form with no test of which.
+ */
+typedef struct frame_out {
+    btp_frame *frames;
+    uint64_t *addrs;
+} frame_out;
+
+static BTP_ALWAYS_INLINE void put_frame(frame_out o, size_t i, uint64_t value,
+                                        btp_frame_kind kind, const int addrs)
+{
+    if (addrs) {
+        o.addrs[i] = value;
+    } else {
+        o.frames[i].value = value;
+        o.frames[i].kind = kind;
+    }
+}
+
+static BTP_ALWAYS_INLINE frame_out out_at(frame_out o, size_t i, const int addrs)
+{
+    frame_out r = {addrs ? NULL : o.frames + i, addrs ? o.addrs + i : NULL};
+    return r;
+}
+
+/*
  * btp_cbf_decode's fast path: address instructions (pc/ra/async with an
  * operand that fits the word and is all there) straight into
  * out[0..room), one frame each. The state is kept in locals and written
@@ -242,8 +270,8 @@ btp_cbf_terminator btp_cbf_decoder_terminator(const btp_cbf_decoder *d)
  * BTP_CBF_REJECT_RELATIVE_FIRST, one careful step at a time. word_bits is
  * a constant in each inlined copy (see decode_fast).
  */
-static BTP_ALWAYS_INLINE size_t decode_fast_w(btp_cbf_decoder *d, btp_frame *out, size_t room,
-                                              const unsigned word_bits)
+static BTP_ALWAYS_INLINE size_t decode_fast_w(btp_cbf_decoder *d, frame_out out, size_t room,
+                                              const int addrs, const unsigned word_bits)
 {
     const uint8_t *const buf = d->buf;
     const size_t len = d->len;
@@ -271,8 +299,7 @@ static BTP_ALWAYS_INLINE size_t decode_fast_w(btp_cbf_decoder *d, btp_frame *out
                 uint64_t keep = (uint64_t)((op >> 3) & 1u) - 1; /* all ones when relative */
                 prev = (v + (prev & keep)) & mask;
                 kind = (btp_frame_kind)((op >> 4) - 1);
-                out[n].value = prev;
-                out[n].kind = kind;
+                put_frame(out, n, prev, kind, addrs);
                 n++;
                 pos += 1 + (size_t)k;
             } while (n < block_end);
@@ -297,8 +324,7 @@ static BTP_ALWAYS_INLINE size_t decode_fast_w(btp_cbf_decoder *d, btp_frame *out
         prev = (absolute ? v : prev + v) & mask;
         seen = 1;
         kind = (btp_frame_kind)((op >> 4) - 1);
-        out[n].value = prev;
-        out[n].kind = kind;
+        put_frame(out, n, prev, kind, addrs);
         n++;
         pos += 1 + (size_t)k;
     }
@@ -314,48 +340,62 @@ done:
     return n;
 }
 
-static size_t decode_fast(btp_cbf_decoder *d, btp_frame *out, size_t room)
+static size_t decode_fast(btp_cbf_decoder *d, frame_out out, size_t room, int addrs)
 {
     if (d->status != BTP_OK)
         return 0;
-    return CBF_BY_WORD_BITS(d->word_bits, decode_fast_w, d, out, room);
+    return addrs ? CBF_BY_WORD_BITS(d->word_bits, decode_fast_w, d, out, room, 1)
+                 : CBF_BY_WORD_BITS(d->word_bits, decode_fast_w, d, out, room, 0);
+}
+
+/* Offset of the omit that the run read from `at` on came from: next()
+ * skips any zero-count reps before it (all checked already). */
+static size_t omit_offset(const btp_cbf_decoder *d, size_t at)
+{
+    while ((d->buf[at] & 0xf0u) == CBF_OP_REP)
+        at += (d->buf[at] & CBF_OP_REP_EXT) ? 2 + (size_t)(d->buf[at] & 7u) : 1;
+    return at;
 }
 
 /* btp_cbf_decode's general path, through the decoder: resumes after the
  * n frames (n may be 0) decode_whole wrote, with pos and prev as it left
- * them. Kept out of the fast path so that its state does not compete with
- * the fast loop for registers. */
+ * them (and `last`, the frame before pos, when n > 0). Kept out of the
+ * fast path so that its state does not compete with the fast loop for
+ * registers. For an address array an omit is BTP_E_UNREPRESENTABLE. */
 static BTP_NOINLINE btp_status decode_rest(const void *buf, size_t len, unsigned policy,
-                                           btp_frame *out, size_t max_frames,
+                                           frame_out out, int addrs, size_t max_frames,
                                            btp_cbf_info *info, size_t n, size_t pos,
-                                           uint64_t prev)
+                                           uint64_t prev, btp_frame last)
 {
     btp_cbf_decoder d;
     btp_cbf_run run;
     btp_status st = btp_cbf_decoder_init(&d, buf, len, policy);
-    if (st == BTP_OK && max_frames && !out)
+    if (st == BTP_OK && max_frames && !(addrs ? (void *)out.addrs : (void *)out.frames))
         st = BTP_E_INVALID_ARGUMENT;
     if (st == BTP_OK && n) {
         d.pos = pos;
         d.prev = prev;
         d.seen_address = 1;
-        d.last = out[n - 1];
+        d.last = last;
         d.have_last = 1;
     }
     while (st == BTP_OK) {
         if (n < max_frames)
-            n += decode_fast(&d, out + n, max_frames - n);
+            n += decode_fast(&d, out_at(out, n, addrs), max_frames - n, addrs);
+        size_t at = d.pos;
         st = next(&d, &run);
         if (st != BTP_OK)
             break;
+        if (addrs && run.frame.kind == BTP_FRAME_OMIT) {
+            st = fail(&d, BTP_E_UNREPRESENTABLE, omit_offset(&d, at));
+            break;
+        }
         uint64_t room = max_frames - n;
         uint64_t take = run.count < room ? run.count : room;
         /* Field by field: a whole-struct copy of the run just stored
          * field by field stalls on store forwarding. */
-        for (uint64_t i = 0; i < take; i++, n++) {
-            out[n].value = run.frame.value;
-            out[n].kind = run.frame.kind;
-        }
+        for (uint64_t i = 0; i < take; i++, n++)
+            put_frame(out, n, run.frame.value, run.frame.kind, addrs);
         if (take < run.count)
             st = BTP_E_LIMIT;
     }
@@ -384,14 +424,15 @@ static BTP_NOINLINE btp_status decode_rest(const void *buf, size_t len, unsigned
  * byte for word_bits and len >= 2 (the caller checks).
  */
 static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t len,
-                                                   unsigned policy, btp_frame *out,
+                                                   unsigned policy, frame_out out,
                                                    size_t max_frames, btp_cbf_info *info,
-                                                   const unsigned word_bits)
+                                                   const int addrs, const unsigned word_bits)
 {
     const uint64_t mask = btp_word_mask(word_bits);
     const unsigned word_bytes = word_bits / 8;
     size_t pos = 1, n = 0, room = max_frames;
     uint64_t prev = 0;
+    btp_frame_kind kind = BTP_FRAME_PC;
     if ((policy & BTP_CBF_REJECT_RELATIVE_FIRST) && !(buf[1] & CBF_OP_ABSOLUTE))
         room = 0; /* a relative first address (or not an address): next() decides */
     while (n < room && pos < len) {
@@ -418,8 +459,8 @@ static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t le
         /* A conditional move, not a branch: which form comes next is
          * unpredictable on real traces. */
         prev = ((op & CBF_OP_ABSOLUTE) ? v : prev + v) & mask;
-        out[n].value = prev;
-        out[n].kind = (btp_frame_kind)((op >> 4) - 1);
+        kind = (btp_frame_kind)((op >> 4) - 1);
+        put_frame(out, n, prev, kind, addrs);
         n++;
         pos += size;
     }
@@ -435,21 +476,53 @@ static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t le
         }
         return BTP_OK;
     }
-    return decode_rest(buf, len, policy, out, max_frames, info, n, pos, prev);
+    btp_frame last = {prev, kind};
+    return decode_rest(buf, len, policy, out, addrs, max_frames, info, n, pos, prev, last);
 }
 
 static BTP_NOINLINE btp_status decode_whole(const uint8_t *buf, size_t len, unsigned policy,
                                             btp_frame *out, size_t max_frames,
                                             btp_cbf_info *info, unsigned word_bits)
 {
-    return CBF_BY_WORD_BITS(word_bits, decode_whole_w, buf, len, policy, out, max_frames, info);
+    frame_out o = {out, NULL};
+    return CBF_BY_WORD_BITS(word_bits, decode_whole_w, buf, len, policy, o, max_frames, info, 0);
+}
+
+static BTP_NOINLINE btp_status decode_whole_addrs(const uint8_t *buf, size_t len,
+                                                  unsigned policy, uint64_t *out,
+                                                  size_t max_frames, btp_cbf_info *info,
+                                                  unsigned word_bits)
+{
+    frame_out o = {NULL, out};
+    return CBF_BY_WORD_BITS(word_bits, decode_whole_w, buf, len, policy, o, max_frames, info, 1);
+}
+
+/* What both one-shot decoders ask before the fast path: a stream of at
+ * least 2 bytes with a valid information byte, and an output if one is
+ * needed. */
+static inline int whole_ok(const uint8_t *b, size_t len, const void *out, size_t max_frames)
+{
+    return b && len >= 2 && (out || !max_frames) && (b[0] >> 2) == 0 && (b[0] & 3) != 3;
 }
 
 btp_status btp_cbf_decode(const void *buf, size_t len, unsigned policy, btp_frame *out,
                           size_t max_frames, btp_cbf_info *info)
 {
     const uint8_t *b = buf;
-    if (b && len >= 2 && (out || !max_frames) && (b[0] >> 2) == 0 && (b[0] & 3) != 3)
+    if (whole_ok(b, len, out, max_frames))
         return decode_whole(b, len, policy, out, max_frames, info, 16u << (b[0] & 3));
-    return decode_rest(buf, len, policy, out, max_frames, info, 0, 0, 0);
+    frame_out o = {out, NULL};
+    btp_frame none = {0, BTP_FRAME_PC};
+    return decode_rest(buf, len, policy, o, 0, max_frames, info, 0, 0, 0, none);
+}
+
+btp_status btp_cbf_decode_addrs(const void *buf, size_t len, unsigned policy, uint64_t *out,
+                                size_t max_frames, btp_cbf_info *info)
+{
+    const uint8_t *b = buf;
+    if (whole_ok(b, len, out, max_frames))
+        return decode_whole_addrs(b, len, policy, out, max_frames, info, 16u << (b[0] & 3));
+    frame_out o = {NULL, out};
+    btp_frame none = {0, BTP_FRAME_PC};
+    return decode_rest(buf, len, policy, o, 1, max_frames, info, 0, 0, 0, none);
 }

@@ -329,30 +329,63 @@ static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, unsign
 }
 
 /*
- * Address frames q[0..end - q), each different from the one before, while
- * they last: written at *pp, which has room for CBF_MAX_INSTR bytes per
- * frame. *prev and *last_kind are the frame before q (an omit's kind, which
- * no address shares, counts as different) and are updated. Returns the
- * first frame not taken: an omit, a repeat, an invalid frame, or end. The
- * state is passed by pointer into this always-inlined loop so that it
- * stays in registers (stores to the byte buffer may alias an encoder
- * struct, which made the compiler reload it after every byte).
+ * Where the fast paths read frames from: an array of btp_frame, or a plain
+ * array of addresses that all have one kind (btp_cbf_encode_addrs). The
+ * always-inlined readers take `addrs` as a constant, so each copy of a
+ * fast path reads its own form with no test of which.
  */
-static BTP_ALWAYS_INLINE const btp_frame *put_addresses(uint8_t **pp, uint64_t *prev,
-                                                        unsigned *last_kind, const btp_frame *q,
-                                                        const btp_frame *const end,
-                                                        const unsigned word_bits)
+typedef struct frame_src {
+    const btp_frame *frames;
+    const uint64_t *addrs;
+    unsigned kind; /* of every address in addrs */
+} frame_src;
+
+static BTP_ALWAYS_INLINE uint64_t src_value(frame_src s, size_t i, const int addrs)
+{
+    return addrs ? s.addrs[i] : s.frames[i].value;
+}
+
+static BTP_ALWAYS_INLINE unsigned src_kind(frame_src s, size_t i, const int addrs)
+{
+    return addrs ? s.kind : (unsigned)s.frames[i].kind;
+}
+
+static inline btp_frame src_frame(frame_src s, size_t i, int addrs)
+{
+    btp_frame f = {src_value(s, i, addrs), (btp_frame_kind)src_kind(s, i, addrs)};
+    return addrs ? f : s.frames[i];
+}
+
+/*
+ * Address frames i..end of src, each different from the one before, while
+ * they last: written at *pp, which has room for CBF_MAX_INSTR bytes per
+ * frame. *prev and *last_kind are the frame before i (an omit's kind,
+ * which no address shares, counts as different) and are updated. Returns
+ * the index of the first frame not taken: an omit, a repeat, an invalid
+ * frame, or end. The state is passed by pointer into this always-inlined
+ * loop so that it stays in registers (stores to the byte buffer may alias
+ * an encoder struct, which made the compiler reload it after every byte).
+ * From an address array (kind checked by the caller) a repeat is a zero
+ * delta, and on 64-bit words no value is too wide: one test a frame.
+ */
+static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsigned *last_kind,
+                                              frame_src src, size_t i, const size_t end,
+                                              const unsigned word_bits, const int addrs)
 {
     const uint64_t mask = btp_word_mask(word_bits);
     uint8_t *p = *pp;
     uint64_t pv = *prev;
     unsigned pk = *last_kind;
-    for (; q < end; q++) {
-        uint64_t value = q->value;
-        unsigned kind = (unsigned)q->kind;
+    for (; i < end; i++) {
+        uint64_t value = src_value(src, i, addrs);
+        unsigned kind = src_kind(src, i, addrs);
         /* A repeat (value, then kind: the value differs almost always, so
-         * that branch alone decides) goes to add(). */
-        if (kind > BTP_FRAME_ASYNC || value > mask || (value == pv && kind == pk))
+         * that branch alone decides) goes to add(), and so, from an
+         * address array, does any address equal to the one before (also
+         * the first, 0, after the starting prev of 0: add() sees it is
+         * not a repeat). */
+        if ((!addrs && kind > BTP_FRAME_ASYNC) || value > mask ||
+            (value == pv && (addrs || kind == pk)))
             break;
         p = put_address(p, value, kind, pv, word_bits);
         pv = value;
@@ -361,7 +394,7 @@ static BTP_ALWAYS_INLINE const btp_frame *put_addresses(uint8_t **pp, uint64_t *
     *pp = p;
     *prev = pv;
     *last_kind = pk;
-    return q;
+    return i;
 }
 
 /*
@@ -384,8 +417,8 @@ static inline void first_absolute(uint8_t *instr, unsigned flags)
  * anything else (omit, repeats, invalid frames, a nearly full buffer) is
  * left to add().
  */
-static BTP_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *f, size_t n,
-                                           const unsigned word_bits)
+static BTP_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, frame_src src, size_t i,
+                                           size_t n, const int addrs, const unsigned word_bits)
 {
     uint8_t *p = e->buf + e->len;
     uint8_t *const begin = p;
@@ -395,23 +428,22 @@ static BTP_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *
      * worst sends a PC 0 to add()). */
     uint64_t prev = e->prev;
     unsigned last_kind = (unsigned)e->last.kind;
-    const btp_frame *q = f;
-    const btp_frame *const end = f + n;
+    const size_t first = i;
     for (;;) {
         /* An instruction takes at most CBF_MAX_INSTR bytes, so with room
          * for m of them the next m frames need no check of room (and none
          * ever reaches the limit). */
         size_t m = (size_t)(stop - p) / CBF_MAX_INSTR;
-        if (m > (size_t)(end - q))
-            m = (size_t)(end - q);
+        if (m > n - i)
+            m = n - i;
         if (m == 0)
             break;
-        const btp_frame *const chunk = q + m;
-        q = put_addresses(&p, &prev, &last_kind, q, chunk, word_bits);
-        if (q != chunk)
+        const size_t chunk = i + m;
+        i = put_addresses(&p, &prev, &last_kind, src, i, chunk, word_bits, addrs);
+        if (i != chunk)
             break;
     }
-    size_t taken = (size_t)(q - f);
+    size_t taken = i - first;
     if (taken) {
         if (!e->seen_address)
             first_absolute(begin, e->flags);
@@ -426,7 +458,7 @@ static BTP_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *
     return taken;
 }
 
-static btp_status encode_rest(const btp_frame *frames, size_t i, size_t n, int truncated,
+static btp_status encode_rest(frame_src src, int addrs, size_t i, size_t n, int truncated,
                               unsigned word_bits, unsigned flags, uint8_t *buf, uint8_t *p,
                               size_t cap, size_t *len_out, size_t *needed_out);
 
@@ -434,24 +466,24 @@ static btp_status encode_rest(const btp_frame *frames, size_t i, size_t n, int t
  * btp_cbf_encode for the usual call, a buffer of at least BTP_CBF_BOUND(n)
  * bytes: no instruction can reach its end, so there is no encoder struct
  * at all, only registers. Writes the information byte and the leading run
- * of plain, non-repeating addresses of f[0..n), then the terminator; at
- * the first other frame it hands over to encode_rest.
+ * of plain, non-repeating addresses of src's n frames, then the
+ * terminator; at the first other frame it hands over to encode_rest.
  */
-static BTP_ALWAYS_INLINE btp_status encode_whole_w(const btp_frame *f, size_t n, int truncated,
+static BTP_ALWAYS_INLINE btp_status encode_whole_w(frame_src src, size_t n, int truncated,
                                                    unsigned flags, uint8_t *buf, size_t cap,
                                                    size_t *len_out, size_t *needed_out,
-                                                   const unsigned word_bits)
+                                                   const int addrs, const unsigned word_bits)
 {
     uint8_t *p = buf;
     *p++ = cbf_info_byte(word_bits);
     /* No frame before the first: prev 0 and a kind no address has. */
     uint64_t prev = 0;
     unsigned kind = BTP_FRAME_OMIT;
-    size_t i = (size_t)(put_addresses(&p, &prev, &kind, f, f + n, word_bits) - f);
+    size_t i = put_addresses(&p, &prev, &kind, src, 0, n, word_bits, addrs);
     if (i)
         first_absolute(buf + 1, flags);
     if (i < n)
-        return encode_rest(f, i, n, truncated, word_bits, flags, buf, p, cap, len_out,
+        return encode_rest(src, addrs, i, n, truncated, word_bits, flags, buf, p, cap, len_out,
                            needed_out);
     *p++ = truncated ? CBF_OP_TRUNC : CBF_OP_END;
     if (len_out)
@@ -461,20 +493,12 @@ static BTP_ALWAYS_INLINE btp_status encode_whole_w(const btp_frame *f, size_t n,
     return BTP_OK;
 }
 
-static inline btp_status encode_whole(const btp_frame *f, size_t n, int truncated,
-                                            unsigned flags, uint8_t *buf, size_t cap,
-                                            size_t *len_out, size_t *needed_out,
-                                            unsigned word_bits)
-{
-    return CBF_BY_WORD_BITS(word_bits, encode_whole_w, f, n, truncated, flags, buf, cap,
-                            len_out, needed_out);
-}
-
-static size_t add_fast(btp_cbf_encoder *e, const btp_frame *f, size_t n)
+static size_t add_fast(btp_cbf_encoder *e, frame_src src, int addrs, size_t i, size_t n)
 {
     if (e->closed || e->pending || e->finished)
         return 0;
-    return CBF_BY_WORD_BITS(e->word_bits, add_fast_w, e, f, n);
+    return addrs ? CBF_BY_WORD_BITS(e->word_bits, add_fast_w, e, src, i, n, 1)
+                 : CBF_BY_WORD_BITS(e->word_bits, add_fast_w, e, src, i, n, 0);
 }
 
 /*
@@ -483,7 +507,7 @@ static size_t add_fast(btp_cbf_encoder *e, const btp_frame *f, size_t n)
  * Kept out of line so that the usual call does not pay for setting up an
  * encoder it does not use.
  */
-static BTP_NOINLINE btp_status encode_rest(const btp_frame *frames, size_t i, size_t n,
+static BTP_NOINLINE btp_status encode_rest(frame_src src, int addrs, size_t i, size_t n,
                                            int truncated, unsigned word_bits, unsigned flags,
                                            uint8_t *buf, uint8_t *p, size_t cap,
                                            size_t *len_out, size_t *needed_out)
@@ -493,7 +517,9 @@ static BTP_NOINLINE btp_status encode_rest(const btp_frame *frames, size_t i, si
         *len_out = 0;
     if (needed_out)
         *needed_out = 0;
-    if (n && !frames)
+    if (n && (addrs ? !src.addrs : !src.frames))
+        return BTP_E_INVALID_ARGUMENT;
+    if (addrs && (src.kind > BTP_FRAME_ASYNC))
         return BTP_E_INVALID_ARGUMENT;
     btp_status st = init(&enc, buf, cap, word_bits, flags);
     if (st != BTP_OK)
@@ -502,16 +528,16 @@ static BTP_NOINLINE btp_status encode_rest(const btp_frame *frames, size_t i, si
         /* Go on in the state encode_whole left (init wrote the same
          * information byte again). */
         enc.len = enc.needed = (size_t)(p - buf);
-        enc.prev = frames[i - 1].value;
-        enc.last = frames[i - 1];
+        enc.last = src_frame(src, i - 1, addrs);
+        enc.prev = enc.last.value;
         enc.have_last = 1;
         enc.seen_address = 1;
     }
     for (; i < n; i++) {
-        i += add_fast(&enc, frames + i, n - i);
+        i += add_fast(&enc, src, addrs, i, n);
         if (i == n)
             break;
-        st = add(&enc, frames[i], 1);
+        st = add(&enc, src_frame(src, i, addrs), 1);
         if (st == BTP_E_BUFFER_TOO_SMALL)
             continue; /* closed with trunc; keep counting the size needed */
         if (st != BTP_OK)
@@ -527,12 +553,26 @@ btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsi
                           unsigned flags, void *buf, size_t cap, size_t *len_out,
                           size_t *needed_out)
 {
+    frame_src src = {frames, NULL, 0};
     /* frames NULL (allowed with n == 0) goes the general way: frames + n
      * would be arithmetic on a null pointer. */
     if (buf && frames && btp_word_bits_valid(word_bits) && n <= (SIZE_MAX - 2) / 9 &&
         cap >= BTP_CBF_BOUND(n))
-        return encode_whole(frames, n, truncated, flags, buf, cap, len_out, needed_out,
-                            word_bits);
-    return encode_rest(frames, 0, n, truncated, word_bits, flags, buf, buf, cap, len_out,
+        return CBF_BY_WORD_BITS(word_bits, encode_whole_w, src, n, truncated, flags, buf, cap,
+                                len_out, needed_out, 0);
+    return encode_rest(src, 0, 0, n, truncated, word_bits, flags, buf, buf, cap, len_out,
+                       needed_out);
+}
+
+btp_status btp_cbf_encode_addrs(const uint64_t *addrs, size_t n, btp_frame_kind kind,
+                                int truncated, unsigned word_bits, unsigned flags, void *buf,
+                                size_t cap, size_t *len_out, size_t *needed_out)
+{
+    frame_src src = {NULL, addrs, (unsigned)kind};
+    if (buf && addrs && (unsigned)kind <= BTP_FRAME_ASYNC && btp_word_bits_valid(word_bits) &&
+        n <= (SIZE_MAX - 2) / 9 && cap >= BTP_CBF_BOUND(n))
+        return CBF_BY_WORD_BITS(word_bits, encode_whole_w, src, n, truncated, flags, buf, cap,
+                                len_out, needed_out, 1);
+    return encode_rest(src, 1, 0, n, truncated, word_bits, flags, buf, buf, cap, len_out,
                        needed_out);
 }
