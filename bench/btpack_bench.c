@@ -177,7 +177,8 @@ static void poison(const run *r, const outbufs *b, int byte)
 /* One timed encode or decode of r's whole corpus; returns its time, or a
  * negative value with a message in err. Under --ir the first round of each
  * codec and direction is also counted by callgrind, in a dump of its own
- * named "<codec> <encode|decode> <frames>" (bench/ir.py reads them). */
+ * named "<corpus> <codec> <encode|decode> <frames>" (bench/ir.py reads
+ * them). */
 static double timed(const options *o, run *r, int decode, const outbufs *b, int round, char *err,
                     size_t errlen)
 {
@@ -192,9 +193,9 @@ static double timed(const options *o, run *r, int decode, const outbufs *b, int 
     double t = now_ns() - t0;
 #if BENCH_HAVE_CALLGRIND
     if (counted) {
-        char name[128];
-        snprintf(name, sizeof name, "%s %s %zu", r->k->name, decode ? "decode" : "encode",
-                 r->c->nframes);
+        char name[256];
+        snprintf(name, sizeof name, "%s %s %s %zu", r->c->name, r->k->name,
+                 decode ? "decode" : "encode", r->c->nframes);
         CALLGRIND_DUMP_STATS_AT(name);
     }
 #else

@@ -226,6 +226,28 @@ btp_cbf_terminator btp_cbf_decoder_terminator(const btp_cbf_decoder *d)
     return d ? d->terminator : BTP_CBF_TERM_NONE;
 }
 
+/* The opcodes decode_whole_w's block loop takes for a word size: pc, ra
+ * or async with an operand of 1 to 7 bytes that fits the word. Bit
+ * CBF_FAST_BIT(word_bits) of cbf_fast_op[op]. A table, as the test is one
+ * load and one branch, off the chain of positions. */
+#define CBF_FAST_BIT(word_bits) ((word_bits) / 16)
+#define CBF_FAST(o)                                                                               \
+    ((o) < CBF_OP_PC || (o) >= CBF_OP_OMIT || ((o) & 7) == 7 ? 0                                  \
+     : ((o) & 7) < 2                                   ? 1 | 2 | 4                                \
+     : ((o) & 7) < 4                                   ? 2 | 4                                    \
+                                                       : 4)
+#define CBF_FAST8(o)                                                                              \
+    CBF_FAST(o), CBF_FAST(o + 1), CBF_FAST(o + 2), CBF_FAST(o + 3), CBF_FAST(o + 4),              \
+        CBF_FAST(o + 5), CBF_FAST(o + 6), CBF_FAST(o + 7)
+#define CBF_FAST64(o)                                                                             \
+    CBF_FAST8(o), CBF_FAST8(o + 8), CBF_FAST8(o + 16), CBF_FAST8(o + 24), CBF_FAST8(o + 32),      \
+        CBF_FAST8(o + 40), CBF_FAST8(o + 48), CBF_FAST8(o + 56)
+static const uint8_t cbf_fast_op[256] = {CBF_FAST64(0), CBF_FAST64(64), CBF_FAST64(128),
+                                         CBF_FAST64(192)};
+#undef CBF_FAST64
+#undef CBF_FAST8
+#undef CBF_FAST
+
 /*
  * Where the one-shot decoders write: an array of btp_frame, or a plain
  * array of addresses (btp_cbf_decode_addrs, which drops the kinds). The
@@ -411,59 +433,103 @@ static BTP_NOINLINE btp_status decode_rest(const void *buf, size_t len, unsigned
 }
 
 /*
+ * The fast loop of decode_whole_w: plain address instructions from p on
+ * (op is *p), into out from n, while n < room, the opcode is one the word
+ * takes (cbf_fast_op) and the instruction lies inside the input. The
+ * bytes p[0..9) must be readable wherever an instruction starts. With
+ * `before`, that is known while p <= lim; else lim is the end of the
+ * data (p is in a zero-padded copy of the input's last bytes) and an
+ * instruction must end by lim. Updates *pp, *np and *prevp; returns
+ * the opcode it stopped at.
+ *
+ * The position of each instruction is the chain every frame waits on:
+ * loading each opcode once its position is known costs a load and two
+ * steps of arithmetic a frame (about 6 cycles). Instead the next opcode is
+ * taken from the 8 bytes after the current one, loaded for the operand
+ * anyway: they depend on the position only, so they are loaded early, and
+ * the chain is a shift and a byte. That needs the next opcode inside those
+ * 8 bytes, so 8-byte operands (never on real traces) are left to the
+ * careful path.
+ */
+static BTP_ALWAYS_INLINE unsigned fast_run(const uint8_t **pp, const uint8_t *lim, int before,
+                                           frame_out out, size_t *np, size_t room,
+                                           uint64_t *prevp, const int addrs,
+                                           const unsigned word_bits)
+{
+    const uint64_t mask = btp_word_mask(word_bits);
+    const unsigned fast_bit = CBF_FAST_BIT(word_bits);
+    const uint8_t *p = *pp;
+    size_t n = *np;
+    uint64_t prev = *prevp;
+    unsigned op = *p;
+    while (n < room && (cbf_fast_op[op] & fast_bit) && (!before || p <= lim)) {
+        const uint8_t *next = p + (op & 7u) + 2;
+        if (!before && next > lim)
+            break; /* the operand is cut short */
+        uint64_t w = load_le64(p + 1); /* the operand, then the next opcode */
+        /* An arithmetic shift keeps the operand's (op & 7) + 1 bytes and
+         * sign-extends them: a shift by 56 - 8 * (op & 7), which is
+         * (~op * 8) & 63. */
+        uint64_t v = (uint64_t)((int64_t)byte_swap64(w) >> ((~op << 3) & 63));
+        /* A conditional move, not a branch: which form comes next is
+         * unpredictable on real traces. */
+        prev = ((op & CBF_OP_ABSOLUTE) ? v : prev + v) & mask;
+        put_frame(out, n, prev, (btp_frame_kind)((op >> 4) - 1), addrs);
+        n++;
+        p = next;
+        /* The next opcode: byte (op & 7) + 1 of w. */
+        op = (unsigned)((w >> 8) >> ((op << 3) & 63)) & 0xff;
+    }
+    *pp = p;
+    *np = n;
+    *prevp = prev;
+    return op;
+}
+
+/*
  * btp_cbf_decode's path for the usual stream: address instructions from
  * the first one on, then `end`. Everything is in registers, with no
- * decoder struct: each operand is one 8-byte load, from the operand
- * itself while 8 bytes follow the opcode, else from the input's last 8
- * bytes (the stream is then at least 9 bytes long), so no read passes
- * len. The checks are those of read_frame; at the first thing it does not
- * handle (omit, rep, trunc, a fault, a width the word lacks, an operand
- * cut short, a relative first address under BTP_CBF_REJECT_RELATIVE_FIRST,
- * a full output array) it hands over to decode_rest where it stopped, so
- * results and error offsets are the same. buf[0] is a valid information
- * byte for word_bits and len >= 2 (the caller checks).
+ * decoder struct: fast_run over the input while 9 bytes follow an
+ * instruction's start, then over a zero-padded copy of the last bytes. At
+ * the first thing it does not handle (omit, rep, trunc, a fault, a width
+ * the word lacks, an operand cut short, a relative first address under
+ * BTP_CBF_REJECT_RELATIVE_FIRST, a full output array) it hands over to
+ * decode_rest where it stopped, so results and error offsets are the same
+ * as the decoder's. buf[0] is a valid information byte for word_bits and
+ * len >= 2 (the caller checks).
  */
 static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t len,
                                                    unsigned policy, frame_out out,
                                                    size_t max_frames, btp_cbf_info *info,
                                                    const int addrs, const unsigned word_bits)
 {
-    const uint64_t mask = btp_word_mask(word_bits);
-    const unsigned word_bytes = word_bits / 8;
-    size_t pos = 1, n = 0, room = max_frames;
+    const uint8_t *p = buf + 1;
+    size_t n = 0, room = max_frames;
     uint64_t prev = 0;
-    btp_frame_kind kind = BTP_FRAME_PC;
     if ((policy & BTP_CBF_REJECT_RELATIVE_FIRST) && !(buf[1] & CBF_OP_ABSOLUTE))
         room = 0; /* a relative first address (or not an address): next() decides */
-    while (n < room && pos < len) {
-        uint8_t op = buf[pos];
-        /* The step to the next instruction: with pos, the chain every
-         * frame waits on, so computed from op alone (a table lookup here
-         * made decoding slower). */
-        unsigned size = (op & 7u) + 2;
-        /* pc, ra or async (0x10..0x3f) with a width the word has. */
-        if ((unsigned)(op - CBF_OP_PC) >= CBF_OP_OMIT - CBF_OP_PC || size - 1 > word_bytes)
-            break;
-        uint64_t raw;
-        if (len - pos > 8) {
-            raw = load_be64(buf + pos + 1);
+    if (len >= 10)
+        fast_run(&p, buf + len - 9, 1, out, &n, room, &prev, addrs, word_bits);
+    size_t rest = len - (size_t)(p - buf);
+    if (rest < 9 && rest) {
+        /* The last bytes (fewer than 9), where an operand would be loaded
+         * past the input: from a copy padded with zeros (an `end`, which
+         * stops the loop), taken with one 8-byte load when the input has
+         * 8 bytes. */
+        uint8_t tail[16] = {0};
+        if (len >= 8) {
+            uint64_t last = load_le64(buf + len - 8) >> (8 * (8 - rest));
+            for (unsigned i = 0; i < 8; i++)
+                tail[i] = (uint8_t)(last >> (8 * i));
         } else {
-            /* The operand lies in the last 8 bytes: load those and shift
-             * the operand to the top. */
-            if (len < 9 || len - pos < size)
-                break;
-            raw = load_be64(buf + len - 8) << (8 * (pos + 9 - len));
+            for (size_t i = 0; i < rest; i++)
+                tail[i] = p[i];
         }
-        /* An arithmetic shift keeps the size - 1 bytes and sign-extends. */
-        uint64_t v = (uint64_t)((int64_t)raw >> (72 - 8 * size));
-        /* A conditional move, not a branch: which form comes next is
-         * unpredictable on real traces. */
-        prev = ((op & CBF_OP_ABSOLUTE) ? v : prev + v) & mask;
-        kind = (btp_frame_kind)((op >> 4) - 1);
-        put_frame(out, n, prev, kind, addrs);
-        n++;
-        pos += size;
+        const uint8_t *q = tail;
+        fast_run(&q, tail + rest, 0, out, &n, room, &prev, addrs, word_bits);
+        p += q - tail;
     }
+    size_t pos = (size_t)(p - buf);
     if (pos < len && buf[pos] == CBF_OP_END &&
         (pos + 1 == len || !(policy & BTP_CBF_REJECT_TRAILING))) {
         if (info) {
@@ -476,7 +542,9 @@ static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t le
         }
         return BTP_OK;
     }
-    btp_frame last = {prev, kind};
+    /* The frame a rep would repeat: its kind matters only in btp_frame
+     * output (an address array has none), where it is out[n - 1]'s. */
+    btp_frame last = {prev, addrs || !n ? BTP_FRAME_RA : out.frames[n - 1].kind};
     return decode_rest(buf, len, policy, out, addrs, max_frames, info, n, pos, prev, last);
 }
 
