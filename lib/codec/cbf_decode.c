@@ -466,19 +466,22 @@ static BTP_ALWAYS_INLINE unsigned fast_run(const uint8_t **pp, const uint8_t *li
         const uint8_t *next = p + (op & 7u) + 2;
         if (!before && next > lim)
             break; /* the operand is cut short */
-        uint64_t w = load_le64(p + 1); /* the operand, then the next opcode */
+        /* The operand, and the 8 bytes from the one after the opcode on
+         * (the next opcode is among them), loaded apart so that the chain
+         * has no shift of the first. */
+        uint64_t w = load_le64(p + 1), after = load_le64(p + 2);
+        unsigned c = op << 3; /* 8 * (op & 7) in its low 6 bits */
         /* An arithmetic shift keeps the operand's (op & 7) + 1 bytes and
-         * sign-extends them: a shift by 56 - 8 * (op & 7), which is
-         * (~op * 8) & 63. */
-        uint64_t v = (uint64_t)((int64_t)byte_swap64(w) >> ((~op << 3) & 63));
+         * sign-extends them: a shift by 56 - 8 * (op & 7). */
+        uint64_t v = (uint64_t)sar64((int64_t)byte_swap64(w), c ^ 56);
         /* A conditional move, not a branch: which form comes next is
          * unpredictable on real traces. */
         prev = ((op & CBF_OP_ABSOLUTE) ? v : prev + v) & mask;
         put_frame(out, n, prev, (btp_frame_kind)((op >> 4) - 1), addrs);
         n++;
         p = next;
-        /* The next opcode: byte (op & 7) + 1 of w. */
-        op = (unsigned)((w >> 8) >> ((op << 3) & 63)) & 0xff;
+        /* The next opcode: byte op & 7 of `after`. */
+        op = (unsigned)shr64(after, c) & 0xff;
     }
     *pp = p;
     *np = n;

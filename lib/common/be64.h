@@ -28,6 +28,32 @@ static inline uint64_t byte_swap64(uint64_t v)
 #endif
 }
 
+/* x shifted right by c mod 64 (logical, arithmetic): the low 6 bits of c
+ * are the count, as x86 shift instructions take it, so a caller whose
+ * count is a multiple of 8 plus junk above bit 5 needs no masking on its
+ * critical path. Elsewhere the masking is explicit. */
+static inline uint64_t shr64(uint64_t x, unsigned c)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    __asm__("shrq %%cl, %0" : "+r"(x) : "c"(c));
+    return x;
+#else
+    return x >> (c & 63);
+#endif
+}
+
+static inline int64_t sar64(int64_t x, unsigned c)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    __asm__("sarq %%cl, %0" : "+r"(x) : "c"(c));
+    return x;
+#else
+    /* Right shift of a negative value is implementation-defined in C;
+     * every compiler we support shifts arithmetically. */
+    return x >> (c & 63);
+#endif
+}
+
 /* The 8 bytes at p as a little-endian number. */
 static inline uint64_t load_le64(const uint8_t *p)
 {
