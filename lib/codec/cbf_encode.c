@@ -328,6 +328,20 @@ static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, unsign
     return p + 2 + (s >> 3);
 }
 
+/* Write `rep` for `copies` (1 .. word mask - 1) extra copies at p, which
+ * has room for CBF_MAX_INSTR bytes, as emit_rep does; returns its end. */
+static inline uint8_t *put_rep(uint8_t *p, uint64_t copies)
+{
+    if (copies <= CBF_REP_INLINE_MAX) {
+        *p = (uint8_t)(CBF_OP_REP | (copies - 1));
+        return p + 1;
+    }
+    unsigned n = unsigned_bytes(copies);
+    *p = (uint8_t)(CBF_OP_REP | CBF_OP_REP_EXT | (n - 1));
+    store_be64(p + 1, copies << (64 - 8 * n));
+    return p + 1 + n;
+}
+
 /*
  * Where the fast paths read frames from: an array of btp_frame, or a plain
  * array of addresses that all have one kind (btp_cbf_encode_addrs). The
@@ -360,13 +374,15 @@ static inline btp_frame src_frame(frame_src s, size_t i, int addrs)
  * Address frames i..end of src, each different from the one before, while
  * they last: written at *pp, which has room for CBF_MAX_INSTR bytes per
  * frame. *prev and *last_kind are the frame before i (an omit's kind,
- * which no address shares, counts as different) and are updated. Returns
- * the index of the first frame not taken: an omit, a repeat, an invalid
- * frame, or end. The state is passed by pointer into this always-inlined
- * loop so that it stays in registers (stores to the byte buffer may alias
- * an encoder struct, which made the compiler reload it after every byte).
- * From an address array (kind checked by the caller) a repeat is a zero
- * delta, and on 64-bit words no value is too wide: one test a frame.
+ * which no address shares, stands for none) and are updated. Runs of
+ * repeats become one rep each, as add() writes them (recursion makes
+ * them common). Returns the index of the first frame not taken: an omit,
+ * an invalid frame, a run that may go on past end or needs several reps,
+ * or end. The state is passed by pointer into this always-inlined loop so
+ * that it stays in registers (stores to the byte buffer may alias an
+ * encoder struct, which made the compiler reload it after every byte).
+ * From an address array (kind checked by the caller) no kind is tested,
+ * and on 64-bit words no value is too wide.
  */
 static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsigned *last_kind,
                                               frame_src src, size_t i, const size_t end,
@@ -379,14 +395,23 @@ static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsi
     for (; i < end; i++) {
         uint64_t value = src_value(src, i, addrs);
         unsigned kind = src_kind(src, i, addrs);
-        /* A repeat (value, then kind: the value differs almost always, so
-         * that branch alone decides) goes to add(), and so, from an
-         * address array, does any address equal to the one before (also
-         * the first, 0, after the starting prev of 0: add() sees it is
-         * not a repeat). */
-        if ((!addrs && kind > BTP_FRAME_ASYNC) || value > mask ||
-            (value == pv && (addrs || kind == pk)))
+        if ((!addrs && kind > BTP_FRAME_ASYNC) || value > mask)
             break;
+        /* A repeat (value, then kind: the value differs almost always, so
+         * that branch alone decides). */
+        if (value == pv && kind == pk) {
+            size_t j = i + 1;
+            while (j < end && src_value(src, j, addrs) == pv && src_kind(src, j, addrs) == pk)
+                j++;
+            /* The whole run as one rep, as add() writes it; a run that
+             * reaches `end` (it may go on) or needs several reps goes to
+             * add(). */
+            if (j == end || j - i >= mask)
+                break;
+            p = put_rep(p, j - i);
+            i = j - 1;
+            continue;
+        }
         p = put_address(p, value, kind, pv, word_bits);
         pv = value;
         pk = kind;
@@ -412,10 +437,10 @@ static inline void first_absolute(uint8_t *instr, unsigned flags)
 
 /*
  * The one-shot encoder's fast path through the encoder: frames that are
- * plain addresses, each different from the one before, while the buffer
+ * plain addresses and runs of them (see put_addresses), while the buffer
  * has room for the longest instruction. Returns how many frames it took;
- * anything else (omit, repeats, invalid frames, a nearly full buffer) is
- * left to add().
+ * anything else (omit, invalid frames, a nearly full buffer) is left to
+ * add().
  */
 static BTP_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, frame_src src, size_t i,
                                            size_t n, const int addrs, const unsigned word_bits)
@@ -424,10 +449,10 @@ static BTP_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, frame_src src, si
     uint8_t *const begin = p;
     uint8_t *const stop = e->buf + e->limit;
     /* Before the first address prev is 0, and a previous frame, if any,
-     * is an omit (or, with have_last 0, the placeholder PC 0, which at
-     * worst sends a PC 0 to add()). */
+     * is an omit; with no frame yet, a kind no address has, so nothing is
+     * a repeat. */
     uint64_t prev = e->prev;
-    unsigned last_kind = (unsigned)e->last.kind;
+    unsigned last_kind = e->have_last ? (unsigned)e->last.kind : BTP_FRAME_OMIT;
     const size_t first = i;
     for (;;) {
         /* An instruction takes at most CBF_MAX_INSTR bytes, so with room
