@@ -5,6 +5,8 @@
  * made; a `rep` count is added to a run, never iterated, so a rep of 2^64
  * copies costs O(1); the work of each call is bounded by the bytes it reads.
  */
+#include <string.h>
+
 #include "cbf_internal.h"
 
 static btp_status fail(btp_cbf_decoder *d, btp_status st, size_t offset)
@@ -542,17 +544,12 @@ static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t le
         /* The last bytes (fewer than 10), where loads would pass the
          * input: from a copy of the input's last 16 bytes, followed by
          * zeros (an `end`, which stops the loop). */
-        uint8_t tail[32] = {0};
-        if (len >= 16) {
-            uint64_t a = load_le64(buf + len - 16), b = load_le64(buf + len - 8);
-            for (unsigned i = 0; i < 8; i++) {
-                tail[i] = (uint8_t)(a >> (8 * i));
-                tail[8 + i] = (uint8_t)(b >> (8 * i));
-            }
-        } else {
-            for (size_t i = 0; i < len; i++)
-                tail[16 - len + i] = buf[i];
-        }
+        uint8_t tail[32];
+        memset(tail, 0, sizeof tail);
+        if (len >= 16)
+            memcpy(tail, buf + len - 16, 16);
+        else
+            memcpy(tail + 16 - len, buf, len);
         const uint8_t *q = tail + 16 - rest, *const end = tail + 16;
         unsigned op;
         do
