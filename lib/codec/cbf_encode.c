@@ -274,58 +274,69 @@ size_t btp_cbf_encoder_needed(const btp_cbf_encoder *enc)
     return enc ? enc->needed : 0;
 }
 
-/* Where the word-sized value x stops being copies of its sign bit: the top
- * set bit of x ^ (x << 1) is the highest bit a signed operand of x must
- * keep below its sign bit (none for 0 and -1, hence the | 1). Larger edges
- * never need fewer bytes. */
-static BTP_ALWAYS_INLINE uint64_t sign_edge(uint64_t x, const unsigned word_bits)
-{
-    return ((x ^ (x << 1)) & btp_word_mask(word_bits)) | 1;
-}
-
-/* 8 * (operand bytes - 1) of a value with sign_edge e: the index of its top
- * bit rounded down to a multiple of 8 (signed_bytes in a few instructions). */
-static inline unsigned edge_shift(uint64_t e)
-{
-    return (63 ^ clz64(e)) & ~7u;
-}
+/*
+ * What an address instruction looks like for t, the index of the top bit
+ * of its operand's sign edge (below): operand bytes (t >> 3) + 1, so the
+ * opcode of each kind, the left shift that puts the operand at the top of
+ * a big-endian word, and the instruction's length. Tables, as the fast
+ * paths need all three a frame: one load each instead of a few steps of
+ * arithmetic.
+ */
+#define CBF_R8(x) x, x, x, x, x, x, x, x
+#define CBF_OPS(base)                                                                             \
+    {CBF_R8(base), CBF_R8(base + 1), CBF_R8(base + 2), CBF_R8(base + 3), CBF_R8(base + 4),        \
+     CBF_R8(base + 5), CBF_R8(base + 6), CBF_R8(base + 7)}
+static const uint8_t cbf_op_of[3][64] = {CBF_OPS(CBF_OP_PC), CBF_OPS(CBF_OP_RA),
+                                         CBF_OPS(CBF_OP_ASYNC)};
+static const uint8_t cbf_shift_of[64] = {CBF_R8(56), CBF_R8(48), CBF_R8(40), CBF_R8(32),
+                                         CBF_R8(24), CBF_R8(16), CBF_R8(8),  CBF_R8(0)};
+static const uint8_t cbf_step_of[64] = {CBF_R8(2), CBF_R8(3), CBF_R8(4), CBF_R8(5),
+                                        CBF_R8(6), CBF_R8(7), CBF_R8(8), CBF_R8(9)};
+#undef CBF_OPS
+#undef CBF_R8
 
 /*
- * Write the instruction for the address `value` of kind `kind` (pc, ra or
- * async) after the address `prev` at p, which has room for CBF_MAX_INSTR
- * bytes; returns the end of the instruction. Makes the same choice as
- * address_instr for every address after the first (relative unless
- * absolute is strictly shorter; for the first see first_absolute), so the
- * bytes are the same as add()'s, with fewer instructions: the absolute
- * form is sized only when its edge is below the delta's, which on real
- * traces is rare (so the branch is well predicted). word_bits is a
- * constant in each inlined copy, so the masking of 64-bit words
+ * Write the instruction for the address `value` after the address `prev`
+ * at p, which has room for CBF_MAX_INSTR bytes; op_of is cbf_op_of[kind]
+ * for its kind (pc, ra or async). Returns the end of the instruction.
+ * Makes the same choice as address_instr for every address after the
+ * first (relative unless absolute is strictly shorter; for the first see
+ * first_absolute), so the bytes are the same as add()'s, with fewer
+ * instructions. The size of an operand comes from its sign edge, x ^ (x
+ * << 1) in the word: its top set bit is the highest bit the operand must
+ * keep below its sign bit (none for 0 and -1, hence the | 1 unless the
+ * caller knows the delta is not 0); its index t gives the bytes. The
+ * absolute form is sized only when its edge is below the delta's, which
+ * on real traces is rare (so the branch is well predicted). word_bits is
+ * a constant in each inlined copy, so the masking of 64-bit words
  * disappears.
  */
-static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, unsigned kind,
-                                              uint64_t prev, const unsigned word_bits)
+static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, const uint8_t *op_of,
+                                              uint64_t prev, const int nonzero,
+                                              const unsigned word_bits)
 {
-    uint64_t delta = (value - prev) & btp_word_mask(word_bits);
-    uint64_t abs_edge = sign_edge(value, word_bits);
-    uint64_t rel_edge = sign_edge(delta, word_bits);
+    const uint64_t mask = btp_word_mask(word_bits);
+    uint64_t delta = (value - prev) & mask;
+    uint64_t rel_edge = (delta ^ (delta << 1)) & mask;
+    uint64_t abs_edge = (value ^ (value << 1)) & mask;
+    if (!nonzero)
+        rel_edge |= 1;
+    unsigned t = 63 ^ clz64(rel_edge), absolute = 0;
     uint64_t v = delta;
-    unsigned s = edge_shift(rel_edge), absolute = 0;
     if (abs_edge < rel_edge) {
-        unsigned abs_s = edge_shift(abs_edge);
-        if (abs_s < s) {
-            absolute = 1;
+        unsigned ta = 63 ^ clz64(abs_edge | 1);
+        if ((ta >> 3) < (t >> 3)) {
+            absolute = CBF_OP_ABSOLUTE;
             v = value;
-            s = abs_s;
+            t = ta;
         }
     }
-    /* pc/ra/async are 0x10/0x20/0x30: (kind + 1) << 4; then the `a` bit
-     * and bytes - 1. */
-    *p = (uint8_t)(((kind + 1) << 4) + (absolute << 3) + (s >> 3));
+    *p = (uint8_t)(op_of[t] | absolute);
     /* All 8 operand bytes at once (there is room); those past the
      * instruction are overwritten by the next one or lie beyond the
      * stream's length. */
-    store_be64(p + 1, v << (s ^ 56)); /* 56 - s, s a multiple of 8 up to 56 */
-    return p + 2 + (s >> 3);
+    store_be64(p + 1, v << cbf_shift_of[t]);
+    return p + cbf_step_of[t];
 }
 
 /* Write `rep` for `copies` (1 .. word mask - 1) extra copies at p, which
@@ -398,8 +409,12 @@ static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsi
         if ((!addrs && kind > BTP_FRAME_ASYNC) || value > mask)
             break;
         /* A repeat (value, then kind: the value differs almost always, so
-         * that branch alone decides). */
-        if (value == pv && kind == pk) {
+         * that branch alone decides). From an address array the only
+         * other case is a first address of 0 (prev starts at 0), which
+         * goes to add(), so the delta put_address sees is never 0. */
+        if (value == pv && (kind == pk || addrs)) {
+            if (kind != pk)
+                break;
             size_t j = i + 1;
             while (j < end && src_value(src, j, addrs) == pv && src_kind(src, j, addrs) == pk)
                 j++;
@@ -412,7 +427,7 @@ static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsi
             i = j - 1;
             continue;
         }
-        p = put_address(p, value, kind, pv, word_bits);
+        p = put_address(p, value, cbf_op_of[addrs ? src.kind : kind], pv, addrs, word_bits);
         pv = value;
         pk = kind;
     }
