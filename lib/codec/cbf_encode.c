@@ -275,29 +275,45 @@ size_t btp_cbf_encoder_needed(const btp_cbf_encoder *enc)
 }
 
 /*
- * What an address instruction looks like for t, the index of the top bit
- * of its operand's sign edge (below): operand bytes (t >> 3) + 1, so the
- * opcode of each kind, the left shift that puts the operand at the top of
- * a big-endian word, and the instruction's length. Tables, as the fast
- * paths need all three a frame: one load each instead of a few steps of
- * arithmetic.
+ * What an address instruction of each kind looks like for t, the index of
+ * the top bit of its operand's sign edge (below), whose operand has
+ * (t >> 3) + 1 bytes: the opcode (relative), the left shift that puts the
+ * operand at the top of a big-endian word, and the instruction's length.
+ * A table, as the fast paths need all three a frame: one load each from
+ * one base instead of a few steps of arithmetic.
  */
-#define CBF_R8(x) x, x, x, x, x, x, x, x
-#define CBF_OPS(base)                                                                             \
-    {CBF_R8(base), CBF_R8(base + 1), CBF_R8(base + 2), CBF_R8(base + 3), CBF_R8(base + 4),        \
-     CBF_R8(base + 5), CBF_R8(base + 6), CBF_R8(base + 7)}
-static const uint8_t cbf_op_of[3][64] = {CBF_OPS(CBF_OP_PC), CBF_OPS(CBF_OP_RA),
-                                         CBF_OPS(CBF_OP_ASYNC)};
-static const uint8_t cbf_shift_of[64] = {CBF_R8(56), CBF_R8(48), CBF_R8(40), CBF_R8(32),
-                                         CBF_R8(24), CBF_R8(16), CBF_R8(8),  CBF_R8(0)};
-static const uint8_t cbf_step_of[64] = {CBF_R8(2), CBF_R8(3), CBF_R8(4), CBF_R8(5),
-                                        CBF_R8(6), CBF_R8(7), CBF_R8(8), CBF_R8(9)};
-#undef CBF_OPS
-#undef CBF_R8
+typedef struct cbf_shape {
+    uint8_t op, shift, step, unused;
+} cbf_shape;
+#define CBF_SHAPE(kind, bytes) {(kind) + (bytes) - 1, 64 - 8 * (bytes), (bytes) + 1, 0}
+#define CBF_SHAPE8(kind, bytes)                                                                   \
+    CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes),                       \
+        CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes),                   \
+        CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes)
+#define CBF_SHAPES(kind)                                                                          \
+    {CBF_SHAPE8(kind, 1), CBF_SHAPE8(kind, 2), CBF_SHAPE8(kind, 3), CBF_SHAPE8(kind, 4),          \
+     CBF_SHAPE8(kind, 5), CBF_SHAPE8(kind, 6), CBF_SHAPE8(kind, 7), CBF_SHAPE8(kind, 8)}
+static const cbf_shape cbf_shapes[3][64] = {CBF_SHAPES(CBF_OP_PC), CBF_SHAPES(CBF_OP_RA),
+                                            CBF_SHAPES(CBF_OP_ASYNC)};
+#undef CBF_SHAPES
+#undef CBF_SHAPE8
+#undef CBF_SHAPE
+
+/* Write the instruction of shape sh for operand v at p (room for
+ * CBF_MAX_INSTR bytes); returns its end. All 8 operand bytes are stored
+ * at once; those past the instruction are overwritten by the next one or
+ * lie beyond the stream's length. */
+static BTP_ALWAYS_INLINE uint8_t *put_shape(uint8_t *p, const cbf_shape *sh, unsigned absolute,
+                                            uint64_t v)
+{
+    *p = (uint8_t)(sh->op | absolute);
+    store_be64(p + 1, v << sh->shift);
+    return p + sh->step;
+}
 
 /*
  * Write the instruction for the address `value` after the address `prev`
- * at p, which has room for CBF_MAX_INSTR bytes; op_of is cbf_op_of[kind]
+ * at p, which has room for CBF_MAX_INSTR bytes; shapes is cbf_shapes[kind]
  * for its kind (pc, ra or async). Returns the end of the instruction.
  * Makes the same choice as address_instr for every address after the
  * first (relative unless absolute is strictly shorter; for the first see
@@ -311,7 +327,7 @@ static const uint8_t cbf_step_of[64] = {CBF_R8(2), CBF_R8(3), CBF_R8(4), CBF_R8(
  * a constant in each inlined copy, so the masking of 64-bit words
  * disappears.
  */
-static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, const uint8_t *op_of,
+static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, const cbf_shape *shapes,
                                               uint64_t prev, const int nonzero,
                                               const unsigned word_bits)
 {
@@ -321,22 +337,13 @@ static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, const 
     uint64_t abs_edge = (value ^ (value << 1)) & mask;
     if (!nonzero)
         rel_edge |= 1;
-    unsigned t = 63 ^ clz64(rel_edge), absolute = 0;
-    uint64_t v = delta;
+    unsigned t = 63 ^ clz64(rel_edge);
     if (abs_edge < rel_edge) {
         unsigned ta = 63 ^ clz64(abs_edge | 1);
-        if ((ta >> 3) < (t >> 3)) {
-            absolute = CBF_OP_ABSOLUTE;
-            v = value;
-            t = ta;
-        }
+        if ((ta >> 3) < (t >> 3))
+            return put_shape(p, &shapes[ta], CBF_OP_ABSOLUTE, value);
     }
-    *p = (uint8_t)(op_of[t] | absolute);
-    /* All 8 operand bytes at once (there is room); those past the
-     * instruction are overwritten by the next one or lie beyond the
-     * stream's length. */
-    store_be64(p + 1, v << cbf_shift_of[t]);
-    return p + cbf_step_of[t];
+    return put_shape(p, &shapes[t], 0, delta);
 }
 
 /* Write `rep` for `copies` (1 .. word mask - 1) extra copies at p, which
@@ -403,6 +410,13 @@ static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsi
     uint8_t *p = *pp;
     uint64_t pv = *prev;
     unsigned pk = *last_kind;
+    const size_t first = i;
+    /* From an address array every frame has the array's kind, so only a
+     * first address equal to the starting prev with no frame before it
+     * (pk is an omit's kind) is not a repeat: add() takes it, and the
+     * loop needs no kind. */
+    if (addrs && pk == BTP_FRAME_OMIT && i < end && src_value(src, i, addrs) == pv)
+        return i;
     for (; i < end; i++) {
         uint64_t value = src_value(src, i, addrs);
         unsigned kind = src_kind(src, i, addrs);
@@ -412,11 +426,10 @@ static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsi
          * that branch alone decides). From an address array the only
          * other case is a first address of 0 (prev starts at 0), which
          * goes to add(), so the delta put_address sees is never 0. */
-        if (value == pv && (kind == pk || addrs)) {
-            if (kind != pk)
-                break;
+        if (value == pv && (addrs || kind == pk)) {
             size_t j = i + 1;
-            while (j < end && src_value(src, j, addrs) == pv && src_kind(src, j, addrs) == pk)
+            while (j < end && src_value(src, j, addrs) == pv &&
+                   (addrs || src_kind(src, j, addrs) == pk))
                 j++;
             /* The whole run as one rep, as add() writes it; a run that
              * reaches `end` (it may go on) or needs several reps goes to
@@ -427,13 +440,14 @@ static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsi
             i = j - 1;
             continue;
         }
-        p = put_address(p, value, cbf_op_of[addrs ? src.kind : kind], pv, addrs, word_bits);
+        p = put_address(p, value, cbf_shapes[addrs ? src.kind : kind], pv, addrs, word_bits);
         pv = value;
-        pk = kind;
+        if (!addrs)
+            pk = kind;
     }
     *pp = p;
     *prev = pv;
-    *last_kind = pk;
+    *last_kind = addrs && i > first ? src.kind : pk;
     return i;
 }
 
