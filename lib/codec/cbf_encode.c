@@ -337,9 +337,10 @@ static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, const 
     uint64_t abs_edge = (value ^ (value << 1)) & mask;
     if (!nonzero)
         rel_edge |= 1;
-    unsigned t = 63 ^ clz64(rel_edge);
+    /* 64-bit indexes: no widening of t on the way to the table. */
+    uint64_t t = 63 ^ (uint64_t)clz64(rel_edge);
     if (abs_edge < rel_edge) {
-        unsigned ta = 63 ^ clz64(abs_edge | 1);
+        uint64_t ta = 63 ^ (uint64_t)clz64(abs_edge | 1);
         if ((ta >> 3) < (t >> 3))
             return put_shape(p, &shapes[ta], CBF_OP_ABSOLUTE, value);
     }
