@@ -39,8 +39,8 @@ static inline void bw_init(bit_writer *w, uint8_t *buf)
     w->bits = 0;
 }
 
-/* Append the low n bits of v (1 <= n <= 56, v < 2^n), most significant
- * first. */
+/* Append the low n bits of v (1 <= n <= 57, v < 2^n), most significant
+ * first (at most 7 bits are pending, so they and n fit 64). */
 static inline void bw_put(bit_writer *w, uint64_t v, unsigned n)
 {
     unsigned bits = w->bits + n;
@@ -53,7 +53,7 @@ static inline void bw_put(bit_writer *w, uint64_t v, unsigned n)
 /* The same for 1 <= n <= 64. */
 static inline void bw_put64(bit_writer *w, uint64_t v, unsigned n)
 {
-    if (n > 56) {
+    if (n > 57) {
         bw_put(w, v >> 32, n - 32);
         v &= 0xffffffffu;
         n = 32;
