@@ -245,10 +245,11 @@ BTP_API btp_status btp_cbf_decode(const void *buf, size_t len, unsigned policy, 
  * One-shot into a plain array of addresses: as btp_cbf_decode, but out[i]
  * gets frame i's address only (whether it was a pc, ra or async frame is
  * dropped), so an array of words is all the caller keeps. An `omit`,
- * which has no address, stops decoding with BTP_E_UNREPRESENTABLE:
- * info->error_offset is the omit's offset, the frames before it are in
- * out and counted in info->frames. The same checks, statuses and offsets
- * otherwise; the same guarantees on malicious input.
+ * which has no address, stops decoding with BTP_E_UNREPRESENTABLE
+ * (BTP_E_LIMIT if out is already full): info->error_offset is the omit's
+ * offset, the frames before it are in out and counted in info->frames.
+ * The same checks, statuses and offsets otherwise; the same guarantees on
+ * malicious input.
  */
 BTP_API btp_status btp_cbf_decode_addrs(const void *buf, size_t len, unsigned policy,
                                         uint64_t *out, size_t max_frames, btp_cbf_info *info);

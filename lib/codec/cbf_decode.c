@@ -410,7 +410,8 @@ static BTP_NOINLINE btp_status decode_rest(const void *buf, size_t len, unsigned
         st = next(&d, &run);
         if (st != BTP_OK)
             break;
-        if (addrs && run.frame.kind == BTP_FRAME_OMIT) {
+        if (addrs && run.frame.kind == BTP_FRAME_OMIT && n < max_frames) {
+            /* (With no room left it is BTP_E_LIMIT, as for btp_frame.) */
             st = fail(&d, BTP_E_UNREPRESENTABLE, omit_offset(&d, at));
             break;
         }
