@@ -418,11 +418,16 @@ static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsi
      * loop needs no kind. */
     if (addrs && pk == BTP_FRAME_OMIT && i < end && src_value(src, i, addrs) == pv)
         return i;
+    /* From an address array a value too wide for the word is found after
+     * the loop, from the bits of all: one step a frame instead of a test
+     * (the whole run is then left to add(), which reports it). */
+    uint64_t all = 0;
     for (; i < end; i++) {
         uint64_t value = src_value(src, i, addrs);
         unsigned kind = src_kind(src, i, addrs);
-        if ((!addrs && kind > BTP_FRAME_ASYNC) || value > mask)
+        if (!addrs && (kind > BTP_FRAME_ASYNC || value > mask))
             break;
+        all |= value;
         /* A repeat (value, then kind: the value differs almost always, so
          * that branch alone decides). From an address array the only
          * other case is a first address of 0 (prev starts at 0), which
@@ -446,6 +451,8 @@ static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsi
         if (!addrs)
             pk = kind;
     }
+    if (addrs && all > mask)
+        return first;
     *pp = p;
     *prev = pv;
     *last_kind = addrs && i > first ? src.kind : pk;
