@@ -20,19 +20,23 @@ static int cbf_encode(const bench_corpus *c, size_t i, unsigned param, uint8_t *
                           out, cap, len, NULL);
 }
 
+/* A decoder's result for trace i: it decoded exactly the trace's frames
+ * (given room for exactly those: more is BTP_E_LIMIT) from all len bytes. */
+static int cbf_result(btp_status st, const btp_cbf_info *info, size_t want, size_t len)
+{
+    if (st != BTP_OK)
+        return st;
+    return info->frames == want && info->consumed == len ? 0 : BENCH_MISMATCH;
+}
+
 /* Straight into the caller's frames: btp_frame is the decoder's output. */
 static int cbf_decode(const bench_corpus *c, size_t i, unsigned param, const uint8_t *in,
                       size_t len, btp_frame *out, bench_scratch *s)
 {
-    size_t want = bench_depth(c, i);
     btp_cbf_info info;
-    /* Room for exactly the frames expected: more is BTP_E_LIMIT. */
-    btp_status st = btp_cbf_decode(in, len, BTP_CBF_POLICY_DEFAULT, out, want, &info);
-    if (st != BTP_OK)
-        return st;
-    if (info.frames != want || info.consumed != len)
-        return BENCH_MISMATCH;
-    return 0;
+    size_t want = bench_depth(c, i);
+    return cbf_result(btp_cbf_decode(in, len, BTP_CBF_POLICY_DEFAULT, out, want, &info), &info,
+                      want, len);
 }
 
 const bench_codec bench_codec_cbf = {
@@ -66,14 +70,10 @@ static int cbf_addr_encode(const bench_corpus *c, size_t i, unsigned param, uint
 static int cbf_addr_decode(const bench_corpus *c, size_t i, unsigned param, const uint8_t *in,
                            size_t len, uint64_t *out, bench_scratch *s)
 {
-    size_t want = bench_depth(c, i);
     btp_cbf_info info;
-    btp_status st = btp_cbf_decode_addrs(in, len, BTP_CBF_POLICY_DEFAULT, out, want, &info);
-    if (st != BTP_OK)
-        return st;
-    if (info.frames != want || info.consumed != len)
-        return BENCH_MISMATCH;
-    return 0;
+    size_t want = bench_depth(c, i);
+    return cbf_result(btp_cbf_decode_addrs(in, len, BTP_CBF_POLICY_DEFAULT, out, want, &info),
+                      &info, want, len);
 }
 
 const bench_codec bench_codec_cbf_addr = {

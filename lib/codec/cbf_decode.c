@@ -602,24 +602,31 @@ static inline int whole_ok(const uint8_t *b, size_t len, const void *out, size_t
     return b && len >= 2 && (out || !max_frames) && (b[0] >> 2) == 0 && (b[0] & 3) != 3;
 }
 
+/* Both one-shot decoders: the fast path for a usual stream, else the
+ * decoder. */
+static inline btp_status decode_any(const void *buf, size_t len, unsigned policy, frame_out o,
+                                    int addrs, size_t max_frames, btp_cbf_info *info)
+{
+    const uint8_t *b = buf;
+    if (whole_ok(b, len, addrs ? (const void *)o.addrs : (const void *)o.frames, max_frames))
+        return addrs ? decode_whole_addrs(b, len, policy, o.addrs, max_frames, info,
+                                          16u << (b[0] & 3))
+                     : decode_whole(b, len, policy, o.frames, max_frames, info,
+                                    16u << (b[0] & 3));
+    btp_frame none = {0, BTP_FRAME_PC};
+    return decode_rest(buf, len, policy, o, addrs, max_frames, info, 0, 0, 0, none);
+}
+
 btp_status btp_cbf_decode(const void *buf, size_t len, unsigned policy, btp_frame *out,
                           size_t max_frames, btp_cbf_info *info)
 {
-    const uint8_t *b = buf;
-    if (whole_ok(b, len, out, max_frames))
-        return decode_whole(b, len, policy, out, max_frames, info, 16u << (b[0] & 3));
     frame_out o = {out, NULL};
-    btp_frame none = {0, BTP_FRAME_PC};
-    return decode_rest(buf, len, policy, o, 0, max_frames, info, 0, 0, 0, none);
+    return decode_any(buf, len, policy, o, 0, max_frames, info);
 }
 
 btp_status btp_cbf_decode_addrs(const void *buf, size_t len, unsigned policy, uint64_t *out,
                                 size_t max_frames, btp_cbf_info *info)
 {
-    const uint8_t *b = buf;
-    if (whole_ok(b, len, out, max_frames))
-        return decode_whole_addrs(b, len, policy, out, max_frames, info, 16u << (b[0] & 3));
     frame_out o = {NULL, out};
-    btp_frame none = {0, BTP_FRAME_PC};
-    return decode_rest(buf, len, policy, o, 1, max_frames, info, 0, 0, 0, none);
+    return decode_any(buf, len, policy, o, 1, max_frames, info);
 }
