@@ -9,7 +9,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import api  # noqa: E402
+from pycheck import check, finish  # noqa: E402
 
 VERSION_NODE = "BTPACK_0"
 
@@ -29,16 +31,6 @@ def main(argv):
         name, _, version = f[2].partition("@")
         exported[name] = version.lstrip("@")
     declared = {d[2] for d in api.declarations(include_dir)}
-    passed = failed = 0
-
-    def check(ok, msg):
-        nonlocal passed, failed
-        if ok:
-            passed += 1
-        else:
-            failed += 1
-            print(msg)
-
     check(exported, "no exported symbols found in %s" % lib)
     for name in sorted(exported):
         check(name.startswith("btp_"), "exported without the btp_ prefix: %s" % name)
@@ -47,8 +39,7 @@ def main(argv):
               % (name, exported[name], VERSION_NODE))
     for name in sorted(declared - set(exported)):
         check(False, "declared BTP_API but not exported (no definition, or hidden): %s" % name)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    finish()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import helptext  # noqa: E402
+from pycheck import check, finish  # noqa: E402
 
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
 
@@ -35,18 +37,6 @@ printf '%s\n' "${COMPREPLY[@]}"
 ARG = {"--from": "hex", "--to": "json", "--word-bits": "32", "--max-frames": "10",
        "--alloc-size": "1", "--top": "3", "--maps": "/dev/null", "-o": "/dev/null",
        "--output": "/dev/null", "--elf": "/dev/null", "--addr2line": "addr2line"}
-
-passed = failed = 0
-
-
-def check(ok, msg):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(msg)
-
 
 def main(argv):
     if len(argv) != 3:
@@ -117,8 +107,7 @@ def main(argv):
     expect(["convert", "--from", "cbf", "--to", "json", "sample.c"], ["sample.cbf"])
 
     shutil.rmtree(cwd)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    finish()
 
 
 if __name__ == "__main__":

@@ -8,11 +8,18 @@ src=$2
 this=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
+kinds=
 for kind in static shared both; do
     [ "$kind" != "$this" ] || continue
-    if "$meson" setup "$tmp/$kind" "$src" -Ddefault_library="$kind" -Dtests=enabled \
-        >"$tmp/$kind.log" 2>&1; then
+    kinds="$kinds $kind"
+    # Both at once: configuring is mostly waiting for the compiler checks.
+    { "$meson" setup "$tmp/$kind" "$src" -Ddefault_library="$kind" -Dtests=enabled \
+        >"$tmp/$kind.log" 2>&1; echo $? >"$tmp/$kind.status"; } &
+done
+wait
+pass=0 fail=0
+for kind in $kinds; do
+    if [ "$(cat "$tmp/$kind.status")" = 0 ]; then
         pass=$((pass + 1))
     else
         fail=$((fail + 1))

@@ -23,7 +23,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import helptext  # noqa: E402
+from pycheck import check, finish  # noqa: E402
 
 BTPACK, SRC, BUILD, MAN1 = (os.path.abspath(a) for a in sys.argv[1:5]) if len(sys.argv) == 5 \
     else (None,) * 4
@@ -96,19 +98,6 @@ FIXTURES = {
     "myapp": lambda p: os.symlink(BTPACK, p),
 }
 
-passed = failed = 0
-
-
-def check(ok, msg):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(msg)
-    return ok
-
-
 def readme_examples():
     out, block = [], False
     with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
@@ -169,22 +158,21 @@ def run_example(source, cmd, cwd):
     if "signal" in expect:
         # Killed by signal N: -N when bash ran the command in its own
         # process, 128 + N when it ran it as a child.
-        ok = check(status in (-expect["signal"], 128 + expect["signal"]),
-                   "%s: wanted signal %d, exit %d%s" % (where, expect["signal"], status, detail))
+        ok = status in (-expect["signal"], 128 + expect["signal"])
+        check(ok, "%s: wanted signal %d, exit %d%s" % (where, expect["signal"], status, detail))
     elif status == 128 + signal.SIGPIPE and "| head" in cmd:
-        ok = check(True, "")  # head closed the pipe early, as it should
+        ok = True  # head closed the pipe early, as it should
     else:
-        ok = check(status == expect.get("status", 0), "%s: exit %d, wanted %d%s"
-                   % (where, status, expect.get("status", 0), detail))
+        ok = status == expect.get("status", 0)
+        check(ok, "%s: exit %d, wanted %d%s" % (where, status, expect.get("status", 0), detail))
     outputs = [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-o", "--output")]
     outputs += [expect["writes"]] if "writes" in expect else []
     for o in outputs:
         path = os.path.join(cwd, o)
-        ok &= check(os.path.isfile(path) and os.path.getsize(path) > 0,
-                    "%s: wrote nothing to %s" % (where, o))
+        check(os.path.isfile(path) and os.path.getsize(path) > 0,
+              "%s: wrote nothing to %s" % (where, o))
     if not outputs and ok:
         check(p.stdout.strip(), "%s: printed nothing%s" % (where, detail))
-    return ok
 
 
 def run_source(name, examples):
@@ -214,8 +202,7 @@ def main():
         run_source("btpack %s --help" % cmd, helptext.examples(helptext.run(BTPACK, [cmd])))
     run_source("README.md", readme_examples())
     run_source("btpack(1)", man_examples())
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    finish()
 
 
 if __name__ == "__main__":

@@ -11,8 +11,10 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import api  # noqa: E402
 import helptext  # noqa: E402
+from pycheck import check, finish  # noqa: E402
 
 
 def render(groff, page):
@@ -28,16 +30,6 @@ def main(argv):
         sys.stderr.write(__doc__)
         return 2
     groff, btpack, page1, page3, include_dir = argv[1:]
-    passed = failed = 0
-
-    def check(ok, msg):
-        nonlocal passed, failed
-        if ok:
-            passed += 1
-        else:
-            failed += 1
-            print(msg)
-
     texts = {}
     for page, section in ((page1, 1), (page3, 3)):
         text, warnings = render(groff, page)
@@ -73,8 +65,7 @@ def main(argv):
     for fn in sorted(set(re.findall(r"\b(btp_[a-z0-9_]+)\(\)", man3))):
         check(fn in declared, "btpack(3) names %s(), which no public header declares" % fn)
 
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    finish()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pycheck import check, finish  # noqa: E402
+
 # The first line of each licence's usual text, by SPDX name.
 LICENCE_TITLES = {"MIT": "MIT License"}
 
@@ -16,16 +19,6 @@ def main(argv):
         sys.stderr.write(__doc__)
         return 2
     root, version, licence = argv[1:]
-    passed = failed = 0
-
-    def check(ok, msg):
-        nonlocal passed, failed
-        if ok:
-            passed += 1
-        else:
-            failed += 1
-            print(msg)
-
     def read(name):
         try:
             with open(os.path.join(root, name), encoding="utf-8") as f:
@@ -47,8 +40,7 @@ def main(argv):
     if news is not None:
         check(re.search(r"^Version %s \(" % re.escape(version), news, re.M),
               "NEWS has no entry `Version %s (date or unreleased)` for the version built" % version)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    finish()
 
 
 if __name__ == "__main__":

@@ -4,10 +4,16 @@
 # static (`cc -static ... $(pkg-config --static --cflags --libs btpack)`),
 # each capturing with every method built in and round-tripping a trace log
 # (tests/packaging/consumer.c).
-# usage: static_link.sh MESON BUILD_DIR CONSUMER.c CC [CC ARGS...]
+# In a sanitizer build (b_sanitize) the program is built with the same
+# sanitizers, and only dynamically (the sanitizer runtimes do not link
+# statically).
+# usage: static_link.sh MESON BUILD_DIR B_SANITIZE CONSUMER.c CC [CC ARGS...]
 set -eu
-meson=$1 build=$2 prog=$3
-shift 3
+meson=$1 build=$2 sanitize=$3 prog=$4
+shift 4
+if [ "$sanitize" != none ]; then
+    set -- "$@" -fsanitize="$sanitize"
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
@@ -46,7 +52,9 @@ else
     echo "no libbtpack.so in this build (default_library=static): dynamic link not tried"
 fi
 
-if [ -e "$libdir/libbtpack.a" ]; then
+if [ "$sanitize" != none ]; then
+    echo "sanitizer build (b_sanitize=$sanitize): static link not tried"
+elif [ -e "$libdir/libbtpack.a" ]; then
     # shellcheck disable=SC2046
     if "$@" -static -o "$tmp/static" "$prog" $(pkgconf --static --cflags --libs) \
         >"$tmp/cc.log" 2>&1; then

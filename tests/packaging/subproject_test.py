@@ -12,24 +12,14 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pycheck import check, finish  # noqa: E402
+
 CONSUMER_MESON = """project('consumer', 'c', default_options: ['warning_level=2', 'werror=true'])
 btpack_dep = dependency('btpack', fallback: 'btpack')
 exe = executable('consumer', 'consumer.c', dependencies: btpack_dep, install: true)
 test('consumer', exe)
 """
-
-passed = failed = 0
-
-
-def check(ok, msg):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAILED: " + msg)
-    return ok
-
 
 def run(cmd, **kw):
     p = subprocess.run(cmd, capture_output=True, text=True, **kw)
@@ -62,8 +52,9 @@ def main(argv):
         build = os.path.join(tmp, "b")
         p = run([meson, "setup", build, proj, "--force-fallback-for=btpack",
                  "-Dbtpack:default_library=static"], env=env)
-        if not check(p.returncode == 0, "meson setup of a project with btpack as subproject"):
-            return finish()
+        check(p.returncode == 0, "meson setup of a project with btpack as subproject")
+        if p.returncode != 0:
+            finish()
         targets = {t["name"] for t in introspect(meson, build, "targets")
                    if t["subproject"] == "btpack" and t["build_by_default"]}
         check(targets == {"btpack"}, "the subproject builds the library only, not %s"
@@ -86,7 +77,8 @@ def main(argv):
         build2 = os.path.join(tmp, "b2")
         p = run([meson, "setup", build2, proj, "--force-fallback-for=btpack",
                  "-Dbtpack:cli=enabled", "-Dbtpack:install=enabled"], env=env)
-        if check(p.returncode == 0, "meson setup with -Dbtpack:cli=enabled -Dbtpack:install=enabled"):
+        check(p.returncode == 0, "meson setup with -Dbtpack:cli=enabled -Dbtpack:install=enabled")
+        if p.returncode == 0:
             dests = introspect(meson, build2, "installed").values()
             for want in ("/bin/btpack", "/include/btpack", "/pkgconfig/btpack.pc",
                          "/man1/btpack.1", "/libbtpack.a"):
@@ -94,12 +86,7 @@ def main(argv):
                       "-Dbtpack:cli=enabled -Dbtpack:install=enabled installs %s" % want)
     finally:
         shutil.rmtree(tmp)
-    return finish()
-
-
-def finish():
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    finish()
 
 
 if __name__ == "__main__":

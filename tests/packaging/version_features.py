@@ -5,8 +5,12 @@ meson.build, passed here as NAME=0|1).
 
 usage: version_features.py BTPACK NAME=0|1...
 """
+import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pycheck import check, finish  # noqa: E402
 
 
 def main(argv):
@@ -19,16 +23,6 @@ def main(argv):
         want[name] = value in ("1", "true", "True")
     p = subprocess.run([argv[1], "--version"], capture_output=True, text=True)
     lines = p.stdout.splitlines()
-    passed = failed = 0
-
-    def check(ok, msg):
-        nonlocal passed, failed
-        if ok:
-            passed += 1
-        else:
-            failed += 1
-            print(msg)
-
     check(p.returncode == 0 and lines and lines[0].startswith("btpack "),
           "--version: exit %d, %r" % (p.returncode, p.stdout))
     feats = [l for l in lines if l.startswith("features: ")]
@@ -53,8 +47,7 @@ def main(argv):
         listed = methods[0].split("(")[0].split()[2:]
         check(("libunwind" in listed) == want["libunwind"],
               "capture methods %r disagree with libunwind=%s" % (listed, want["libunwind"]))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    finish()
 
 
 if __name__ == "__main__":
