@@ -26,6 +26,8 @@ btpack_ensure_deps() {
     btpack_want 'pkg-config --exists zlib' zlib1g-dev
     btpack_want 'pkg-config --exists liblzma' liblzma-dev
     btpack_want 'pkg-config --exists libunwind' libunwind-dev  # optional capture method
+    btpack_want 'pkg-config --exists libdw' libdw-dev          # btpack symbolize in-process
+    btpack_want 'command -v readelf && command -v strip' binutils  # symbolize tests
     # Packaging tests: man pages, bash completion, the ABI check.
     btpack_want 'command -v groff' groff-base
     btpack_want 'pkg-config --exists bash-completion' bash-completion

@@ -16,6 +16,7 @@ static const command commands[] = {
     {"dump", cmd_dump, "disassemble CBF streams instruction by instruction"},
     {"stats", cmd_stats, "sizes and depth distribution of a set of traces"},
     {"heapmap", cmd_heapmap, "symbolize libwebsockets ~m# allocation records, by call site"},
+    {"symbolize", cmd_symbolize, "function names and file:line for every frame (crash records too)"},
 };
 
 static void usage(FILE *f)
@@ -42,13 +43,16 @@ static void usage(FILE *f)
 
 /* The versions, then what this build has, one fact per line for scripts:
  * each optional library, + when built in and - when not (the build's
- * `Features` summary lists the same), and the capture methods. */
+ * `Features` summary lists the same): zlib (compressed trace logs), liblzma
+ * (.xz input), libunwind (a capture method), libdw (symbolize in-process),
+ * libstdc++ (C++ names demangled); and the capture methods. */
 static void version(void)
 {
     printf("btpack %s (library %s)\n", BTP_VERSION_STRING, btp_version());
-    printf("features: %czlib %cliblzma %clibunwind\n", btp_log_have_zlib() ? '+' : '-',
-           BTP_CLI_HAVE_LZMA ? '+' : '-',
-           btp_capture_method_available(BTP_CAPTURE_LIBUNWIND) ? '+' : '-');
+    printf("features: %czlib %cliblzma %clibunwind %clibdw %clibstdc++\n",
+           btp_log_have_zlib() ? '+' : '-', BTP_CLI_HAVE_LZMA ? '+' : '-',
+           btp_capture_method_available(BTP_CAPTURE_LIBUNWIND) ? '+' : '-',
+           BTP_CLI_HAVE_LIBDW ? '+' : '-', BTP_CLI_HAVE_CXA_DEMANGLE ? '+' : '-');
     printf("log compression: %s\n",
            btp_log_have_zlib() ? "zlib" : "none (built without zlib)");
     fputs("capture methods:", stdout);

@@ -88,7 +88,12 @@ typedef enum btp_status {
     BTP_E_ZLIB = 66,            /* zlib reported an error */
 
     /* capture */
-    BTP_E_NO_METHOD = 80 /* the requested unwinder is not built in or failed to start */
+    BTP_E_NO_METHOD = 80, /* the requested unwinder is not built in or failed to start */
+
+    /* image maps (imagemap.h) */
+    BTP_E_MAPS_SYNTAX = 120,  /* a /proc/PID/maps line is malformed */
+    BTP_E_IMAGE_SYNTAX = 121, /* an `image` line is malformed */
+    BTP_E_BAD_NOTE = 122      /* an ELF note runs past its area */
 } btp_status;
 
 /* A short English sentence for a status; never NULL, never allocates,

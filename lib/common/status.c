@@ -46,6 +46,9 @@ static const struct status_text texts[] = {
     {BTP_E_NO_ZLIB, "no_zlib", "compressed block, but this build has no zlib"},
     {BTP_E_ZLIB, "zlib", "zlib error"},
     {BTP_E_NO_METHOD, "no_method", "stack capture method not available"},
+    {BTP_E_MAPS_SYNTAX, "maps_syntax", "malformed /proc/PID/maps line"},
+    {BTP_E_IMAGE_SYNTAX, "image_syntax", "malformed image line"},
+    {BTP_E_BAD_NOTE, "bad_note", "ELF note runs past its area"},
 };
 
 static const struct status_text *find(btp_status s)

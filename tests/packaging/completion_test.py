@@ -36,7 +36,8 @@ printf '%s\n' "${COMPREPLY[@]}"
 # An argument each option that takes one accepts, for trying the options.
 ARG = {"--from": "hex", "--to": "json", "--word-bits": "32", "--max-frames": "10",
        "--alloc-size": "1", "--top": "3", "--maps": "/dev/null", "-o": "/dev/null",
-       "--output": "/dev/null", "--elf": "/dev/null", "--addr2line": "addr2line"}
+       "--output": "/dev/null", "--elf": "/dev/null", "--addr2line": "addr2line",
+       "--backend": "addr2line", "--debug-dir": "/nonexistent"}
 
 def main(argv):
     if len(argv) != 3:
@@ -88,13 +89,15 @@ def main(argv):
     # What --from offers each command can read; --to what convert writes.
     for cmd, opt, fixed in (("convert", "--from", ["--to", "json"]),
                             ("convert", "--to", ["--from", "hex"]),
-                            ("stats", "--from", []), ("dump", "--from", [])):
+                            ("stats", "--from", []), ("dump", "--from", []),
+                            ("symbolize", "--from", []), ("symbolize", "--to", [])):
         if cmd not in commands:
             continue
         offered = complete(cmd, opt, "")
         check(offered, "btpack %s %s <TAB> offers nothing" % (cmd, opt))
         for fmt in offered:
-            check(fmt in formats, "btpack %s %s <TAB> offers %s, not a format" % (cmd, opt, fmt))
+            check(fmt in formats or fmt in helptext.usage_choices(helptext.run(btpack, [cmd]), opt),
+                  "btpack %s %s <TAB> offers %s, not a format" % (cmd, opt, fmt))
             p = subprocess.run([btpack, cmd, opt, fmt] + fixed, stdin=subprocess.DEVNULL,
                                capture_output=True)
             check(p.returncode != 2, "btpack %s %s <TAB> offers %s, a usage error: %s"
@@ -103,6 +106,8 @@ def main(argv):
         expect(["dump", "--from", ""], ["hex", "b64", "cbf"])
     expect(["convert", "--from", "lws"], [f for f in formats if f.startswith("lws")])
     expect(["convert", "--word-bits", ""], ["16", "32", "64"])
+    if os.path.exists(BASH_COMPLETION):  # its _init_completion -s splits --opt=value
+        expect(["convert", "--to=lws"], [f for f in formats if f.startswith("lws")])
     expect(["convert", "-o", "sam"], ["sample.cbf", "sample.json"])
     expect(["convert", "--from", "cbf", "--to", "json", "sample.c"], ["sample.cbf"])
 

@@ -39,12 +39,12 @@ NOT_RUN = {
     "meson install -C build": "`meson install` is the install test's (tests/check_install.sh)",
 }
 
-# Outcomes other than exit 0, by a part of the command line.
+# Outcomes other than exit 0, by how the command line ends.
 EXPECT = {
     # --keep-going skips the damaged block, recovers the rest, exits 1.
     "--keep-going damaged.btlog": {"status": 1},
     # The example crashes on purpose and leaves its record behind.
-    "crash_example segv": {"signal": signal.SIGSEGV, "writes": "crash.txt"},
+    "crash_example segv crash.txt": {"signal": signal.SIGSEGV, "writes": "crash.txt"},
 }
 
 
@@ -85,6 +85,8 @@ def link(rel):
 # The user's files the examples name, made from the bundled data.
 FIXTURES = {
     "stacks.txt": write("pc:0x80491a0 0x8049b2c 0x804a010\n0x8049b2c omit:2 0x804a010 trunc\n"),
+    # Return addresses inside the text of app.maps' program.
+    "stack.txt": write("0x56620100 0x56630200 0x56640300\n"),
     "device.log": lambda p: write(lws_log(64))(p),
     "esp32.log": lambda p: write(lws_log(32))(p),
     "app.maps": link("tests/data/corpus/sqlite3_i386.maps"),
@@ -94,19 +96,22 @@ FIXTURES = {
     "damaged.btlog": damaged_log,
     # Two CBF streams: one ended by `end`, one by `trunc`.
     "traces.cbf": write(bytes.fromhex("02111000201021ff0000" "02111000201001"), "wb"),
+    # A crash record, as the crash example leaves one (it dies by SIGSEGV).
+    "crash.txt": lambda p: subprocess.run([os.path.join(BUILD, "tools", "crash_example"),
+                                           "segv", p], capture_output=True),
     # Any ELF serves heapmap (its addresses then symbolize as ??).
     "myapp": lambda p: os.symlink(BTPACK, p),
 }
 
 def readme_examples():
-    out, block = [], False
+    out, block, cont = [], False, ""
     with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
         for line in f:
             line = line.rstrip("\n")
             if line.startswith("```"):
                 block = line.strip() == "```sh"
             elif block and line.strip():
-                out.append(re.sub(r"\s{2,}#.*$", "", line).strip())
+                cont = helptext.join_continued(out, cont, re.sub(r"\s{2,}#.*$", "", line).strip())
     return out
 
 
@@ -123,11 +128,7 @@ def man_examples():
                 nf = False
             elif in_examples and nf and not line.startswith("."):
                 text = line.replace("\\-", "-").replace("\\e", "\\")
-                if text.endswith("\\"):
-                    cont += text[:-1]
-                else:
-                    out.append((cont + text).strip())
-                    cont = ""
+                cont = helptext.join_continued(out, cont, text)
     return out
 
 
@@ -140,6 +141,32 @@ def scratch(name):
     return d
 
 
+def supports(program, option):
+    """Whether the installed program lists option in its --help."""
+    p = subprocess.run([program, "--help"], capture_output=True, text=True)
+    return option in p.stdout + p.stderr
+
+
+# Options of other programs that examples use and that not every version
+# has (Debian 12's llvm-symbolizer is LLVM 14; --filter-markup is LLVM 15's).
+NEWER_OPTIONS = {"llvm-symbolizer": ["--filter-markup"]}
+
+
+def missing_program(cmd):
+    """Why the command line cannot run here: the first program it runs that
+    is not installed, or is too old for an option it is given; else None."""
+    for segment in re.split(r"[|;&]+", cmd):
+        words = [w for w in segment.split() if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)]
+        if not words or "/" in words[0] or words[0] in ("btpack", "echo", "cd", "export"):
+            continue
+        if not shutil.which(words[0]):
+            return "%s is not installed" % words[0]
+        for opt in NEWER_OPTIONS.get(words[0], []):
+            if opt in words and not supports(words[0], opt):
+                return "the %s found on PATH has no %s" % (shutil.which(words[0]), opt)
+    return None
+
+
 def run_example(source, cmd, cwd):
     words = cmd.split()
     for i, w in enumerate(words):
@@ -148,7 +175,7 @@ def run_example(source, cmd, cwd):
         if (base in FIXTURES and not os.path.lexists(path)
                 and words[i - 1] not in ("-o", "--output")):
             FIXTURES[base](path)
-    expect = next((e for key, e in EXPECT.items() if key in cmd), {})
+    expect = next((e for key, e in EXPECT.items() if cmd.endswith(key)), {})
     env = dict(os.environ, PATH=os.path.join(cwd, ".bin") + os.pathsep + os.environ["PATH"])
     p = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=cwd, env=env,
                        capture_output=True, timeout=120)
@@ -182,6 +209,10 @@ def run_source(name, examples):
         for cmd in examples:
             if cmd in NOT_RUN:
                 print("not run: %s example `%s`: %s" % (name, cmd, NOT_RUN[cmd]))
+                continue
+            missing = missing_program(cmd)
+            if missing:
+                print("not run: %s example `%s`: %s" % (name, cmd, missing))
                 continue
             if cmd.startswith("bash scripts/"):
                 # The quick-start scripts, on this build and without apt-get.

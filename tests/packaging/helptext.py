@@ -28,31 +28,48 @@ def section(text, title):
 
 
 def options(text):
-    """Every option the help names: in its usage lines (`[--top N]`) and at
-    the start of the lines of its option lists (`  -o, --output OUT`)."""
+    """Every option the help names: in its usage lines (`[--top N]`) and in
+    the lines of its option lists, before the description (`  -o, --output
+    OUT  write to OUT`, `  --word-bits N, --strict: as for convert`)."""
     out, usage = set(), False
     for line in text.splitlines():
         if line.startswith("usage:"):
             usage = True
         elif not line.strip():
             usage = False
-        words = [w for w in re.split(r"[][ ,|]+", line) if w]
         if not usage:
-            words = words[:3] if words and words[0].startswith("-") else []
-        out.update(w for w in words if OPTION.match(w))
+            if not line.lstrip().startswith("-"):
+                continue
+            line = re.split(r"(?<=\S)\s{2,}", line.strip())[0]
+        out.update(w for w in re.split(r"[][ ,|:]+", line) if OPTION.match(w))
     return sorted(out)
+
+
+def usage_choices(text, opt):
+    """The values a usage line lists for opt: `[--to text|json|markup]`."""
+    m = re.search(r"%s ([a-z0-9-]+(?:\|[a-z0-9-]+)+)" % re.escape(opt), text)
+    return m.group(1).split("|") if m else []
 
 
 def examples(text):
     """The example command lines: the indented lines after a line
     `example:`/`examples:` (or `example (...):`), up to a blank line, with a
     trailing `   (comment)` removed."""
-    out, on = [], False
+    out, on, cont = [], False, ""
     for line in text.splitlines():
         if re.match(r"^examples?( \(.*\))?:$", line):
             on = True
         elif on and not line.strip():
             on = False
         elif on and line.startswith("  "):
-            out.append(re.sub(r"\s{2,}\(.*\)$", "", line.strip()))
+            cont = join_continued(out, cont, re.sub(r"\s{2,}\(.*\)$", "", line.strip()))
     return out
+
+
+def join_continued(out, cont, line):
+    """Append a command line to out, joining lines that end in a backslash
+    with the next; returns the part still waiting for its continuation."""
+    if line.endswith("\\"):
+        return cont + line[:-1]
+    out.append((cont + line).strip())
+    return ""

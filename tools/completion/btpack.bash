@@ -15,17 +15,25 @@ _btpack_section()
         on { print $1 }'
 }
 
-# Options: the words starting with '-' that begin a line of the help's
-# option lists, and those in its usage lines (`[--top N]`).
+# Options: those in the help's usage lines (`[--top N]`) and in the lines
+# of its option lists before the description (`  -o, --output OUT  write
+# to OUT`, `  --word-bits N, --strict: as for convert`).
 _btpack_options()
 {
     "$1" "$2" --help 2>/dev/null | awk '
         /^usage:/ { usage = 1 }
         usage && NF == 0 { usage = 0 }
         {
-            n = split($0, w, /[][ ,|]+/)
+            line = $0
+            if (!usage) {
+                if (line !~ /^[ \t]*-/)
+                    next
+                sub(/^[ \t]+/, "", line)
+                sub(/[ \t][ \t].*/, "", line)
+            }
+            n = split(line, w, /[][ ,|:]+/)
             for (i = 1; i <= n; i++)
-                if (w[i] ~ /^--?[A-Za-z][A-Za-z0-9-]*$/ && (usage || i <= 3 && $1 ~ /^-/))
+                if (w[i] ~ /^--?[A-Za-z][A-Za-z0-9-]*$/)
                     print w[i]
         }' | sort -u
 }
@@ -50,9 +58,10 @@ _btpack_formats()
 
 _btpack()
 {
-    local cur prev words cword
+    local cur prev words cword split
     if declare -F _init_completion >/dev/null; then
-        _init_completion || return
+        # -s: `--from=l` completes like `--from l`.
+        _init_completion -s || return
     else
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD - 1]}
