@@ -202,6 +202,19 @@ def run_example(source, cmd, cwd):
         check(p.stdout.strip(), "%s: printed nothing%s" % (where, detail))
 
 
+# Examples already run that read only bundled files and write none: the
+# same command line in another source is the same test (the README and the
+# --help texts share several).
+already_run = {}
+
+
+def reads_bundled_only(cmd):
+    """No -o, and every word that looks like a path is under tests/."""
+    return not any(w in ("-o", "--output") or (not w.startswith(("-", "tests/"))
+                                                and ("." in w or "/" in w))
+                   for w in cmd.split()[1:])
+
+
 def run_source(name, examples):
     check(examples, "%s: no examples found" % name)
     cwd = scratch(name.replace(" ", "-").replace("/", "_"))
@@ -210,6 +223,11 @@ def run_source(name, examples):
             if cmd in NOT_RUN:
                 print("not run: %s example `%s`: %s" % (name, cmd, NOT_RUN[cmd]))
                 continue
+            if cmd in already_run:
+                print("same as the %s example `%s`, run once" % (already_run[cmd], cmd))
+                continue
+            if reads_bundled_only(cmd):
+                already_run[cmd] = name
             missing = missing_program(cmd)
             if missing:
                 print("not run: %s example `%s`: %s" % (name, cmd, missing))
