@@ -32,6 +32,11 @@ btpack_ensure_deps() {
     btpack_want 'command -v groff' groff-base
     btpack_want 'pkg-config --exists bash-completion' bash-completion
     btpack_want 'command -v abidiff' abigail-tools
+    btpack_install_wanted
+}
+
+# Install what btpack_want collected in btpack_need_pkgs (if anything).
+btpack_install_wanted() {
     if [ ${#btpack_need_pkgs[@]} -eq 0 ]; then
         return 0
     fi
