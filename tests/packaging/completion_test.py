@@ -6,6 +6,7 @@ offered.
 
 usage: completion_test.py BTPACK COMPLETION_FILE
 """
+import atexit
 import os
 import shutil
 import subprocess
@@ -45,6 +46,7 @@ def main(argv):
         return 2
     btpack, comp = os.path.abspath(argv[1]), os.path.abspath(argv[2])
     cwd = tempfile.mkdtemp(prefix="btpack-completion-")
+    atexit.register(shutil.rmtree, cwd, True)
     for name in ("sample.cbf", "sample.json", "other.txt"):
         open(os.path.join(cwd, name), "w").close()
     env = dict(os.environ, BTPACK_COMPLETION=comp, BTPACK_BASH_COMPLETION=BASH_COMPLETION)
@@ -111,7 +113,6 @@ def main(argv):
     expect(["convert", "-o", "sam"], ["sample.cbf", "sample.json"])
     expect(["convert", "--from", "cbf", "--to", "json", "sample.c"], ["sample.cbf"])
 
-    shutil.rmtree(cwd)
     finish()
 
 
