@@ -214,6 +214,9 @@ BTP_API btp_status btp_cbf_decoder_init(btp_cbf_decoder *dec, const void *buf, s
  */
 BTP_API btp_status btp_cbf_decoder_next(btp_cbf_decoder *dec, btp_cbf_run *run);
 
+/* The stream's word size in bits (16, 32 or 64), read from its information
+ * byte: the addresses the decoder returns are reduced to it. 0 when dec is
+ * NULL or btp_cbf_decoder_init() failed. */
 BTP_API unsigned btp_cbf_decoder_word_bits(const btp_cbf_decoder *dec);
 /* Bytes of the input this stream used so far; after BTP_END, the stream's
  * length including its terminator (the next stream starts here). */
