@@ -88,7 +88,12 @@ typedef enum btp_status {
     BTP_E_ZLIB = 66,            /* zlib reported an error */
 
     /* capture */
-    BTP_E_NO_METHOD = 80 /* the requested unwinder is not built in or failed to start */
+    BTP_E_NO_METHOD = 80, /* the requested unwinder is not built in or failed to start */
+
+    /* allocation metadata (heap.h) */
+    BTP_E_HEAP_FOREIGN = 140, /* no valid header in front of the pointer: not from this
+                                 heap, freed twice, or damaged by an underrun */
+    BTP_E_HEAP_CORRUPT = 141  /* the live list is damaged (links or a header's magic) */
 } btp_status;
 
 /* A short English sentence for a status; never NULL, never allocates,
@@ -144,5 +149,6 @@ static inline int btp_frame_is_address(btp_frame f)
 #include <btpack/lws.h>
 #include <btpack/capture.h>
 #include <btpack/imagemap.h>
+#include <btpack/heap.h>
 
 #endif

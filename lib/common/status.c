@@ -46,6 +46,9 @@ static const struct status_text texts[] = {
     {BTP_E_NO_ZLIB, "no_zlib", "compressed block, but this build has no zlib"},
     {BTP_E_ZLIB, "zlib", "zlib error"},
     {BTP_E_NO_METHOD, "no_method", "stack capture method not available"},
+    {BTP_E_HEAP_FOREIGN, "heap_foreign",
+     "pointer has no valid allocation header (not from this heap, or freed twice)"},
+    {BTP_E_HEAP_CORRUPT, "heap_corrupt", "allocation list is damaged"},
 };
 
 static const struct status_text *find(btp_status s)
