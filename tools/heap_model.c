@@ -317,7 +317,7 @@ static int parse_csv(const char *s, size_t n, char *kind, uint64_t *size, int *h
     size_t e = n, b = n;
     while (b > 0 && (hexval(s[b - 1]) >= 0 || (s[b - 1] | 0x20) == 'x'))
         b--;
-    if (b == e || b < 4 || s[b - 1] != ',')
+    if (b == e || b < 3 || s[b - 1] != ',')
         return looks ? -1 : 0;
     size_t se = b - 1, sb = se;
     while (sb > 0 && (hexval(s[sb - 1]) >= 0 || (s[sb - 1] | 0x20) == 'x'))

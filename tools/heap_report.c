@@ -190,7 +190,7 @@ int heap_report(int argc, char **argv)
     heap_model_site_totals(&m);
     list lists[] = {
         {"leaks (live at the end) by stack, most bytes first", "leaks", BY_LIVE, NULL, 0},
-        {"peak consumers: bytes live at the peak by stack", "peak", BY_PEAK, NULL, 0},
+        {"peak consumers: bytes live at the peak by stack", "peak_consumers", BY_PEAK, NULL, 0},
         {"most allocations", "by_allocations", BY_COUNT, NULL, 0},
         {"most bytes allocated", "by_bytes", BY_BYTES, NULL, 0},
         {"most temporary allocations", "by_temporary", BY_TEMP, NULL, 0},
