@@ -111,8 +111,34 @@ static void html_json_string(strbuf *o, const char *s, size_t n)
     sb_free(&t);
 }
 
+/* Inputs without stacks (CSV) are coloured by size class instead: the
+ * sites are then one per class, their one frame holding the class k (sizes
+ * 2^k .. 2^(k+1)-1). */
+static int by_class;
+
+static int size_class(uint64_t size)
+{
+    int k = 0;
+    while (size > 1)
+        size >>= 1, k++;
+    return k;
+}
+
+static void class_text(const site *s, strbuf *out)
+{
+    uint64_t k = s->n ? s->frames[0].value : 0;
+    sb_printf(out, "%llu..%llu bytes", (unsigned long long)(k ? 1ull << k : 0),
+              (unsigned long long)((2ull << k) - 1));
+}
+
 static void site_stack_text(const heap_model *m, const site *s, strbuf *out)
 {
+    if (by_class) {
+        sb_adds(out, "(no stacks in the input; coloured by size: ");
+        class_text(s, out);
+        sb_addc(out, ')');
+        return;
+    }
     if (s->n == 0)
         sb_adds(out, "(no stack)");
     for (size_t j = 0; j < s->n && j < 64; j++) {
@@ -125,6 +151,10 @@ static void site_stack_text(const heap_model *m, const site *s, strbuf *out)
 /* A short name for the legend: the first frame's function, else its file. */
 static void site_name(const heap_model *m, const site *s, strbuf *out)
 {
+    if (by_class) {
+        class_text(s, out);
+        return;
+    }
     for (size_t j = 0; j < s->n; j++) {
         if (s->frames[j].kind == BTP_FRAME_OMIT)
             continue;
@@ -354,6 +384,24 @@ int heap_map(int argc, char **argv)
         heap_model_free(&m);
         return EXIT_BAD_INPUT;
     }
+    if (!m.has_stacks && m.n) {
+        /* Colour by size class: replace the one empty stack by classes. */
+        sites cls = SITES_INIT;
+        for (size_t i = 0; i < m.n; i++) {
+            btp_frame f = {(uint64_t)size_class(m.a[i].size), BTP_FRAME_PC};
+            uint32_t k = sites_of_frames(&cls, &f, 1);
+            if (!k) {
+                diag(DIAG_ERROR, NULL, NULL, "out of memory");
+                sites_free(&cls);
+                heap_model_free(&m);
+                return EXIT_BAD_INPUT;
+            }
+            m.a[i].site = k - 1;
+        }
+        sites_free(&m.st);
+        m.st = cls;
+        by_class = 1;
+    }
     heap_model_site_totals(&m);
     /* Rank the stacks by bytes: the largest get colours of their own, and
      * a symbolized stack for hovering. */
@@ -377,7 +425,7 @@ int heap_map(int argc, char **argv)
         if (k < SYMBOLIZED_SITES)
             shown[n_shown++] = &m.st.sites[ord[k]];
     }
-    if (!svg)
+    if (!svg && !by_class)
         symbols_resolve(&m.sy, (const site *const *)shown, n_shown);
     FILE *f = out ? fopen(out, "w") : stdout;
     if (!f) {
