@@ -161,7 +161,8 @@ static _Atomic uint64_t g_untraced, g_boot_allocs;
 
 typedef struct tstate {
     ring *r;
-    int busy;   /* inside the tracer on this thread */
+    int busy;     /* inside the tracer on this thread */
+    int internal; /* the writer thread, or the tracer's start: not the program's */
     int exited; /* past our TLS destructor: use the late ring */
 } tstate;
 
@@ -286,6 +287,15 @@ static int tracing(void)
     return atomic_load_explicit(&g_state, memory_order_relaxed) == ST_ON && !t_self.busy;
 }
 
+/* A call the program made that is not traced (it came while this thread
+ * was inside the tracer: a signal handler, or the tracer's own calls into
+ * libc that allocate). The writer thread's own allocations are not counted. */
+static void count_untraced(void)
+{
+    if (atomic_load_explicit(&g_state, memory_order_relaxed) == ST_ON && !t_self.internal)
+        atomic_fetch_add_explicit(&g_untraced, 1, memory_order_relaxed);
+}
+
 static ring *my_ring(void)
 {
     if (t_self.r)
@@ -372,8 +382,7 @@ static event *begin_free(ring *r, void *p)
 #define TRACE_ALLOC(expr, size)                                                         \
     do {                                                                                \
         if (!tracing()) {                                                               \
-            if (atomic_load_explicit(&g_state, memory_order_relaxed) == ST_ON)          \
-                atomic_fetch_add_explicit(&g_untraced, 1, memory_order_relaxed);        \
+            count_untraced();                                                           \
             return (expr);                                                              \
         }                                                                               \
         t_self.busy = 1;                                                                \
@@ -411,8 +420,7 @@ EXPORT void free(void *p)
     if (bootstrapping())
         return; /* cannot happen: nothing but the arena exists yet */
     if (!tracing()) {
-        if (atomic_load_explicit(&g_state, memory_order_relaxed) == ST_ON)
-            atomic_fetch_add_explicit(&g_untraced, 1, memory_order_relaxed);
+        count_untraced();
         real_free(p);
         return;
     }
@@ -444,8 +452,7 @@ static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t 
     if (bootstrapping())
         return boot_alloc(size, 16);
     if (!tracing()) {
-        if (atomic_load_explicit(&g_state, memory_order_relaxed) == ST_ON)
-            atomic_fetch_add_explicit(&g_untraced, 1, memory_order_relaxed);
+        count_untraced();
         return real_realloc(p, size);
     }
     t_self.busy = 1;
@@ -498,8 +505,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
         return 0;
     }
     if (!tracing()) {
-        if (atomic_load_explicit(&g_state, memory_order_relaxed) == ST_ON)
-            atomic_fetch_add_explicit(&g_untraced, 1, memory_order_relaxed);
+        count_untraced();
         return real_posix_memalign(out, align, size);
     }
     t_self.busy = 1;
@@ -819,6 +825,7 @@ static void *writer_main(void *arg)
 {
     (void)arg;
     t_self.busy = 1; /* the writer's own allocations are not traced */
+    t_self.internal = 1;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are for the program */
@@ -1033,12 +1040,13 @@ __attribute__((constructor)) static void heap_init(void)
     if (!out || !*out || atomic_load(&g_state) != ST_OFF)
         return;
     t_self.busy = 1;
+    t_self.internal = 1;
     g_pid = getpid();
     g_t0 = now_ns();
     int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         fprintf(stderr, "libbtpack-heap: cannot write %s: %s\n", out, strerror(errno));
-        t_self.busy = 0;
+        t_self.busy = t_self.internal = 0;
         return;
     }
     btp_capture_options_init(&g_capture);
@@ -1056,7 +1064,7 @@ __attribute__((constructor)) static void heap_init(void)
     if (btp_log_writer_open_fd(&g_w, fd, &wo) != BTP_OK) {
         fprintf(stderr, "libbtpack-heap: cannot start the log %s\n", out);
         close(fd);
-        t_self.busy = 0;
+        t_self.busy = t_self.internal = 0;
         return;
     }
     clean_environment();
@@ -1083,6 +1091,7 @@ __attribute__((constructor)) static void heap_init(void)
     if (pthread_create(&g_thread, NULL, writer_main, NULL) == 0)
         g_thread_started = 1;
     t_self.busy = 0;
+    t_self.internal = 0;
 }
 
 __attribute__((destructor)) static void heap_fini(void)

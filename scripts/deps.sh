@@ -2,6 +2,8 @@
 # needs and is missing, with apt-get (Debian 12), and only then.
 #
 # BTPACK_NO_INSTALL=1 turns installing off (missing tools are then reported).
+# BTPACK_DEPS_CHROMIUM=1 adds the optional group for the heap map's browser
+# test (tests/heap/heap_chromium.py, skipped without it): Debian's chromium.
 
 btpack_need_pkgs=()
 
@@ -25,6 +27,9 @@ btpack_ensure_deps() {
     btpack_want 'pkg-config --exists zlib' zlib1g-dev
     btpack_want 'pkg-config --exists liblzma' liblzma-dev
     btpack_want 'pkg-config --exists libunwind' libunwind-dev  # optional capture method
+    if [ "${BTPACK_DEPS_CHROMIUM:-0}" = 1 ]; then
+        btpack_want 'command -v chromium' chromium  # heap map rendered in a browser (~300 MB)
+    fi
     if [ ${#btpack_need_pkgs[@]} -eq 0 ]; then
         return 0
     fi

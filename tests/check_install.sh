@@ -24,6 +24,11 @@ want() {
 want /include/btpack/btpack.h
 want /include/btpack/cbf.h
 want /include/btpack/base64.h
+want /include/btpack/heap.h
+# the heap tracer (not built under sanitizers)
+if [ -f "$build/preload/libbtpack-heap.so" ]; then
+    want /libbtpack-heap.so
+fi
 want '/libbtpack.so*'
 want /pkgconfig/btpack.pc
 want /bin/btpack
