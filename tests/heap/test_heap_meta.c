@@ -163,9 +163,13 @@ static void test_codec(btp_heap_codec codec)
           "realloc kept the stack");
 
     /* double free and foreign pointers are refused, nothing changes */
-    h_free(&h, p0);
+    /* (the second detach comes before the real free: reading freed memory
+     * is what an allocator's own metadata may do, not a test) */
+    void *raw0;
+    CHECK(btp_heap_detach(&h, p0, &raw0, NULL) == BTP_OK, "detach p0");
     CHECK(btp_heap_detach(&h, p0, &raw, NULL) == BTP_E_HEAP_FOREIGN && raw == NULL,
           "double free");
+    free(raw0);
     unsigned char foreign[256] = {0};
     CHECK(btp_heap_detach(&h, foreign + 200, &raw, NULL) == BTP_E_HEAP_FOREIGN, "foreign");
     CHECK(h.count == 2, "count after refusals");
