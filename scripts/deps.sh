@@ -27,6 +27,8 @@ btpack_ensure_deps() {
     btpack_want 'pkg-config --exists zlib' zlib1g-dev
     btpack_want 'pkg-config --exists liblzma' liblzma-dev
     btpack_want 'pkg-config --exists libunwind' libunwind-dev  # optional capture method
+    btpack_want 'pkg-config --exists libdw' libdw-dev          # btpack symbolize in-process
+    btpack_want 'command -v readelf && command -v strip' binutils  # symbolize tests
     if [ "${BTPACK_DEPS_CHROMIUM:-0}" = 1 ]; then
         btpack_want 'command -v chromium' chromium  # heap map rendered in a browser (~300 MB)
     fi

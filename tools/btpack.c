@@ -17,6 +17,7 @@ static const command commands[] = {
     {"stats", cmd_stats, "sizes and depth distribution of a set of traces"},
     {"heapmap", cmd_heapmap, "symbolize libwebsockets ~m# allocation records, by call site"},
     {"heap", cmd_heap, "record a program's heap (LD_PRELOAD), report on it, draw its map"},
+    {"symbolize", cmd_symbolize, "function names and file:line for every frame (crash records too)"},
 };
 
 static void usage(FILE *f)

@@ -15,6 +15,7 @@
 
 #include "diag.h"
 #include "lines.h"
+#include "output.h"
 
 static const char dump_help[] =
     "usage: btpack dump [--from hex|b64|cbf] [--strict] [IN]\n"
@@ -216,6 +217,8 @@ int cmd_dump(int argc, char **argv)
         return EXIT_BAD_INPUT;
     reader r = {.fmt = from, .name = in.name, .opt = &opt, .word_bits = 64};
     strbuf bytes = STRBUF_INIT;
+    output out;
+    output_stdio(&out);
     if (!from->line_bytes) {
         /* Binary: streams back to back, split at end/trunc. */
         unsigned policy = cbf_policy(&opt) & ~(unsigned)BTP_CBF_REJECT_TRAILING;
@@ -223,7 +226,7 @@ int cmd_dump(int argc, char **argv)
             bad = 1;
         } else {
             size_t pos = 0;
-            for (unsigned long long k = 1; pos < bytes.len; k++) {
+            for (unsigned long long k = 1; pos < bytes.len && !output_failed(&out); k++) {
                 printf("# stream %llu at byte offset %zu\n", k, pos);
                 size_t used = 0;
                 btp_status st = dump_stream((const uint8_t *)bytes.data + pos, bytes.len - pos,
@@ -244,7 +247,7 @@ int cmd_dump(int argc, char **argv)
         size_t len;
         int got;
         lines_init(&lr, &in);
-        while ((got = lines_next(&lr, &line, &len)) > 0) {
+        while (!output_failed(&out) && (got = lines_next(&lr, &line, &len)) > 0) {
             if (line_is_blank(line, len))
                 continue;
             r.loc = (src_loc){.line = lr.lineno};
@@ -270,6 +273,8 @@ int cmd_dump(int argc, char **argv)
             bad = 1;
         lines_free(&lr);
     }
+    if (output_close(&out, 1) < 0)
+        bad = 1;
     sb_free(&bytes);
     input_close(&in);
     return bad ? EXIT_BAD_INPUT : EXIT_OK;

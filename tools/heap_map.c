@@ -9,6 +9,7 @@
 
 #include "diag.h"
 #include "heap_cmd.h"
+#include "output.h"
 
 extern const char heap_map_html[]; /* tools/heap_map.html, embedded at build time */
 
@@ -144,7 +145,7 @@ static void site_stack_text(const heap_model *m, const site *s, strbuf *out)
     for (size_t j = 0; j < s->n && j < 64; j++) {
         if (j)
             sb_addc(out, '\n');
-        symbols_frame_text(&m->sy, &s->frames[j], out);
+        site_syms_frame_text(&m->sy, s, j, out);
     }
 }
 
@@ -158,29 +159,20 @@ static void site_name(const heap_model *m, const site *s, strbuf *out)
     for (size_t j = 0; j < s->n; j++) {
         if (s->frames[j].kind == BTP_FRAME_OMIT)
             continue;
-        const char *name = symbols_lookup(&m->sy, s->frames[j].value);
-        if (name) {
-            sb_add(out, name, strcspn(name, " "));
+        sym_answer a;
+        site_syms_get(&m->sy, s, j, &a);
+        if (a.n_locs && a.locs[0].function) {
+            sb_adds(out, a.locs[0].function);
             return;
         }
     }
     if (s->n)
-        symbols_frame_text(&m->sy, &s->frames[0], out);
+        site_syms_frame_text(&m->sy, s, 0, out);
     else
         sb_adds(out, "(no stack)");
 }
 
-static int write_all(FILE *f, const char *what, const void *p, size_t n)
-{
-    if (fwrite(p, 1, n, f) != n) {
-        diag(DIAG_ERROR, what, NULL, "write failed");
-        return -1;
-    }
-    return 0;
-}
-
-static int write_html(const heap_model *m, const layout *L, const uint32_t *rank, FILE *f,
-                      const char *outname)
+static int write_html(const heap_model *m, const layout *L, const uint32_t *rank, output *out)
 {
     uint64_t unit = 1;
     while (L->y_total / unit >= 0xfffffff0u)
@@ -261,9 +253,9 @@ static int write_html(const heap_model *m, const layout *L, const uint32_t *rank
     if (o.oom || !mark) {
         diag(DIAG_ERROR, NULL, NULL, "out of memory");
         rc = -1;
-    } else if (write_all(f, outname, heap_map_html, (size_t)(mark - heap_map_html)) < 0 ||
-               write_all(f, outname, o.data, o.len) < 0 ||
-               write_all(f, outname, mark + 20, strlen(mark + 20)) < 0) {
+    } else if (output_write(out, heap_map_html, (size_t)(mark - heap_map_html)) < 0 ||
+               output_write(out, o.data, o.len) < 0 ||
+               output_write(out, mark + 20, strlen(mark + 20)) < 0) {
         rc = -1;
     }
     sb_free(&o);
@@ -284,8 +276,7 @@ static uint32_t site_colour(uint32_t s, uint32_t r)
 
 /* The same picture as the page's first view, rasterized here and written
  * as one rect per run of equal pixels in a row. */
-static int write_svg(const heap_model *m, const layout *L, const uint32_t *rank, FILE *f,
-                     const char *outname)
+static int write_svg(const heap_model *m, const layout *L, const uint32_t *rank, output *out)
 {
     enum { W = 1200, H = 600 };
     uint32_t *px = malloc((size_t)W * H * sizeof *px);
@@ -312,7 +303,8 @@ static int write_svg(const heap_model *m, const layout *L, const uint32_t *rank,
             for (int x = x0; x < x1; x++)
                 px[(size_t)r * W + (size_t)x] = c;
     }
-    fprintf(f,
+    strbuf o = STRBUF_INIT;
+    sb_printf(&o,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d "
             "%d\" shape-rendering=\"crispEdges\">\n<title>btpack heap map: %zu allocations, peak "
             "%llu bytes</title>\n<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n",
@@ -324,21 +316,29 @@ static int write_svg(const heap_model *m, const layout *L, const uint32_t *rank,
             while (e < W && px[(size_t)r * W + (size_t)e] == c)
                 e++;
             if (c != 0xffffffu)
-                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"1\" fill=\"#%06x\"/>\n",
+                sb_printf(&o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"1\" fill=\"#%06x\"/>\n",
                         x, r, e - x, c);
             x = e;
+            if (o.len >= 65536 && !o.oom) { /* in pieces: a busy map is megabytes */
+                output_write(out, o.data, o.len);
+                sb_clear(&o);
+            }
         }
-    fprintf(f, "<text x=\"4\" y=\"%d\" font-family=\"sans-serif\" font-size=\"12\">addresses "
+    sb_printf(&o, "<text x=\"4\" y=\"%d\" font-family=\"sans-serif\" font-size=\"12\">addresses "
                "(up) over %llu allocation events (right); peak %llu bytes at event %llu</text>\n"
                "</svg>\n",
             H + 15, (unsigned long long)m->events, (unsigned long long)m->peak_bytes,
             (unsigned long long)m->peak_t);
     free(px);
-    if (ferror(f)) {
-        diag(DIAG_ERROR, outname, NULL, "write failed");
-        return -1;
+    int rc = 0;
+    if (o.oom) {
+        diag(DIAG_ERROR, NULL, NULL, "out of memory");
+        rc = -1;
+    } else if (output_write(out, o.data, o.len) < 0) {
+        rc = -1;
     }
-    return 0;
+    sb_free(&o);
+    return rc;
 }
 
 static const heap_model *rank_model;
@@ -426,19 +426,14 @@ int heap_map(int argc, char **argv)
             shown[n_shown++] = &m.st.sites[ord[k]];
     }
     if (!svg && !by_class)
-        symbols_resolve(&m.sy, (const site *const *)shown, n_shown);
-    FILE *f = out ? fopen(out, "w") : stdout;
-    if (!f) {
-        diag(DIAG_ERROR, out, NULL, "cannot write");
+        site_syms_resolve(&m.sy, shown, n_shown);
+    output o;
+    if (output_open(&o, out, optind < argc ? argv[optind] : NULL, 0) != 0) {
         rc = EXIT_BAD_INPUT;
     } else {
-        const char *name = out ? out : "<stdout>";
-        if ((svg ? write_svg(&m, &L, rank, f, name) : write_html(&m, &L, rank, f, name)) < 0)
+        int wrc = svg ? write_svg(&m, &L, rank, &o) : write_html(&m, &L, rank, &o);
+        if (output_close(&o, wrc == 0) < 0 || wrc < 0)
             rc = EXIT_BAD_INPUT;
-        if (out && fclose(f) != 0) {
-            diag(DIAG_ERROR, out, NULL, "write failed");
-            rc = EXIT_BAD_INPUT;
-        }
     }
     free(L.y);
     free(L.regions);

@@ -241,7 +241,7 @@ static int load_log(heap_model *m, const strbuf *data, const cli_options *opt)
                 m->has_stacks = 1;
         }
     }
-    symbols_add_log_maps(&m->sy, r);
+    site_syms_set_log(&m->sy, m->name, r);
     load_clock(m, r);
     m->tracer = meta_text(r, "tracer");
     m->tracer_end = meta_text(r, "tracer-end");
@@ -446,7 +446,7 @@ int heap_model_load(heap_model *m, const char *path, heap_input kind, const cli_
 void heap_model_free(heap_model *m)
 {
     sites_free(&m->st);
-    symbols_free_all(&m->sy);
+    site_syms_free(&m->sy);
     free(m->a);
     free(m->clock_t);
     free(m->clock_ns);
@@ -533,19 +533,4 @@ site **heap_model_sorted(const heap_model *m, heap_order key)
     sort_key = key;
     qsort(v, m->st.n_sites, sizeof *v, cmp_sites);
     return v;
-}
-
-void sb_json_string(strbuf *sb, const char *s, size_t n)
-{
-    sb_addc(sb, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            sb_addc(sb, '\\'), sb_addc(sb, (char)c);
-        else if (c < 0x20)
-            sb_printf(sb, "\\u%04x", c);
-        else
-            sb_addc(sb, (char)c);
-    }
-    sb_addc(sb, '"');
 }

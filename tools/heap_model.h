@@ -33,7 +33,7 @@ typedef struct heap_model {
     heap_input kind;
     unsigned word_bits;
     sites st;
-    symbols sy;
+    site_syms sy;
     heap_alloc *a;
     size_t n, cap;
     uint64_t events;          /* allocations + frees, in order */
@@ -79,8 +79,5 @@ void heap_model_site_totals(heap_model *m);
  * site pointers (NULL on out of memory). */
 typedef enum { BY_COUNT, BY_BYTES, BY_LIVE, BY_PEAK, BY_TEMP } heap_order;
 site **heap_model_sorted(const heap_model *m, heap_order key);
-
-/* A JSON string literal of s[0..n) (quotes included). */
-void sb_json_string(strbuf *sb, const char *s, size_t n);
 
 #endif

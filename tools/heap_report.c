@@ -7,6 +7,7 @@
 
 #include "diag.h"
 #include "heap_cmd.h"
+#include "output.h"
 
 static const char report_help[] =
     "usage: btpack heap report [--json] [--top N] [--elf FILE] [--from log|csv|lws] [IN]\n"
@@ -14,8 +15,9 @@ static const char report_help[] =
     "What a heap did: allocations and bytes in total, the peak (bytes live at once,\n"
     "and when), the leaks (live at the end) grouped by allocating stack, and the top\n"
     "stacks by allocations, by bytes, by temporary allocations (freed before any other\n"
-    "allocation) and by bytes live at the peak. Frames are symbolized with addr2line\n"
-    "through the maps the log stored, or --elf for addresses they do not cover.\n"
+    "allocation) and by bytes live at the peak. Frames are symbolized (function,\n"
+    "file:line, inlined calls) through the images the log stored, with debug files\n"
+    "found by path or build ID, or --elf for addresses they do not cover.\n"
     "IN (default stdin) is a trace log from `btpack heap record`, or a text log with\n"
     "CSV records (m,SIZE,PTR  c,SIZE,PTR  f,,PTR: frees get their size from the\n"
     "allocation; frees that match nothing and addresses allocated twice are counted,\n"
@@ -96,7 +98,7 @@ static void text_site(const heap_model *m, const site *s, size_t rank)
         printf("        (no stack)\n");
     for (size_t j = 0; j < s->n; j++) {
         sb_clear(&line);
-        symbols_frame_text(&m->sy, &s->frames[j], &line);
+        site_syms_frame_text(&m->sy, s, j, &line);
         printf("        %s\n", line.data ? line.data : "");
     }
     sb_free(&line);
@@ -119,21 +121,12 @@ static void json_site(strbuf *o, const heap_model *m, const site *s)
             sb_printf(o, "{\"omit\":%llu}", (unsigned long long)f->value);
             continue;
         }
+        sym_answer a;
+        site_syms_get(&m->sy, s, j, &a);
         sb_adds(o, "{\"addr\":\"");
         sb_hex_u64(o, f->value);
         sb_addc(o, '"');
-        const mapping *mp = symbols_mapping(&m->sy, f->value);
-        if (mp) {
-            sb_adds(o, ",\"file\":");
-            sb_json_string(o, mp->path, strlen(mp->path));
-            sb_printf(o, ",\"offset\":\"0x%llx\"",
-                      (unsigned long long)(f->value - mp->start + mp->offset));
-        }
-        const char *name = symbols_lookup(&m->sy, f->value);
-        if (name) {
-            sb_adds(o, ",\"symbol\":");
-            sb_json_string(o, name, strlen(name));
-        }
+        sym_answer_json(o, &a);
         sb_addc(o, '}');
     }
     sb_adds(o, "]}");
@@ -209,7 +202,7 @@ int heap_report(int argc, char **argv)
         n_shown += lists[i].n;
     }
     if (shown)
-        symbols_resolve(&m.sy, (const site *const *)shown, n_shown);
+        site_syms_resolve(&m.sy, shown, n_shown);
     uint64_t allocs = m.n, leaked_sites = 0;
     for (size_t i = 0; i < m.st.n_sites; i++)
         leaked_sites += m.st.sites[i].live_count != 0;
@@ -315,5 +308,9 @@ int heap_report(int argc, char **argv)
         free(lists[i].v);
     free(shown);
     heap_model_free(&m);
+    output out;
+    output_stdio(&out);
+    if (output_close(&out, 1) < 0) /* stdout checked: a full disk is an error */
+        rc = EXIT_BAD_INPUT;
     return rc;
 }

@@ -1,13 +1,12 @@
 /* btpack stats on a trace log: what the log holds and what it costs
  * (records, stacks, tree nodes, bytes per section), and a heap profile
  * summary: the top allocation stacks by count and by bytes, with what is
- * still live at the end, symbolized with addr2line when --elf or the
- * stored maps point at readable files. */
+ * still live at the end, symbolized (tools/symbolize) through the stored
+ * image map or --elf. */
 #include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "diag.h"
 #include "sites.h"
@@ -25,7 +24,7 @@ static void free_matched(sites *p, const btp_log_record *rec)
     s->live_bytes -= rec->size;
 }
 
-static void print_site(const symbols *sy, const site *s, int rank, uint64_t total_count,
+static void print_site(const site_syms *sy, const site *s, int rank, uint64_t total_count,
                        uint64_t total_bytes)
 {
     printf("  #%d  %llu allocations (%.1f%%), %llu bytes (%.1f%%), live at end %llu (%llu bytes)\n",
@@ -35,7 +34,7 @@ static void print_site(const symbols *sy, const site *s, int rank, uint64_t tota
     strbuf line = STRBUF_INIT;
     for (size_t j = 0; j < s->n; j++) {
         sb_clear(&line);
-        symbols_frame_text(sy, &s->frames[j], &line);
+        site_syms_frame_text(sy, s, j, &line);
         printf("        %s\n", line.data ? line.data : "");
     }
     sb_free(&line);
@@ -145,9 +144,8 @@ int log_stats(const char *path, const strbuf *data, const cli_options *opt, cons
            (unsigned long long)total_count);
     printf("live at end     %llu bytes in %llu allocations (not freed in the log)\n",
            (unsigned long long)live_bytes, (unsigned long long)live_count);
-    symbols sy = {0};
-    sy.elf = elf;
-    symbols_add_log_maps(&sy, r);
+    site_syms sy = {.elf = elf};
+    site_syms_set_log(&sy, name, r);
     size_t n_top = p.n_sites < top ? p.n_sites : top;
     site **order = malloc((p.n_sites + 1) * sizeof *order);
     site **shown = malloc((2 * n_top + 1) * sizeof *shown);
@@ -158,7 +156,7 @@ int log_stats(const char *path, const strbuf *data, const cli_options *opt, cons
         memcpy(shown, order, n_top * sizeof *shown);
         qsort(order, p.n_sites, sizeof *order, by_bytes);
         memcpy(shown + n_top, order, n_top * sizeof *shown);
-        symbols_resolve(&sy, (const site *const *)shown, 2 * n_top);
+        site_syms_resolve(&sy, shown, 2 * n_top);
         printf("top %zu allocation stacks by count:\n", n_top);
         for (size_t i = 0; i < n_top; i++)
             print_site(&sy, shown[i], (int)i + 1, total_count, total_bytes);
@@ -168,7 +166,7 @@ int log_stats(const char *path, const strbuf *data, const cli_options *opt, cons
     }
     free(order);
     free(shown);
-    symbols_free_all(&sy);
+    site_syms_free(&sy);
     sites_free(&p);
     btp_log_reader_close(r);
     return rc;

@@ -1,13 +1,10 @@
-/* Allocation sites and their symbolization (sites.h). The one place the
- * tools run addr2line for log frames: run_addr2line() is the function to
- * switch when another symbolizer takes over. */
+/* Allocation sites and their symbolization (sites.h). */
 #include "sites.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "addr2line.h"
+#include "diag.h"
 
 static uint64_t hash_frames(const btp_frame *f, size_t n)
 {
@@ -20,23 +17,6 @@ static uint64_t hash_frames(const btp_frame *f, size_t n)
     return h;
 }
 
-static int grow(void **p, size_t *cap, size_t elem, size_t need, int zero)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 1024;
-    while (c < need)
-        c *= 2;
-    unsigned char *q = realloc(*p, c * elem);
-    if (!q)
-        return -1;
-    if (zero)
-        memset(q + *cap * elem, 0, (c - *cap) * elem);
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 /* The site of a stack, by content (a stack number is only unique within a
  * segment). Returns index + 1, or 0 when out of memory. */
 uint32_t sites_of_record(sites *p, const btp_log_record *rec)
@@ -46,9 +26,10 @@ uint32_t sites_of_record(sites *p, const btp_log_record *rec)
         if (p->seg_map) /* memset(NULL, 0, 0) is undefined */
             memset(p->seg_map, 0, p->seg_cap * sizeof *p->seg_map);
     }
-    if (grow((void **)&p->seg_map, &p->seg_cap, sizeof *p->seg_map, (size_t)rec->stack_id + 1,
-             1) < 0)
+    size_t had = p->seg_cap;
+    if (array_grow(&p->seg_map, &p->seg_cap, (size_t)rec->stack_id + 1, sizeof *p->seg_map) < 0)
         return 0;
+    memset(p->seg_map + had, 0, (p->seg_cap - had) * sizeof *p->seg_map);
     if (p->seg_map[rec->stack_id])
         return p->seg_map[rec->stack_id];
     uint32_t s = sites_of_frames(p, rec->frames, rec->n_frames);
@@ -80,7 +61,7 @@ uint32_t sites_of_frames(sites *p, const btp_frame *frames, size_t n)
             (n == 0 || memcmp(s->frames, frames, n * sizeof *frames) == 0))
             return p->by_hash[j];
     }
-    if (grow((void **)&p->sites, &p->cap_sites, sizeof *p->sites, p->n_sites + 1, 0) < 0)
+    if (array_grow(&p->sites, &p->cap_sites, p->n_sites + 1, sizeof *p->sites) < 0)
         return 0;
     site *s = &p->sites[p->n_sites];
     memset(s, 0, sizeof *s);
@@ -104,8 +85,10 @@ uint32_t sites_of_freed(const sites *p, const btp_log_record *rec)
 
 void sites_free(sites *p)
 {
-    for (size_t i = 0; i < p->n_sites; i++)
+    for (size_t i = 0; i < p->n_sites; i++) {
         free(p->sites[i].frames);
+        free(p->sites[i].sym);
+    }
     free(p->sites);
     free(p->by_hash);
     free(p->seg_map);
@@ -115,167 +98,68 @@ void sites_free(sites *p)
 
 /* ---- symbolization ---------------------------------------------------- */
 
-void symbols_add_maps(symbols *sy, const char *text, size_t len)
+void site_syms_set_log(site_syms *ss, const char *name, btp_log_reader *r)
 {
-    const char *p = text, *end = text + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        char line[1024];
-        size_t n = (size_t)(le - p) < sizeof line - 1 ? (size_t)(le - p) : sizeof line - 1;
-        memcpy(line, p, n);
-        line[n] = 0;
-        unsigned long long s, e, off;
-        char perms[8];
-        int path_at = 0;
-        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perms, &off, &path_at) >= 4 &&
-            path_at > 0 && line[path_at] == '/' && perms[2] == 'x') {
-            mapping *m = realloc(sy->maps, (sy->n_maps + 1) * sizeof *m);
-            if (m) {
-                sy->maps = m;
-                m[sy->n_maps++] = (mapping){s, e, off, strdup(line + path_at)};
-            }
+    size_t bad_at = 0;
+    btp_status st = owned_map_from_log(&ss->map, r, &bad_at);
+    ss->have_map = st == BTP_OK;
+    if (st != BTP_OK && st != BTP_END)
+        diag(DIAG_WARNING, name, NULL, "stored image map unusable (%s at byte %zu): not symbolized",
+             btp_strerror(st), bad_at);
+}
+
+void site_syms_resolve(site_syms *ss, site *const *shown, size_t n)
+{
+    if (!ss->sy) {
+        sym_options so = {.elf = ss->elf};
+        char why[256];
+        ss->sy = sym_new(&so, why, sizeof why);
+        if (!ss->sy) {
+            diag(DIAG_ERROR, NULL, NULL, "%s", why);
+            return;
         }
-        p = le + 1;
-    }
-}
-
-const char *symbols_lookup(const symbols *sy, uint64_t a)
-{
-    for (size_t i = 0; i < sy->n; i++)
-        if (sy->addr[i] == a)
-            return sy->text[i];
-    return NULL;
-}
-
-/* The one call into the symbolizer: run addr2line on `file` for lookups[0..n) (file-relative addresses) and
- * store what it knows under the original addresses. */
-static void run_addr2line(symbols *sy, const char *file, const uint64_t *orig,
-                          const uint64_t *lookup, size_t n)
-{
-    if (!n || access(file, R_OK) != 0)
-        return;
-    symbol *syms = calloc(n, sizeof *syms);
-    if (!syms || addr2line_run("addr2line", file, lookup, n, syms) < 0) {
-        free(syms);
-        return;
+        if (sym_set_map(ss->sy, ss->have_map ? &ss->map.map : NULL) < 0)
+            goto oom;
     }
     for (size_t i = 0; i < n; i++) {
-        if (!syms[i].function || strcmp(syms[i].function, "??") == 0)
+        site *s = shown[i];
+        if (s->sym || !s->n)
             continue;
-        if (grow((void **)&sy->addr, &sy->cap, sizeof *sy->addr, sy->n + 1, 0) < 0)
-            break;
-        char **t = realloc(sy->text, sy->cap * sizeof *t);
-        if (!t)
-            break;
-        sy->text = t;
-        const char *loc = syms[i].location && strncmp(syms[i].location, "??", 2) != 0
-                              ? syms[i].location : "";
-        size_t len = strlen(syms[i].function) + strlen(loc) + 2;
-        char *s = malloc(len);
-        if (!s)
-            break;
-        snprintf(s, len, "%s%s%s", syms[i].function, *loc ? " " : "", loc);
-        sy->addr[sy->n] = orig[i];
-        sy->text[sy->n++] = s;
+        if (!(s->sym = malloc(s->n * sizeof *s->sym)))
+            goto oom;
+        for (size_t j = 0; j < s->n; j++)
+            if ((s->sym[j] = sym_add(ss->sy, s->frames[j].value, s->frames[j].kind)) < 0 &&
+                s->frames[j].kind != BTP_FRAME_OMIT)
+                goto oom;
     }
-    symbols_free(syms, n);
-    free(syms);
+    if (sym_resolve(ss->sy) == 0)
+        return;
+oom:
+    diag(DIAG_ERROR, NULL, NULL, "out of memory: frames not symbolized");
+    sym_free(ss->sy);
+    ss->sy = NULL;
 }
 
-void symbols_resolve(symbols *sy, const site *const *shown, size_t n_shown)
+void site_syms_get(const site_syms *ss, const site *s, size_t j, sym_answer *a)
 {
-    /* one addr2line run per file */
-    size_t total = 0;
-    for (size_t i = 0; i < n_shown; i++)
-        total += shown[i]->n;
-    uint64_t *orig = malloc((total + 1) * sizeof *orig), *look = malloc((total + 1) * sizeof *look);
-    if (!orig || !look)
-        goto out;
-    for (size_t m = 0; m <= sy->n_maps; m++) {
-        const char *file = m < sy->n_maps ? sy->maps[m].path : sy->elf;
-        if (!file || (m < sy->n_maps && m > 0 && strcmp(file, sy->maps[m - 1].path) == 0))
-            continue; /* consecutive mappings of one file are handled together */
-        size_t k = 0;
-        for (size_t i = 0; i < n_shown; i++)
-            for (size_t j = 0; j < shown[i]->n; j++) {
-                const btp_frame *f = &shown[i]->frames[j];
-                if (f->kind == BTP_FRAME_OMIT)
-                    continue;
-                uint64_t a = f->value, where = 0;
-                int hit = 0;
-                for (size_t q = 0; q < sy->n_maps; q++)
-                    if (a >= sy->maps[q].start && a < sy->maps[q].end) {
-                        hit = m < sy->n_maps && strcmp(sy->maps[q].path, file) == 0;
-                        where = a - sy->maps[q].start + sy->maps[q].offset;
-                        if (m == sy->n_maps)
-                            hit = -1; /* covered by the maps: not for --elf */
-                        break;
-                    }
-                if (m == sy->n_maps && hit == 0) /* --elf: addresses the maps do not cover */
-                    hit = 1, where = a;
-                if (hit != 1 || symbols_lookup(sy, a))
-                    continue;
-                /* a return address points after the call: look up the call */
-                orig[k] = a;
-                look[k++] = where - (f->kind == BTP_FRAME_RA && where > 0);
-            }
-        run_addr2line(sy, file, orig, look, k);
-    }
-out:
-    free(orig);
-    free(look);
+    sym_get(ss->sy, ss->sy && s->sym ? s->sym[j] : -1, a);
 }
 
-
-void symbols_add_log_maps(symbols *sy, const btp_log_reader *r)
+void site_syms_frame_text(const site_syms *ss, const site *s, size_t j, strbuf *out)
 {
-    size_t n = 0;
-    const char *key;
-    const void *data;
-    size_t len;
-    while (btp_log_reader_meta(r, n, &key, &data, &len, NULL) == BTP_OK)
-        n++;
-    for (size_t i = n; i-- > 0;)
-        if (btp_log_reader_meta(r, i, &key, &data, &len, NULL) == BTP_OK &&
-            strcmp(key, "maps") == 0)
-            symbols_add_maps(sy, data, len);
-}
-
-const mapping *symbols_mapping(const symbols *sy, uint64_t a)
-{
-    for (size_t q = 0; q < sy->n_maps; q++)
-        if (a >= sy->maps[q].start && a < sy->maps[q].end)
-            return &sy->maps[q];
-    return NULL;
-}
-
-void symbols_frame_text(const symbols *sy, const btp_frame *f, strbuf *out)
-{
+    const btp_frame *f = &s->frames[j];
     if (f->kind == BTP_FRAME_OMIT) {
         sb_printf(out, "(%llu frames omitted)", (unsigned long long)f->value);
         return;
     }
-    sb_hex_u64(out, f->value);
-    const mapping *m = symbols_mapping(sy, f->value);
-    if (m) {
-        const char *base = strrchr(m->path, '/');
-        sb_printf(out, "  %s+0x%llx", base ? base + 1 : m->path,
-                  (unsigned long long)(f->value - m->start + m->offset));
-    }
-    const char *name = symbols_lookup(sy, f->value);
-    if (name)
-        sb_printf(out, "  %s", name);
+    sym_answer a;
+    site_syms_get(ss, s, j, &a);
+    sym_answer_line(out, f->value, &a);
 }
 
-void symbols_free_all(symbols *sy)
+void site_syms_free(site_syms *ss)
 {
-    for (size_t i = 0; i < sy->n_maps; i++)
-        free(sy->maps[i].path);
-    free(sy->maps);
-    for (size_t i = 0; i < sy->n; i++)
-        free(sy->text[i]);
-    free(sy->text);
-    free(sy->addr);
-    memset(sy, 0, sizeof *sy);
+    sym_free(ss->sy);
+    owned_map_free(&ss->map);
+    memset(ss, 0, sizeof *ss);
 }

@@ -1,14 +1,16 @@
 /* Allocation sites: stacks identified by content (a log's stack numbers
  * are only unique within a segment), with per-site counters, and their
- * symbolization through a log's stored maps (or --elf). Shared by `btpack
- * stats` on a log and `btpack heap report|map`. */
+ * symbolization through the shared symbolizer. Shared by `btpack stats` on
+ * a log and `btpack heap report|map`. */
 #ifndef BTPACK_TOOLS_SITES_H
 #define BTPACK_TOOLS_SITES_H
 
 #include <btpack/btpack.h>
 #include <stdio.h>
 
+#include "imagemap_text.h"
 #include "strbuf.h"
+#include "symbolize/symbolizer.h"
 
 typedef struct site {
     uint64_t count, bytes, live_count, live_bytes;
@@ -17,6 +19,7 @@ typedef struct site {
     btp_frame *frames;
     size_t n;
     uint64_t hash;
+    long *sym; /* symbolizer handle per frame, once resolved (site_syms) */
 } site;
 
 typedef struct sites {
@@ -40,37 +43,27 @@ uint32_t sites_of_record(sites *p, const btp_log_record *rec);
 uint32_t sites_of_freed(const sites *p, const btp_log_record *rec);
 void sites_free(sites *p);
 
-/* Symbolization: file mappings from /proc/PID/maps texts, and what
- * addr2line said about the frames asked for. */
-typedef struct mapping {
-    uint64_t start, end, offset;
-    char *path;
-} mapping;
+/* Symbolization of the sites shown, through the shared symbolizer
+ * (tools/symbolize): a log's stored image map (imagemap_text.h), and --elf
+ * for addresses it does not cover (or inputs without one). */
+typedef struct site_syms {
+    const char *elf; /* --elf, or NULL */
+    owned_map map;
+    int have_map;
+    symbolizer *sy;  /* made by site_syms_resolve; NULL: addresses only */
+} site_syms;
 
-typedef struct symbols {
-    mapping *maps;
-    size_t n_maps;
-    const char *elf; /* --elf: addresses no mapping covers */
-    uint64_t *addr;  /* address -> "function file:line" */
-    char **text;
-    size_t n, cap;
-} symbols;
-
-/* Add the executable file mappings of a maps text. Earlier calls win where
- * mappings overlap: add the newest maps first. */
-void symbols_add_maps(symbols *sy, const char *text, size_t len);
-/* Add every `maps` metadata block of a log, newest first. */
-void symbols_add_log_maps(symbols *sy, const btp_log_reader *r);
-/* Look up every address frame of shown[0..n) with addr2line (one run per
- * file; addresses already known are skipped). */
-void symbols_resolve(symbols *sy, const site *const *shown, size_t n);
-/* "function file:line" for an address looked up before, or NULL. */
-const char *symbols_lookup(const symbols *sy, uint64_t addr);
-/* The mapping holding addr, or NULL. */
-const mapping *symbols_mapping(const symbols *sy, uint64_t addr);
-/* One frame as text: "0xADDR  file+0xOFF  function file:line" (the parts
- * known), or "(N frames omitted)". */
-void symbols_frame_text(const symbols *sy, const btp_frame *f, strbuf *out);
-void symbols_free_all(symbols *sy);
+/* Take the image map a log stores (a copy: r may be closed after). A map
+ * that cannot be used is reported with a warning naming `name`. */
+void site_syms_set_log(site_syms *ss, const char *name, btp_log_reader *r);
+/* Symbolize every frame of shown[0..n) (one back-end run per file; sites
+ * asked for before are skipped). Failures are reported once; the frames
+ * then stay addresses. */
+void site_syms_resolve(site_syms *ss, site *const *shown, size_t n);
+/* What is known of frame j of s (nothing unless s was resolved). */
+void site_syms_get(const site_syms *ss, const site *s, size_t j, sym_answer *a);
+/* Frame j as one line (sym_answer_line), or "(N frames omitted)". */
+void site_syms_frame_text(const site_syms *ss, const site *s, size_t j, strbuf *out);
+void site_syms_free(site_syms *ss);
 
 #endif

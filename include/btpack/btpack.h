@@ -90,6 +90,11 @@ typedef enum btp_status {
     /* capture */
     BTP_E_NO_METHOD = 80, /* the requested unwinder is not built in or failed to start */
 
+    /* image maps (imagemap.h) */
+    BTP_E_MAPS_SYNTAX = 120,  /* a /proc/PID/maps line is malformed */
+    BTP_E_IMAGE_SYNTAX = 121, /* an `image` line is malformed */
+    BTP_E_BAD_NOTE = 122,     /* an ELF note runs past its area */
+
     /* allocation metadata (heap.h) */
     BTP_E_HEAP_FOREIGN = 140, /* no valid header in front of the pointer: not from this
                                  heap, freed twice, or damaged by an underrun */

@@ -35,13 +35,10 @@ def report(path, *extra):
 
 
 def sites_with(rep, key, name):
-    """Sites of list `key` with a frame whose symbol starts with name."""
-    out = []
-    for s in rep.get(key, []):
-        if any(f.get("symbol", "").startswith(name + " ") or f.get("symbol") == name
-               for f in s["frames"]):
-            out.append(s)
-    return out
+    """Sites of list `key` with a frame in function name (inlined or not)."""
+    return [s for s in rep.get(key, [])
+            if any(loc.get("function") == name
+                   for f in s["frames"] for loc in f.get("symbols", []))]
 
 
 def check_prog_log(mode, path, rc_expected):
