@@ -3,7 +3,7 @@
  * calloc, realloc, reallocarray, free, posix_memalign, aligned_alloc,
  * memalign, valloc and pvalloc (and so C++ new/delete, which call them)
  * with the allocating stack into a btpack trace log (spec/log.md), with the
- * process maps and build IDs. Built on the public API only. spec/heap.md
+ * process's images and their build IDs. Built on the public API only. spec/heap.md
  * describes the design; in short:
  *
  * - Fast path, per thread, no lock: each thread owns a ring of event slots
@@ -14,9 +14,14 @@
  *   free takes its number before the real free, an allocation after the
  *   real allocation, so a pointer's free always precedes its reuse.
  * - A writer thread merges the rings in number order into the log writer
- *   (zlib, dictionary: all off the program's threads), flushes a block at
- *   least every half second and writes a `clock` mark with it, and notices
- *   loaded/unloaded objects (new `maps` and `buildids` metadata).
+ *   (zlib, dictionary), waking every millisecond; a thread that finds its
+ *   ring full does that work itself (wait_room). Blocks are large
+ *   (the writer's 2 MiB maximum): the log's coding state and zlib's window
+ *   restart at every block, so small blocks cost several times the bytes.
+ *   A block is flushed when full or every BTPACK_HEAP_FLUSH_MS (default
+ *   5000), with the clock samples taken every 100 ms since the last flush
+ *   (a `clock` note) and, when objects were loaded or unloaded, the
+ *   process's `images` (with their build IDs).
  * - Recursion: a per-thread flag marks "inside the tracer"; an allocation
  *   made while it is set (by dlsym, the capture, the writer, or a signal
  *   handler interrupting the tracer) goes straight to the real allocator and
@@ -28,12 +33,17 @@
  *   (LD_PRELOAD and BTPACK_HEAP_OUTPUT are removed from the environment at
  *   start, so no child or new image inherits them). vfork children are told
  *   apart by their pid. exit and _exit: the rings are drained and the log
- *   completed. A crash loses the events not yet flushed: at most the last
- *   half second (the log promises every complete block).
+ *   completed. A crash (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP,
+ *   SIGSYS while their action is the default): the crashing thread asks the
+ *   writer thread to complete the log and waits for it (at most 2 s) before
+ *   the signal takes its default action. A process killed otherwise loses
+ *   the events since the last flush (the log promises every complete block).
  *
  * Environment: BTPACK_HEAP_OUTPUT=FILE (required: without it nothing is
  * traced), BTPACK_STACKTRACE_METHOD (the capture method), BTPACK_HEAP_ZLIB
- * (zlib level 1..9, 0 = no compression; default 6).
+ * (zlib level 1..9, 0 = no compression; default 9: the writer thread has
+ * the time), BTPACK_HEAP_FLUSH_MS (longest time between flushes, 100..
+ * 600000; default 5000).
  */
 #include <btpack/btpack.h>
 
@@ -79,11 +89,16 @@ typedef struct event {
 
 enum { RING_ACTIVE = 1, RING_DEAD = 2 };
 
+/* head and tail each have a cache line, with each side's last look at the
+ * other's counter: the producer reads tail, and the writer head, only when
+ * that copy says the ring is full or empty, not once per event. */
 typedef struct ring {
     _Atomic uint64_t head; /* events published (producer) */
-    char pad0[56];
+    uint64_t tail_seen;    /* producer's copy of tail (<= tail) */
+    char pad0[48];
     _Atomic uint64_t tail; /* events consumed (writer) */
-    char pad1[56];
+    uint64_t head_seen;    /* writer's copy of head (<= head) */
+    char pad1[48];
     _Atomic int state;
     struct ring *_Atomic next; /* the list is append-only */
     event slots[RING_SLOTS];
@@ -150,11 +165,19 @@ static btp_log_writer *g_w;
 static uint64_t g_next;              /* next event number to write */
 static ring *g_last;                 /* ring that gave the last event */
 static uint64_t g_gap_seq = UINT64_MAX, g_gap_since;
-static uint64_t g_written, g_lost, g_last_flush, g_t0;
+static uint64_t g_written, g_lost, g_last_flush, g_last_sample, g_t0;
+static uint64_t g_flush_ns = 5000000000u; /* BTPACK_HEAP_FLUSH_MS */
 static unsigned long long g_dl_adds = ~0ull, g_dl_subs = ~0ull;
+#define CLOCK_SAMPLES 128   /* (record, ns) pairs between flushes */
+#define CLOCK_EVERY 100000000u /* ns between clock samples */
+static uint64_t g_clock_rec[CLOCK_SAMPLES], g_clock_ns[CLOCK_SAMPLES];
+static size_t g_n_clock;
 static pthread_t g_thread;
 static _Atomic int g_thread_stop;
 static int g_thread_started;
+/* A crashing thread sets g_crash (the signal) and waits for g_crash_done:
+ * the writer thread then completes the log. */
+static _Atomic int g_crash, g_crash_done;
 
 /* Counted without the lock (relaxed adds). */
 static _Atomic uint64_t g_untraced, g_boot_allocs;
@@ -260,19 +283,33 @@ static void thread_gone(void *arg)
 
 static int drain(int final);
 
-/* Wait for room in r (the writer thread drains it; if there is none, or it
- * is behind, drain here). Never holds an event number while waiting. */
+/* Events in r the producer must assume unconsumed; tail is read only when
+ * the copy says `want` more would not fit. */
+static uint64_t ring_used(ring *r, uint64_t want)
+{
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    if (h - r->tail_seen + want > RING_SLOTS)
+        r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
+    return h - r->tail_seen;
+}
+
+/* Wait for room in r. The thread that finds its ring full drains every
+ * ring itself when the writer thread is not already at it: on a busy
+ * machine that is cheaper than handing the work over (no wake-up, no
+ * switch, the events still in this core's cache). Never holds an event
+ * number while waiting. */
 static void wait_room(ring *r)
 {
     for (int spins = 0; atomic_load_explicit(&g_state, memory_order_relaxed) == ST_ON &&
-                        atomic_load_explicit(&r->head, memory_order_relaxed) -
-                            atomic_load_explicit(&r->tail, memory_order_acquire) >= RING_SLOTS;
+                        ring_used(r, 1) >= RING_SLOTS;
          spins++) {
         if (pthread_mutex_trylock(&g_wlock) == 0) {
             if (g_w)
                 drain(0);
             pthread_mutex_unlock(&g_wlock);
         }
+        if (ring_used(r, 1) < RING_SLOTS)
+            break;
         if (spins > 16)
             nap(20000);
         else
@@ -549,12 +586,16 @@ EXPORT void *pvalloc(size_t size)
 
 /* ---- the writer ----------------------------------------------------------- */
 
-/* The oldest unconsumed event of r, or NULL. */
+/* The oldest unconsumed event of r, or NULL. Called with g_wlock held
+ * (head_seen is the writer side's). */
 static const event *peek(ring *r)
 {
     uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
-    if (atomic_load_explicit(&r->head, memory_order_acquire) == t)
-        return NULL;
+    if (r->head_seen == t) {
+        r->head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
+        if (r->head_seen == t)
+            return NULL;
+    }
     return &r->slots[t % RING_SLOTS];
 }
 
@@ -705,99 +746,133 @@ static char *read_file(const char *path, size_t *len)
     return buf;
 }
 
-typedef struct ids {
-    char *buf;
-    size_t len, cap;
+/* ---- images and clock ---------------------------------------------------- */
+
+#define WORD_BITS ((unsigned)sizeof(void *) * 8)
+#define MAX_ID 64 /* build ID bytes kept per image */
+
+typedef struct images_ctx {
+    btp_image *images;
+    size_t n;
+    unsigned char (*ids)[MAX_ID]; /* copies: an object may be unloaded after the walk */
     unsigned long long adds, subs;
-} ids;
+} images_ctx;
 
-static void ids_put(ids *d, const char *s, size_t n)
+static int count_objects(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    if (d->len + n + 1 > d->cap) {
-        size_t nc = (d->cap ? d->cap * 2 : 4096) + n;
-        char *nb = realloc(d->buf, nc);
-        if (!nb)
-            return;
-        d->buf = nb;
-        d->cap = nc;
-    }
-    memcpy(d->buf + d->len, s, n);
-    d->len += n;
-}
-
-static int on_object(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    ids *d = arg;
-    d->adds = info->dlpi_adds;
-    d->subs = info->dlpi_subs;
-    if (size < offsetof(struct dl_phdr_info, dlpi_adds))
-        return 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_NOTE)
-            continue;
-        const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
-        size_t left = ph->p_memsz;
-        while (left >= sizeof(ElfW(Nhdr))) {
-            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
-            size_t nsz = (nh->n_namesz + 3) & ~3u, dsz = (nh->n_descsz + 3) & ~3u;
-            if (sizeof *nh + nsz + dsz > left)
-                break;
-            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-                memcmp(p + sizeof *nh, "GNU", 4) == 0) {
-                const unsigned char *id = p + sizeof *nh + nsz;
-                char hex[2 * 64 + 1];
-                size_t k = 0;
-                for (size_t j = 0; j < nh->n_descsz && j < 64; j++) {
-                    hex[k++] = "0123456789abcdef"[id[j] >> 4];
-                    hex[k++] = "0123456789abcdef"[id[j] & 15];
-                }
-                char base[32];
-                int bl = snprintf(base, sizeof base, " 0x%llx ",
-                                  (unsigned long long)info->dlpi_addr);
-                const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name
-                                                                        : "[main]";
-                ids_put(d, hex, k);
-                ids_put(d, base, (size_t)bl);
-                ids_put(d, name, strlen(name));
-                ids_put(d, "\n", 1);
-                break;
-            }
-            p += sizeof *nh + nsz + dsz;
-            left -= sizeof *nh + nsz + dsz;
-        }
+    images_ctx *c = arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        c->adds = info->dlpi_adds;
+        c->subs = info->dlpi_subs;
     }
     return 0;
 }
 
-/* Store the maps and build IDs when the set of loaded objects changed
- * (dlopen/dlclose), so every address can be symbolized: a reader uses the
- * newest `maps` that holds an address. */
-static void note_objects(void)
+/* Give the image holding an object's build-ID note that build ID, read in
+ * memory (what was loaded, whatever the file on disk says now). */
+static int on_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    ids d = {0};
-    dl_iterate_phdr(on_object, &d);
-    if (d.adds != g_dl_adds || d.subs != g_dl_subs) {
-        g_dl_adds = d.adds;
-        g_dl_subs = d.subs;
-        size_t len = 0;
-        char *maps = read_file("/proc/self/maps", &len);
-        if (maps) {
-            meta("maps", maps, len);
-            free(maps);
+    images_ctx *c = arg;
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        const unsigned char *id;
+        size_t id_len;
+        const void *notes = (const void *)(info->dlpi_addr + ph->p_vaddr);
+        if (ph->p_type != PT_NOTE ||
+            btp_elf_notes_build_id(notes, ph->p_memsz, 0, &id, &id_len) != BTP_OK || !id)
+            continue;
+        uint64_t at = (uintptr_t)notes;
+        for (size_t k = 0; k < c->n; k++) {
+            btp_image *im = &c->images[k];
+            if (im->build_id_len || at < im->base || at >= im->end_of_text)
+                continue;
+            im->build_id_len = id_len < MAX_ID ? id_len : MAX_ID;
+            memcpy(c->ids[k], id, im->build_id_len);
+            im->build_id = c->ids[k];
+            break;
         }
-        if (d.buf)
-            meta("buildids", d.buf, d.len);
+        break;
     }
-    free(d.buf);
+    return 0;
 }
 
-static void clock_mark(void)
+/* Store the process's images (image lines with build IDs, imagemap.h) when
+ * the set of loaded objects changed (dlopen/dlclose), so every address can
+ * be symbolized: readers place an address by the newest `images` holding
+ * it. /proc/self/maps is parsed by the library (btp_image_map_from_procmaps). */
+static void note_objects(void)
 {
-    char buf[32];
-    int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)(now_ns() - g_t0));
-    meta("clock", buf, (size_t)n);
+    images_ctx c = {0};
+    dl_iterate_phdr(count_objects, &c);
+    if (c.adds == g_dl_adds && c.subs == g_dl_subs)
+        return;
+    g_dl_adds = c.adds; /* a change from now on is seen next time */
+    g_dl_subs = c.subs;
+    size_t len = 0, lines = 1;
+    char *maps = read_file("/proc/self/maps", &len);
+    if (!maps)
+        return;
+    for (size_t i = 0; i < len; i++)
+        lines += maps[i] == '\n';
+    btp_image_buf buf = {malloc(lines * sizeof(btp_image)), lines, 0, malloc(len + 1), len + 1, 0};
+    btp_image_map map;
+    char *out = NULL;
+    size_t out_len = 0;
+    if (buf.images && buf.bytes &&
+        btp_image_map_from_procmaps(maps, len, WORD_BITS, &buf, &map, NULL) == BTP_OK &&
+        (c.ids = malloc((map.n_images + 1) * sizeof *c.ids)) != NULL) {
+        c.images = buf.images;
+        c.n = map.n_images;
+        dl_iterate_phdr(on_object, &c);
+        size_t cap = 0;
+        for (size_t i = 0; i < c.n; i++) {
+            size_t n = 0;
+            btp_image_line_format(&c.images[i], NULL, 0, &n);
+            cap += n + 1;
+        }
+        out = malloc(cap + 1);
+        for (size_t i = 0; out && i < c.n; i++) {
+            size_t n = 0;
+            if (btp_image_line_format(&c.images[i], out + out_len, cap - out_len, &n) != BTP_OK)
+                continue;
+            out_len += n;
+            out[out_len++] = '\n';
+        }
+    }
+    if (out_len)
+        meta("images", out, out_len);
+    free(out);
+    free(c.ids);
+    free(buf.images);
+    free(buf.bytes);
+    free(maps);
+}
+
+/* Write the clock samples as one `clock` note (lines "RECORD NS": the
+ * number of records written before the sample, nanoseconds since start).
+ * A note flushes the pending records: this is the tracer's flush. */
+static void flush_clock(void)
+{
+    char buf[CLOCK_SAMPLES * 42 + 1];
+    size_t n = 0;
+    for (size_t i = 0; i < g_n_clock; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%llu %llu\n",
+                              (unsigned long long)g_clock_rec[i],
+                              (unsigned long long)g_clock_ns[i]);
+    if (n)
+        meta("clock", buf, n);
+    g_n_clock = 0;
     g_last_flush = now_ns();
+}
+
+static void sample_clock(uint64_t now)
+{
+    if (g_n_clock == CLOCK_SAMPLES)
+        flush_clock();
+    g_clock_rec[g_n_clock] = g_written;
+    g_clock_ns[g_n_clock++] = now - g_t0;
+    g_last_sample = now;
 }
 
 /* Complete the log: drain, final notes, END block. Idempotent. Called with
@@ -808,17 +883,32 @@ static void finish(const char *why)
         return;
     drain(1);
     note_objects();
+    sample_clock(now_ns());
     char buf[256];
     snprintf(buf, sizeof buf,
              "end=%s events=%llu written=%llu lost=%llu untraced=%llu bootstrap=%llu\n", why,
              (unsigned long long)atomic_load(&g_seq), (unsigned long long)g_written,
              (unsigned long long)g_lost, (unsigned long long)atomic_load(&g_untraced),
              (unsigned long long)atomic_load(&g_boot_allocs));
-    clock_mark();
+    flush_clock();
     meta_text("tracer-end", buf);
     atomic_store(&g_state, ST_CLOSED);
     btp_log_writer_close(g_w);
     g_w = NULL;
+}
+
+static const char *crash_name(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGILL: return "SIGILL";
+    case SIGFPE: return "SIGFPE";
+    case SIGABRT: return "SIGABRT";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
+    }
+    return "signal";
 }
 
 static void *writer_main(void *arg)
@@ -830,13 +920,22 @@ static void *writer_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are for the program */
     while (!atomic_load(&g_thread_stop)) {
-        int done = 0;
+        int done = 0, sig = atomic_load(&g_crash);
         pthread_mutex_lock(&g_wlock);
+        if (sig) {
+            finish(crash_name(sig));
+            pthread_mutex_unlock(&g_wlock);
+            atomic_store(&g_crash_done, 1);
+            break;
+        }
         if (g_w) {
             done = drain(0);
-            if (now_ns() - g_last_flush > 500000000u) {
+            uint64_t now = now_ns();
+            if (now - g_last_sample >= CLOCK_EVERY)
+                sample_clock(now);
+            if (now - g_last_flush >= g_flush_ns) {
                 note_objects();
-                clock_mark();
+                flush_clock();
             }
         }
         pthread_mutex_unlock(&g_wlock);
@@ -992,6 +1091,46 @@ EXPORT void _Exit(int status)
     _exit(status);
 }
 
+/* ---- crashes --------------------------------------------------------------- */
+
+static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
+
+/* Installed with SA_RESETHAND, so the signal's action is the default again
+ * by the time this runs: have the writer thread complete the log (only
+ * async-signal-safe calls here: atomics, getpid, nanosleep), then let the
+ * signal kill the process as it would have. Another thread crashing at the
+ * same time, or the writer's own thread, just dies. */
+static void on_crash(int sig, siginfo_t *si, void *uc)
+{
+    (void)si;
+    (void)uc;
+    int saved = errno, none = 0;
+    if (getpid() == g_pid && g_thread_started && !t_self.internal &&
+        atomic_load(&g_state) == ST_ON && atomic_compare_exchange_strong(&g_crash, &none, sig)) {
+        for (int i = 0; i < 2000 && !atomic_load(&g_crash_done); i++)
+            nap(1000000); /* at most 2 s: the writer may be stuck behind this thread */
+    }
+    errno = saved;
+    raise(sig); /* pending until this handler returns; then the default action */
+}
+
+/* Only where the action is the default: a program's own handlers (and an
+ * inherited SIG_IGN) are left alone. */
+static void catch_crashes(void)
+{
+    for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++) {
+        struct sigaction old, sa;
+        if (sigaction(crash_signals[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+            old.sa_handler != SIG_DFL)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_crash;
+        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        sigaction(crash_signals[i], &sa, NULL);
+    }
+}
+
 /* Remove our library from LD_PRELOAD and our variables, so children and new
  * images run untraced (and cannot overwrite this log). */
 static void clean_environment(void)
@@ -1043,6 +1182,10 @@ __attribute__((constructor)) static void heap_init(void)
     t_self.internal = 1;
     g_pid = getpid();
     g_t0 = now_ns();
+    const char *fl = getenv("BTPACK_HEAP_FLUSH_MS");
+    long flush_ms = fl && *fl ? atol(fl) : 0;
+    if (flush_ms >= 100 && flush_ms <= 600000)
+        g_flush_ns = (uint64_t)flush_ms * 1000000u;
     int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         fprintf(stderr, "libbtpack-heap: cannot write %s: %s\n", out, strerror(errno));
@@ -1053,8 +1196,9 @@ __attribute__((constructor)) static void heap_init(void)
     g_capture.snip_pre = SNIP;
     btp_log_writer_options wo;
     btp_log_writer_options_init(&wo, (unsigned)sizeof(void *) * 8);
+    wo.block_bytes = BTP_LOG_MAX_BLOCK / 2; /* the largest: see the top of this file */
     const char *z = getenv("BTPACK_HEAP_ZLIB");
-    wo.zlib_level = z && *z ? atoi(z) : 6;
+    wo.zlib_level = z && *z ? atoi(z) : 9;
     if (wo.zlib_level <= 0 || !btp_log_have_zlib()) {
         wo.flags |= BTP_LOG_WRITE_NO_ZLIB;
         wo.zlib_level = 6;
@@ -1083,13 +1227,16 @@ __attribute__((constructor)) static void heap_init(void)
         free(cmd);
     }
     note_objects();
-    clock_mark();
+    sample_clock(now_ns());
+    g_last_flush = now_ns();
     pthread_mutex_unlock(&g_wlock);
     pthread_key_create(&g_key, thread_gone);
     pthread_atfork(NULL, NULL, at_fork_child);
     atomic_store(&g_state, ST_ON);
-    if (pthread_create(&g_thread, NULL, writer_main, NULL) == 0)
+    if (pthread_create(&g_thread, NULL, writer_main, NULL) == 0) {
         g_thread_started = 1;
+        catch_crashes();
+    }
     t_self.busy = 0;
     t_self.internal = 0;
 }

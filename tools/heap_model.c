@@ -156,6 +156,10 @@ static char *meta_text(const btp_log_reader *r, const char *key)
     return strndup(d, len);
 }
 
+/* The log's `clock` notes: lines "RECORD NS" (the records written before
+ * the sample, nanoseconds since start), or one number NS placed by the
+ * note's own position. Samples must not go back in records; others are
+ * ignored (never guessed). */
 static void load_clock(heap_model *m, const btp_log_reader *r)
 {
     const char *key;
@@ -163,25 +167,38 @@ static void load_clock(heap_model *m, const btp_log_reader *r)
     size_t len;
     uint64_t rec;
     size_t count = 0;
-    while (btp_log_reader_meta(r, count, &key, &d, &len, &rec) == BTP_OK)
-        count++;
+    for (size_t i = 0; btp_log_reader_meta(r, i, &key, &d, &len, &rec) == BTP_OK; i++)
+        if (!strcmp(key, "clock"))
+            for (size_t k = 0; k < len; k++)
+                count += ((const char *)d)[k] == '\n' || k + 1 == len;
     m->clock_t = malloc((count + 1) * sizeof *m->clock_t);
     m->clock_ns = malloc((count + 1) * sizeof *m->clock_ns);
     if (!m->clock_t || !m->clock_ns)
         return;
-    for (size_t i = 0; i < count; i++) {
-        if (btp_log_reader_meta(r, i, &key, &d, &len, &rec) != BTP_OK || strcmp(key, "clock"))
+    for (size_t i = 0; btp_log_reader_meta(r, i, &key, &d, &len, &rec) == BTP_OK; i++) {
+        if (strcmp(key, "clock"))
             continue;
-        char buf[32];
-        size_t k = len < sizeof buf - 1 ? len : sizeof buf - 1;
-        memcpy(buf, d, k);
-        buf[k] = 0;
-        char *end;
-        unsigned long long ns = strtoull(buf, &end, 10);
-        if (end == buf)
-            continue;
-        m->clock_t[m->n_clock] = rec;
-        m->clock_ns[m->n_clock++] = ns;
+        const char *p = d, *end = p + len;
+        while (p < end && m->n_clock < count) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            const char *le = nl ? nl : end;
+            char line[64];
+            size_t k = (size_t)(le - p) < sizeof line - 1 ? (size_t)(le - p) : sizeof line - 1;
+            memcpy(line, p, k);
+            line[k] = 0;
+            p = le + 1;
+            unsigned long long a, b;
+            char extra;
+            int got = sscanf(line, "%llu %llu %c", &a, &b, &extra);
+            if (got == 1)
+                b = a, a = rec;
+            else if (got != 2)
+                continue;
+            if (a > rec || (m->n_clock && a < m->clock_t[m->n_clock - 1]))
+                continue;
+            m->clock_t[m->n_clock] = a;
+            m->clock_ns[m->n_clock++] = b;
+        }
     }
 }
 
@@ -502,9 +519,9 @@ void heap_model_site_totals(heap_model *m)
 
 static heap_order sort_key;
 
-static uint64_t key_of(const site *s)
+uint64_t heap_site_value(const site *s, heap_order key)
 {
-    switch (sort_key) {
+    switch (key) {
     case BY_COUNT: return s->count;
     case BY_BYTES: return s->bytes;
     case BY_LIVE: return s->live_bytes;
@@ -517,7 +534,7 @@ static uint64_t key_of(const site *s)
 static int cmp_sites(const void *a, const void *b)
 {
     const site *x = *(const site *const *)a, *y = *(const site *const *)b;
-    uint64_t kx = key_of(x), ky = key_of(y);
+    uint64_t kx = heap_site_value(x, sort_key), ky = heap_site_value(y, sort_key);
     if (kx != ky)
         return kx < ky ? 1 : -1;
     return (x->count < y->count) - (x->count > y->count);

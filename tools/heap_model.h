@@ -79,5 +79,7 @@ void heap_model_site_totals(heap_model *m);
  * site pointers (NULL on out of memory). */
 typedef enum { BY_COUNT, BY_BYTES, BY_LIVE, BY_PEAK, BY_TEMP } heap_order;
 site **heap_model_sorted(const heap_model *m, heap_order key);
+/* A site's value of a key (its count, bytes, ...). */
+uint64_t heap_site_value(const site *s, heap_order key);
 
 #endif

@@ -73,18 +73,6 @@ typedef struct list {
     size_t n;
 } list;
 
-static uint64_t list_value(const list *l, const site *s)
-{
-    switch (l->order) {
-    case BY_COUNT: return s->count;
-    case BY_BYTES: return s->bytes;
-    case BY_LIVE: return s->live_bytes;
-    case BY_PEAK: return s->peak_bytes;
-    case BY_TEMP: return s->temp_count;
-    }
-    return 0;
-}
-
 static void text_site(const heap_model *m, const site *s, size_t rank)
 {
     printf("  #%zu  %llu allocations, %llu bytes; %llu temporary; live at peak %llu (%llu "
@@ -196,7 +184,7 @@ int heap_report(int argc, char **argv)
         if (!lists[i].v)
             continue;
         while (lists[i].n < top && lists[i].n < m.st.n_sites &&
-               list_value(&lists[i], lists[i].v[lists[i].n]))
+               heap_site_value(lists[i].v[lists[i].n], lists[i].order))
             lists[i].n++;
         memcpy(shown + n_shown, lists[i].v, lists[i].n * sizeof *shown);
         n_shown += lists[i].n;

@@ -49,8 +49,7 @@ def check_prog_log(mode, path, rc_expected):
     check(rep is not None, "%s: report --json parses: %s" % (mode, err))
     if rep is None:
         return None
-    complete = mode != "crash"
-    check(rep["complete"] == complete, "%s: complete=%s" % (mode, rep["complete"]))
+    check(rep["complete"], "%s: complete=%s" % (mode, rep["complete"]))
     # the three leaks of leaky(): exactly 1001+1002+1003 bytes from one stack
     leaks = sites_with(rep, "leaks", "leaky")
     check(len(leaks) == 1 and leaks[0]["leaked_bytes"] == 3006 and
@@ -73,7 +72,7 @@ def check_prog_log(mode, path, rc_expected):
     check(sum(s["allocations"] for s in sig) == 10, "%s: on_usr1 %s" % (mode, sig))
     # fork: the child's allocation is not in the parent's log
     check(not sites_with(rep, "by_allocations", "child_work"), "%s: child traced" % mode)
-    check(rep["unmatched_frees"] == 0 or mode == "crash",
+    check(rep["unmatched_frees"] == 0,
           "%s: unmatched frees %d" % (mode, rep["unmatched_frees"]))
     check("lost=0" in rep.get("tracer", "lost=0"), "%s: tracer lost events: %s" %
           (mode, rep.get("tracer")))
@@ -84,12 +83,18 @@ if tracer:
     rep = check_prog_log("basic", os.path.join(tmp, "basic.btlog"), 0)
     check_prog_log("_exit", os.path.join(tmp, "exit.btlog"), 0)
     rep = check_prog_log("exec", os.path.join(tmp, "exec.btlog"), 0)
-    # a crash: abort() kills it; the blocks flushed before are readable
-    r = run(["heap", "record", "-o", os.path.join(tmp, "crash.btlog"), "--", prog, "crash"])
-    check(r.returncode == 128 + 6, "crash: exit %d" % r.returncode)
-    rc, rep, err = report(os.path.join(tmp, "crash.btlog"))
+    # a crash: abort() kills it, after the tracer completed the log
+    rep = check_prog_log("crash", os.path.join(tmp, "crash.btlog"), 128 + 6)
+    check(rep is not None and "end=SIGABRT " in rep.get("tracer", ""),
+          "crash: tracer %s" % (rep or {}).get("tracer"))
+    # SIGKILL: the log ends without its END block; the report says so and
+    # reports what the flushed blocks hold
+    r = run(["heap", "record", "-o", os.path.join(tmp, "kill.btlog"), "--", prog, "kill"],
+            env=dict(os.environ, BTPACK_HEAP_FLUSH_MS="100"))
+    check(r.returncode == 128 + 9, "kill: exit %d" % r.returncode)
+    rc, rep, err = report(os.path.join(tmp, "kill.btlog"))
     check(rc == 0 and rep is not None and rep["complete"] is False,
-          "crash: report of a cut log: %s" % err)
+          "kill: report of a cut log: %s" % err)
     # text report and map of a real recording
     r = run(["heap", "report", os.path.join(tmp, "basic.btlog")])
     check(r.returncode == 0 and "peak heap:" in r.stdout and "leaky" in r.stdout,

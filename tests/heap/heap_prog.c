@@ -1,6 +1,6 @@
 /* A program for the tracer tests (tests/heap/heap_cli.py): known
  * allocations from known functions, in threads, across fork, signals, exec
- * and _exit. What it does is fixed by its first argument; the test checks
+ * _exit, abort and SIGKILL. What it does is fixed by its first argument; the test checks
  * the recorded log against it. */
 #include <malloc.h>
 #include <pthread.h>
@@ -105,5 +105,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "crash"))
         abort();
+    if (!strcmp(mode, "kill"))
+        kill(getpid(), SIGKILL);
     return 0;
 }
