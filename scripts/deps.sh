@@ -3,6 +3,8 @@
 # only then; and configure a build directory.
 #
 # BTPACK_NO_INSTALL=1 turns installing off (missing tools are then reported).
+# BTPACK_DEPS_CHROMIUM=1 adds the optional group for the heap map's browser
+# test (tests/heap/heap_chromium.py, skipped without it): Debian's chromium.
 
 btpack_need_pkgs=()
 
@@ -32,6 +34,9 @@ btpack_ensure_deps() {
     btpack_want 'command -v groff' groff-base
     btpack_want 'pkg-config --exists bash-completion' bash-completion
     btpack_want 'command -v abidiff' abigail-tools
+    if [ "${BTPACK_DEPS_CHROMIUM:-0}" = 1 ]; then
+        btpack_want 'command -v chromium' chromium  # heap map rendered in a browser (~300 MB)
+    fi
     btpack_install_wanted
 }
 

@@ -29,6 +29,11 @@ want /include/btpack/cbf.h
 want /include/btpack/base64.h
 [ "$kind" = static ] || want '/libbtpack.so.0'
 [ "$kind" = shared ] || want '/libbtpack.a'
+want /include/btpack/heap.h
+# the heap tracer (not built under sanitizers)
+if [ -f "$build/preload/libbtpack-heap.so" ]; then
+    want /libbtpack-heap.so
+fi
 want /pkgconfig/btpack.pc
 want /bin/btpack
 want /share/man/man1/btpack.1

@@ -16,6 +16,7 @@ static const command commands[] = {
     {"dump", cmd_dump, "disassemble CBF streams instruction by instruction"},
     {"stats", cmd_stats, "sizes and depth distribution of a set of traces"},
     {"heapmap", cmd_heapmap, "symbolize libwebsockets ~m# allocation records, by call site"},
+    {"heap", cmd_heap, "record a program's heap (LD_PRELOAD), report on it, draw its map"},
     {"symbolize", cmd_symbolize, "function names and file:line for every frame (crash records too)"},
 };
 
