@@ -60,7 +60,7 @@ static const char record_help[] =
     "\n"
     "options:\n"
     "  -o FILE        the trace log to write\n"
-    "  --method M     stack capture method: fp, libgcc, libunwind, glibc\n"
+    "  --method M     stack capture method: fp, cfi, libgcc, libunwind, glibc\n"
     "                 (BTPACK_STACKTRACE_METHOD; default: the build's default)\n"
     "  --zlib N       compression level 1..9, 0 for none (default 9)\n"
     "  --preload LIB  the tracer library (default: BTPACK_HEAP_PRELOAD, the build\n"

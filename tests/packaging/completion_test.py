@@ -38,7 +38,8 @@ printf '%s\n' "${COMPREPLY[@]}"
 ARG = {"--from": "hex", "--to": "json", "--word-bits": "32", "--max-frames": "10",
        "--alloc-size": "1", "--top": "3", "--maps": "/dev/null", "-o": "/dev/null",
        "--output": "/dev/null", "--elf": "/dev/null", "--addr2line": "addr2line",
-       "--backend": "addr2line", "--debug-dir": "/nonexistent"}
+       "--backend": "addr2line", "--debug-dir": "/nonexistent", "--method": "fp",
+       "--zlib": "9", "--preload": "/dev/null"}
 
 def main(argv):
     if len(argv) != 3:
@@ -72,20 +73,32 @@ def main(argv):
     expect([""], commands + ["--help", "--version"])
     expect(["con"], [c for c in commands if c.startswith("con")])
 
+    # Every command, or every subcommand of a command that has them
+    # (`btpack heap record`): its options are offered, and only those.
+    targets = []
     for cmd in commands:
-        help_text = helptext.run(btpack, [cmd])
-        offered = complete(cmd, "-")
+        subs = helptext.subcommands(helptext.run(btpack, [cmd]), cmd)
+        if subs:
+            expect([cmd, ""], subs + ["--help"])
+        targets += [[cmd, sub] for sub in subs] or [[cmd]]
+    for words in targets:
+        name = " ".join(words)
+        help_text = helptext.run(btpack, words)
+        offered = complete(*(words + ["-"]))
         listed = helptext.options(help_text)
         for opt in listed:
-            check(opt in offered, "btpack %s -<TAB> does not offer %s" % (cmd, opt))
+            check(opt in offered, "btpack %s -<TAB> does not offer %s" % (name, opt))
         for opt in offered:
             # An option the command does not know is a usage error (exit 2);
             # one it knows, followed by --help, prints the help (exit 0).
-            args = [opt] + ([ARG[opt]] if opt in ARG else []) + ["--help"]
-            p = subprocess.run([btpack, cmd] + args, stdin=subprocess.DEVNULL,
+            # (a value the usage line lists for it, else a usual one)
+            choices = helptext.usage_choices(help_text, opt)
+            value = choices[:1] or ([ARG[opt]] if opt in ARG else [])
+            args = [opt] + value + ["--help"]
+            p = subprocess.run([btpack] + words + args, stdin=subprocess.DEVNULL,
                                capture_output=True, text=True)
             check(p.returncode == 0, "btpack %s -<TAB> offers %s, which `btpack %s %s` "
-                  "rejects: %s" % (cmd, opt, cmd, " ".join(args), p.stderr.strip()))
+                  "rejects: %s" % (name, opt, name, " ".join(args), p.stderr.strip()))
 
     formats = helptext.section(top, "formats")
     # What --from offers each command can read; --to what convert writes.

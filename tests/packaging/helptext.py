@@ -45,6 +45,23 @@ def options(text):
     return sorted(out)
 
 
+def subcommands(text, cmd):
+    """The subcommands a command's usage lines name (`btpack heap record ...`,
+    `btpack heap report ...`): the word after the command when it is a plain
+    lower-case word, not an option or operand."""
+    out, usage = [], False
+    for line in text.splitlines():
+        if line.startswith("usage:"):
+            usage = True
+        elif not line.strip():
+            usage = False
+        if usage:
+            m = re.search(r"\bbtpack %s ([a-z]+)\b(?!-)" % re.escape(cmd), line)
+            if m and m.group(1) not in out:
+                out.append(m.group(1))
+    return out
+
+
 def usage_choices(text, opt):
     """The values a usage line lists for opt: `[--to text|json|markup]`."""
     m = re.search(r"%s ([a-z0-9-]+(?:\|[a-z0-9-]+)+)" % re.escape(opt), text)

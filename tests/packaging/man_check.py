@@ -49,9 +49,14 @@ def main(argv):
     for cmd in commands:
         check(re.search(r"^ +%s(  |$)" % re.escape(cmd), man1, re.M),
               "btpack(1) has no entry for the command %s" % cmd)
-        for opt in helptext.options(helptext.run(btpack, [cmd])):
-            check(re.search(r"(^|[\s,(\[])%s\b" % re.escape(opt), man1, re.M),
-                  "btpack(1) does not describe `btpack %s %s`" % (cmd, opt))
+        subs = helptext.subcommands(helptext.run(btpack, [cmd]), cmd)
+        for sub in subs:
+            check(re.search(r"^ +%s %s(  |$)" % (re.escape(cmd), sub), man1, re.M),
+                  "btpack(1) has no entry for the command %s %s" % (cmd, sub))
+        for words in [[cmd, sub] for sub in subs] or [[cmd]]:
+            for opt in helptext.options(helptext.run(btpack, words)):
+                check(re.search(r"(^|[\s,(\[])%s\b" % re.escape(opt), man1, re.M),
+                      "btpack(1) does not describe `btpack %s %s`" % (" ".join(words), opt))
     for fmt in helptext.section(top, "formats"):
         check(re.search(r"^ +%s(  |$)" % re.escape(fmt), man1, re.M),
               "btpack(1) FORMATS has no entry for %s" % fmt)

@@ -15,12 +15,27 @@ _btpack_section()
         on { print $1 }'
 }
 
+# The subcommands of a command that has them (`btpack heap record|report|map`):
+# the word after the command on each of its usage lines, when it is a plain
+# lower-case word rather than an option or an operand.
+_btpack_subcommands()
+{
+    "$1" "$2" --help 2>/dev/null | awk -v cmd="$2" '
+        /^usage:/ { usage = 1 }
+        usage && NF == 0 { exit }
+        usage {
+            for (i = 1; i < NF; i++)
+                if ($i == "btpack" && $(i + 1) == cmd && $(i + 2) ~ /^[a-z]+$/)
+                    print $(i + 2)
+        }' | sort -u
+}
+
 # Options: those in the help's usage lines (`[--top N]`) and in the lines
 # of its option lists before the description (`  -o, --output OUT  write
 # to OUT`, `  --word-bits N, --strict: as for convert`).
 _btpack_options()
 {
-    "$1" "$2" --help 2>/dev/null | awk '
+    "$@" --help 2>/dev/null | awk '
         /^usage:/ { usage = 1 }
         usage && NF == 0 { usage = 0 }
         {
@@ -79,6 +94,16 @@ _btpack()
         return
     fi
     local cmd=${words[1]}
+    # A command with subcommands: complete the subcommand, then its options.
+    local subs sub=()
+    subs=$(_btpack_subcommands "$btpack" "$cmd")
+    if [[ -n $subs ]]; then
+        if ((cword == 2)); then
+            COMPREPLY=($(compgen -W "$subs --help" -- "$cur"))
+            return
+        fi
+        sub=("${words[2]}")
+    fi
 
     case $prev in
     --from)
@@ -93,14 +118,18 @@ _btpack()
         COMPREPLY=($(compgen -W "16 32 64" -- "$cur"))
         return
         ;;
-    --max-frames | --top | --alloc-size)
+    --max-frames | --top | --alloc-size | --zlib)
         return # a number
+        ;;
+    --method)
+        COMPREPLY=($(compgen -W "fp cfi libgcc libunwind glibc" -- "$cur"))
+        return
         ;;
     --addr2line)
         COMPREPLY=($(compgen -c -- "$cur"))
         return
         ;;
-    -o | --output | --maps | --elf)
+    -o | --output | --maps | --elf | --preload)
         COMPREPLY=($(compgen -f -- "$cur"))
         compopt -o filenames 2>/dev/null
         return
@@ -108,7 +137,7 @@ _btpack()
     esac
 
     if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$(_btpack_options "$btpack" "$cmd")" -- "$cur"))
+        COMPREPLY=($(compgen -W "$(_btpack_options "$btpack" "$cmd" "${sub[@]}")" -- "$cur"))
         return
     fi
     COMPREPLY=($(compgen -f -- "$cur"))
