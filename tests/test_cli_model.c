@@ -1,8 +1,11 @@
 /* The tool's building blocks: the trace model's checks and limits, number
- * parsing, the byte buffer, and the shared line reader. */
+ * parsing, the byte buffer, the shared line reader, and the image map a
+ * log stores. */
 #include "check.h"
 #include "format.h"
+#include "imagemap_text.h"
 #include "lines.h"
+#include "log/pieces.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,11 +173,179 @@ static void test_lines(void)
     remove(path);
 }
 
+static btp_status to_strbuf(void *ctx, const void *data, size_t len)
+{
+    sb_add(ctx, data, len);
+    return ((strbuf *)ctx)->oom ? BTP_E_OUT_OF_MEMORY : BTP_OK;
+}
+
+/* A log whose metadata blocks are (key, text) pairs, one allocation after
+ * each, into sb. */
+static int log_with(strbuf *sb, const char *const *meta, size_t n)
+{
+    btp_log_writer *w;
+    sb_clear(sb);
+    if (btp_log_writer_open(&w, to_strbuf, sb, NULL) != BTP_OK)
+        return -1;
+    btp_frame f = {0x1234, BTP_FRAME_RA};
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        btp_log_writer_meta(w, meta[i], meta[i + 1], strlen(meta[i + 1]));
+        btp_log_writer_alloc(w, 16, 0x10000 + 16 * i, &f, 1);
+    }
+    return btp_log_writer_close(w) == BTP_OK ? 0 : -1;
+}
+
+/* Stream the log in sb (in uneven pieces, as from a pipe) with its
+ * metadata as records, as the tools read it: each item is taken into lm
+ * and released at once. Reads up to record `upto` (UINT64_MAX: all).
+ * Returns the last status of log_map_take() other than BTP_END (BTP_END:
+ * none); *released: the reader holds none of the items taken. */
+static btp_status stream_map(const strbuf *sb, log_map *lm, uint64_t upto, int *released)
+{
+    piece_src src = {(const unsigned char *)sb->data, sb->len, 0, 7, 13};
+    btp_log_reader_options o;
+    btp_log_reader_options_init(&o);
+    o.flags = BTP_LOG_META_RECORDS;
+    btp_log_reader *r;
+    *released = 0;
+    if (btp_log_reader_open_source(&r, pieces, &src, &o) != BTP_OK)
+        return BTP_E_IO;
+    log_map_init(lm, btp_log_reader_word_bits(r));
+    btp_log_record rec;
+    btp_status last = BTP_END;
+    const char *key;
+    const void *d;
+    size_t len, items = 0;
+    while (btp_log_reader_next(r, &rec) == BTP_OK) {
+        if (rec.kind == BTP_LOG_META) {
+            if (btp_log_reader_meta(r, rec.meta, &key, &d, &len, NULL) == BTP_OK) {
+                btp_status st = log_map_take(lm, key, d, len);
+                if (st != BTP_END)
+                    last = st;
+            }
+            btp_log_reader_meta_release(r, rec.meta + 1);
+            items = rec.meta + 1;
+        } else if (rec.index >= upto) {
+            break;
+        }
+    }
+    *released = items && btp_log_reader_meta(r, items - 1, &key, &d, &len, NULL) ==
+                             BTP_E_INVALID_ARGUMENT;
+    btp_log_reader_close(r);
+    return last;
+}
+
+static const char *path_at(log_map *lm, uint64_t addr)
+{
+    const btp_image *im = btp_image_map_find(log_map_get(lm), addr);
+    return im && im->path ? im->path : "";
+}
+
+static size_t n_images(log_map *lm)
+{
+    const btp_image_map *m = log_map_get(lm);
+    return m ? m->n_images : 0;
+}
+
+/* Every stored block counts, newest over older: an older image that
+ * overlaps a newer one is left out; images only older blocks hold stay.
+ * Taken as the log streams by, with every item released once taken. */
+static void test_map_from_log(void)
+{
+    strbuf sb = STRBUF_INIT;
+    log_map lm;
+    int released;
+    static const char *const images[] = {
+        "images", "image 0x1000 0x2000 - /a.so\nimage 0x9000 0xa000 aabb /old.so\n",
+        "maps", "00400000-00401000 r-xp 00000000 08:01 1 /ignored\n",
+        "images", "image 0x1800 0x2800 - /b.so\nimage 0x5000 0x6000 - /c.so\n",
+    };
+    CHECK(log_with(&sb, images, 6) == 0, "log");
+    CHECK(stream_map(&sb, &lm, 0, &released) == BTP_OK && n_images(&lm) == 2 &&
+              !strcmp(path_at(&lm, 0x1100), "/a.so") && !strcmp(path_at(&lm, 0x9800), "/old.so"),
+          "the first record sees the first block's map: %zu images", n_images(&lm));
+    log_map_free(&lm);
+    CHECK(stream_map(&sb, &lm, UINT64_MAX, &released) == BTP_OK && n_images(&lm) == 3,
+          "images blocks merged: %zu images", n_images(&lm));
+    CHECK(released, "every item released once taken");
+    CHECK(!strcmp(path_at(&lm, 0x1900), "/b.so") && !strcmp(path_at(&lm, 0x1100), "") &&
+              !strcmp(path_at(&lm, 0x5800), "/c.so") && !strcmp(path_at(&lm, 0x9800), "/old.so"),
+          "newest block wins where images overlap");
+    const btp_image *old = btp_image_map_find(log_map_get(&lm), 0x9800);
+    CHECK(old && old->build_id_len == 2 && old->build_id[0] == 0xaa && old->build_id[1] == 0xbb,
+          "build ID copied");
+    CHECK(!strcmp(path_at(&lm, 0x400800), ""), "maps blocks unused when there are images");
+    log_map_free(&lm);
+
+    static const char *const maps[] = {
+        "maps", "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n",
+        "maps", "7f0000000000-7f0000001000 r-xp 00000000 08:01 2 /lib/y.so\n",
+    };
+    CHECK(log_with(&sb, maps, 4) == 0, "log");
+    CHECK(stream_map(&sb, &lm, UINT64_MAX, &released) == BTP_OK && n_images(&lm) == 2 &&
+              !strcmp(path_at(&lm, 0x400800), "/bin/x") &&
+              !strcmp(path_at(&lm, 0x7f0000000800), "/lib/y.so"),
+          "maps blocks merged when there are no images");
+    log_map_free(&lm);
+
+    /* maps first, images later: the images replace what the maps gave */
+    static const char *const later[] = {
+        "maps", "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n",
+        "images", "image 0x1000 0x2000 - /a.so\n",
+    };
+    CHECK(log_with(&sb, later, 4) == 0, "log");
+    CHECK(stream_map(&sb, &lm, UINT64_MAX, &released) == BTP_OK && n_images(&lm) == 1 &&
+              !strcmp(path_at(&lm, 0x1100), "/a.so") && !strcmp(path_at(&lm, 0x400800), ""),
+          "images replace maps met before them");
+    log_map_free(&lm);
+
+    static const char *const bad[] = {
+        "images", "image 0x1000 0x2000 - /a.so\n",
+        "images", "image 0x3000 0x2000 - /backwards.so\n",
+        "images", "image 0x5000 0x6000 - /c.so\n",
+    };
+    CHECK(log_with(&sb, bad, 6) == 0, "log");
+    CHECK(stream_map(&sb, &lm, UINT64_MAX, &released) == BTP_E_IMAGE_SYNTAX &&
+              lm.st == BTP_E_IMAGE_SYNTAX && !log_map_get(&lm) && lm.err_off == 13,
+          "a bad block: its status and offset, no map (later blocks unused)");
+    log_map_free(&lm);
+
+    static const char *const none[] = {"comment", "# nothing here\n"};
+    CHECK(log_with(&sb, none, 2) == 0, "log");
+    CHECK(stream_map(&sb, &lm, UINT64_MAX, &released) == BTP_END && !log_map_get(&lm),
+          "no map");
+    log_map_free(&lm);
+    sb_free(&sb);
+
+    /* An image a later block overlaps is gone, even when a still later one
+     * replaces that image in turn (the map holds what the newest block that
+     * covered an address said, and what nothing newer covered). */
+    log_map_init(&lm, 64);
+    const char *x = "image 0x1000 0x2000 - /x.so\n", *y = "image 0x1800 0x2800 - /y.so\n",
+               *z = "image 0x2400 0x3000 - /z.so\n";
+    CHECK(log_map_take(&lm, "images", x, strlen(x)) == BTP_OK, "x");
+    const btp_image_map *m1 = log_map_get(&lm);
+    CHECK(log_map_take(&lm, "images", y, strlen(y)) == BTP_OK, "y");
+    CHECK(m1->n_images == 1 && !strcmp(m1->images[0].path, "/x.so"),
+          "the map handed out stays as it was until the next one is asked for");
+    const btp_image_map *m2 = log_map_get(&lm);
+    CHECK(m2 != m1 && m2->n_images == 1 && !strcmp(path_at(&lm, 0x1100), ""),
+          "a changed map comes at another address");
+    CHECK(log_map_take(&lm, "images", z, strlen(z)) == BTP_OK && log_map_get(&lm) != m2 &&
+              n_images(&lm) == 1 && !strcmp(path_at(&lm, 0x2500), "/z.so") &&
+              !strcmp(path_at(&lm, 0x1100), ""),
+          "x stays replaced");
+    CHECK(log_map_take(&lm, "maps", "", 0) == BTP_END && log_map_take(&lm, "clock", "", 0) ==
+              BTP_END, "maps after images and other keys are not used");
+    log_map_free(&lm);
+}
+
 int main(void)
 {
     test_trace();
     test_numbers();
     test_strbuf();
     test_lines();
+    test_map_from_log();
     return check_finish();
 }

@@ -104,8 +104,8 @@ static int u32_arg(const char *cmd, const char *opt, const char *arg, int zero_o
 {
     uint64_t v;
     if (parse_dec_u64(arg, strlen(arg), &v) < 0 || v > UINT32_MAX || (!zero_ok && v == 0)) {
-        cli_usage_error(cmd, "%s needs a %s number below 2^32, not '%s'", opt,
-                        zero_ok ? "" : "positive", arg);
+        cli_usage_error(cmd, "%s needs a %snumber below 2^32, not '%s'", opt,
+                        zero_ok ? "" : "positive ", arg);
         return -1;
     }
     *out = (uint32_t)v;

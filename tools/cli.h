@@ -60,6 +60,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_heapmap(int argc, char **argv);
+int cmd_heap(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);
 
 /* btpack stats on a trace log read from `in` (logstats.c). */

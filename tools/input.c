@@ -103,7 +103,9 @@ int input_open(input *in, const char *path)
 #endif
 }
 
-long input_read(input *in, void *buf, size_t n)
+/* Read from the file (decompressing): what input_read() gives once the
+ * peeked bytes are used up. */
+static long read_source(input *in, void *buf, size_t n)
 {
     if (in->failed)
         return -1;
@@ -158,6 +160,50 @@ long input_read(input *in, void *buf, size_t n)
 #endif
 }
 
+long input_read(input *in, void *buf, size_t n)
+{
+    if (in->peek_pos < in->peek_len) {
+        size_t k = in->peek_len - in->peek_pos < n ? in->peek_len - in->peek_pos : n;
+        memcpy(buf, in->peeked + in->peek_pos, k);
+        in->peek_pos += k;
+        if (in->peek_pos == in->peek_len) {
+            free(in->peeked);
+            in->peeked = NULL;
+            in->peek_len = in->peek_pos = 0;
+        }
+        return (long)k;
+    }
+    return read_source(in, buf, n);
+}
+
+long input_peek(input *in, size_t n, const void **data)
+{
+    size_t have = in->peek_len - in->peek_pos;
+    if (have < n) {
+        uint8_t *p = malloc(n);
+        if (!p) {
+            diag(DIAG_ERROR, in->name, NULL, "out of memory");
+            return -1;
+        }
+        if (have)
+            memcpy(p, in->peeked + in->peek_pos, have);
+        free(in->peeked);
+        in->peeked = p;
+        in->peek_pos = 0;
+        in->peek_len = have;
+        while (in->peek_len < n) {
+            long got = read_source(in, p + in->peek_len, n - in->peek_len);
+            if (got < 0)
+                return -1;
+            if (got == 0)
+                break;
+            in->peek_len += (size_t)got;
+        }
+    }
+    *data = in->peeked + in->peek_pos;
+    return (long)(in->peek_len - in->peek_pos < n ? in->peek_len - in->peek_pos : n);
+}
+
 int input_read_all(input *in, strbuf *out)
 {
     for (;;) {
@@ -188,6 +234,9 @@ void input_close(input *in)
     }
 #endif
     in->lzma = NULL;
+    free(in->peeked);
+    in->peeked = NULL;
+    in->peek_len = in->peek_pos = 0;
     if (in->owns_fd)
         close(in->fd);
     in->owns_fd = 0;

@@ -36,6 +36,8 @@ typedef struct input {
     int failed;       /* an error was reported */
     input_idle_fn idle; /* optional, with its context */
     void *idle_ctx;
+    uint8_t *peeked;  /* input_peek(): bytes read ahead, handed out first */
+    size_t peek_len, peek_pos;
 } input;
 
 /* Open path ("-" or NULL: stdin) and detect compression. On failure prints
@@ -46,6 +48,12 @@ int input_open(input *in, const char *path);
  * byte unless at the end. Returns the count, 0 at the end, or -1 after
  * printing an error (I/O or corrupt xz data). */
 long input_read(input *in, void *buf, size_t n);
+
+/* The next bytes input_read() will give, without taking them: *data gets
+ * up to n of them (fewer only at the end of the input), valid until the
+ * next call on in. For telling formats apart by their first bytes. Returns
+ * the count, or -1 after printing an error. Memory: n bytes. */
+long input_peek(input *in, size_t n, const void **data);
 
 /* Append the whole remaining input to out (at most INPUT_MAX_ALL bytes),
  * for auxiliary files that are parsed whole (a --maps file), never for the

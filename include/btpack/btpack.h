@@ -95,6 +95,11 @@ typedef enum btp_status {
     BTP_E_IMAGE_SYNTAX = 121, /* an `image` line is malformed */
     BTP_E_BAD_NOTE = 122,     /* an ELF note runs past its area */
 
+    /* allocation metadata (heap.h) */
+    BTP_E_HEAP_FOREIGN = 140, /* no valid header in front of the pointer: not from this
+                                 heap, freed twice, or damaged by an underrun */
+    BTP_E_HEAP_CORRUPT = 141, /* the live list is damaged (links or a header's magic) */
+
     /* embedded fault capture (ports/cortex-m) */
     BTP_E_CM_FRAME_BOUNDS = 160, /* the stacked exception frame is outside the stack given */
     BTP_E_CM_EXC_RETURN = 161,   /* not an EXC_RETURN value */
@@ -160,5 +165,6 @@ static inline int btp_frame_is_address(btp_frame f)
 #include <btpack/lws.h>
 #include <btpack/capture.h>
 #include <btpack/imagemap.h>
+#include <btpack/heap.h>
 
 #endif

@@ -23,7 +23,11 @@
 #include "lines.h"
 
 typedef struct crash_state {
-    owned_map images;
+    /* the record's images, in the one of the two not given with a trace
+     * last, so that the map given stays as it was until another is (a
+     * symbolizer compares the two to see a change: sym_set_map()) */
+    owned_map images[2];
+    int cur, given;
     strbuf maps;    /* the `map` lines' text */
     strbuf header;  /* the header line, NUL-terminated */
     strbuf bytes;   /* the CBF stream */
@@ -40,7 +44,8 @@ static void crash_close(reader *r)
 {
     crash_state *s = r->state;
     if (s) {
-        owned_map_free(&s->images);
+        owned_map_free(&s->images[0]);
+        owned_map_free(&s->images[1]);
         sb_free(&s->maps);
         sb_free(&s->header);
         sb_free(&s->bytes);
@@ -110,7 +115,8 @@ static int crash_read_next(reader *r, trace *t)
     sb_add(&s->header, b, len);
     sb_clear(&s->maps);
     sb_clear(&s->bytes);
-    owned_map_clear(&s->images, 64);
+    s->cur = !s->given;
+    owned_map_clear(&s->images[s->cur], 64);
     /* image lines are kept as text until the word size is known */
     strbuf image_text = STRBUF_INIT;
     size_t image_first_line = 0, cbf_line = 0;
@@ -196,7 +202,7 @@ static int crash_read_next(reader *r, trace *t)
     size_t off = 0;
     btp_status st = BTP_OK;
     if (image_text.len) {
-        st = owned_map_image_lines(&s->images, image_text.data, image_text.len, t->word_bits,
+        st = owned_map_image_lines(&s->images[s->cur], image_text.data, image_text.len, t->word_bits,
                                    &off);
         if (st != BTP_OK) {
             /* which image line, which column: from the offset in the text */
@@ -209,15 +215,17 @@ static int crash_read_next(reader *r, trace *t)
                           btp_strerror(st));
             goto out;
         }
-        t->image_map = &s->images.map;
+        t->image_map = &s->images[s->cur].map;
+        s->given = s->cur;
     } else if (s->maps.len) {
-        st = owned_map_procmaps(&s->images, s->maps.data, s->maps.len, t->word_bits, &off);
+        st = owned_map_procmaps(&s->images[s->cur], s->maps.data, s->maps.len, t->word_bits, &off);
         if (st != BTP_OK) {
             rc = rd_error(r, "bad map line: %s at byte %zu of the map lines", btp_strerror(st),
                           off);
             goto out;
         }
-        t->image_map = &s->images.map;
+        t->image_map = &s->images[s->cur].map;
+        s->given = s->cur;
     }
     t->context = s->header.data;
 out:

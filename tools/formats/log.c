@@ -25,9 +25,7 @@
 
 typedef struct log_rstate {
     btp_log_reader *lr;
-    owned_map map;    /* the stored image map, given with every record */
-    int have_map;
-    int map_from;     /* owned_map_take_meta() */
+    log_map map;      /* the stored image map so far, given with every record */
     size_t next_meta; /* metadata handed on so far */
     int done;
 } log_rstate;
@@ -43,7 +41,7 @@ static void log_close(reader *r)
     log_rstate *s = r->state;
     if (s) {
         btp_log_reader_close(s->lr);
-        owned_map_free(&s->map);
+        log_map_free(&s->map);
     }
     free(s);
     r->state = NULL;
@@ -64,14 +62,10 @@ static void pass_comments(reader *r, log_rstate *s, uint64_t upto)
            at <= upto) {
         if (r->opt->comments && strcmp(key, "comment") == 0)
             sb_add(r->opt->comments, data, len);
-        size_t off = 0;
-        btp_status ms = owned_map_take_meta(&s->map, &s->map_from, key, data, len, r->word_bits,
-                                            &off);
-        if (ms != BTP_END)
-            s->have_map = ms == BTP_OK;
+        btp_status ms = log_map_take(&s->map, key, data, len);
         if (ms != BTP_OK && ms != BTP_END) /* the records are still good */
-            diag(DIAG_WARNING, r->name, NULL, "stored image map unusable (%s at byte %zu)",
-                 btp_strerror(ms), off);
+            diag(DIAG_WARNING, r->name, NULL, "stored image map unusable (%s at byte %zu of "
+                 "its block)", btp_strerror(ms), s->map.err_off);
         s->next_meta++;
     }
     btp_log_reader_meta_release(s->lr, s->next_meta);
@@ -174,6 +168,7 @@ static int log_read_next(reader *r, trace *t)
             return -1;
         }
         r->word_bits = btp_log_reader_word_bits(s->lr);
+        log_map_init(&s->map, r->word_bits);
     }
     btp_log_record rec;
     btp_status st;
@@ -200,7 +195,7 @@ static int log_read_next(reader *r, trace *t)
     }
     pass_comments(r, s, rec.index);
     trace_reset(t, r->word_bits);
-    t->image_map = s->have_map ? &s->map.map : NULL;
+    t->image_map = log_map_get(&s->map);
     t->loc = (src_loc){.offset = rec.index, .has_offset = 0};
     if (rec.flags) {
         return rd_error(r, "record %llu: its %s was lost with a damaged block",

@@ -15,6 +15,8 @@
 
 #include <btpack/btpack.h>
 
+#include "strbuf.h"
+
 typedef struct sym_options {
     const char *backend;           /* "libdw", "addr2line", or NULL: the default */
     const char *addr2line;         /* program for the addr2line back end (NULL: addr2line) */
@@ -64,7 +66,9 @@ symbolizer *sym_new(const sym_options *opt, char *why, size_t why_len);
 void sym_free(symbolizer *s);
 
 /* The map for the addresses added next (NULL: none). The map must stay
- * valid until the next sym_set_map (or sym_resolve); sym_add copies what
+ * valid and unchanged until the next sym_set_map (or sym_resolve), which
+ * compares the two: a map whose contents changed must come at another
+ * address (the same address is taken as the same map). sym_add copies what
  * it keeps. Returns 0 or -1 (out of memory). */
 int sym_set_map(symbolizer *s, const btp_image_map *map);
 
@@ -80,5 +84,15 @@ int sym_resolve(symbolizer *s);
 
 /* The answer for a handle (valid until sym_free). */
 void sym_get(const symbolizer *s, long handle, sym_answer *out);
+
+/* An answer as the JSON members that follow a frame's "addr" (each with a
+ * leading comma): "image", "offset", "build_id" when known, "symbols" (one
+ * {"function","file","line","inlined"} per position, innermost first) and
+ * "note" when there is one. */
+void sym_answer_json(strbuf *o, const sym_answer *a);
+
+/* An answer on one line: "0xADDR  image+0xOFF  function file:line
+ * (inlined into F)", the parts known. */
+void sym_answer_line(strbuf *o, uint64_t addr, const sym_answer *a);
 
 #endif

@@ -1,0 +1,596 @@
+/* Reading a heap's history into the model (heap_model.h), as the input
+ * streams by. */
+#include "heap_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "diag.h"
+#include "input.h"
+#include "lines.h"
+
+/* ---- live pointer table ------------------------------------------------- */
+
+static size_t h_slot(uint64_t p, size_t cap)
+{
+    p ^= p >> 33;
+    p *= 0xff51afd7ed558ccdull;
+    p ^= p >> 33;
+    return (size_t)p & (cap - 1);
+}
+
+static int h_grow(heap_model *m)
+{
+    size_t nc = m->live_cap ? m->live_cap * 2 : 4096;
+    heap_live *t = calloc(nc, sizeof *t);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < m->live_cap; i++)
+        if (m->live[i].used) {
+            size_t j = h_slot(m->live[i].ptr, nc);
+            while (t[j].used)
+                j = (j + 1) & (nc - 1);
+            t[j] = m->live[i];
+        }
+    free(m->live);
+    m->live = t;
+    m->live_cap = nc;
+    return 0;
+}
+
+/* Slot of p, or of the empty slot where it would go. */
+static size_t h_find(const heap_model *m, uint64_t p)
+{
+    size_t j = h_slot(p, m->live_cap);
+    while (m->live[j].used && m->live[j].ptr != p)
+        j = (j + 1) & (m->live_cap - 1);
+    return j;
+}
+
+/* Remove slot j, shifting later entries of its cluster back (no tombstones). */
+static void h_remove(heap_model *m, size_t j)
+{
+    size_t cap = m->live_cap;
+    m->live[j].used = 0;
+    m->live_used--;
+    for (size_t k = (j + 1) & (cap - 1); m->live[k].used; k = (k + 1) & (cap - 1)) {
+        size_t home = h_slot(m->live[k].ptr, cap);
+        /* move k to j when its home is not in (j, k] cyclically */
+        if ((j < k) ? (home <= j || home > k) : (home <= j && home > k)) {
+            m->live[j] = m->live[k];
+            m->live[k].used = 0;
+            j = k;
+        }
+    }
+}
+
+/* ---- events --------------------------------------------------------------- */
+
+/* A site's live counters are about to change at the current event. What
+ * was live at the peak is what the site had when it last changed at or
+ * before the peak's event: kept here, so that no allocation's history is
+ * needed to know it (heap_model_site_totals() completes the others). */
+static void site_change(heap_model *m, site *s)
+{
+    if (s->touched && s->touched - 1 <= m->peak_t && m->peak_bytes) {
+        s->peak_count = s->live_count;
+        s->peak_bytes = s->live_bytes;
+    }
+    s->touched = m->events + 1;
+}
+
+/* The live allocation e ends at the current event. */
+static void live_end(heap_model *m, const heap_live *e)
+{
+    site *s = &m->st.sites[e->site];
+    site_change(m, s);
+    s->live_count--;
+    s->live_bytes -= e->size;
+    m->live_bytes -= e->size;
+    m->live_count--;
+}
+
+/* where: the record (log) or line (text) of the allocation. */
+static int on_alloc(heap_model *m, uint64_t ptr, uint64_t size, uint32_t site_ix, uint32_t flags,
+                    uint64_t where)
+{
+    if (!(flags & HA_NO_ADDRESS) && (m->live_used + 1) * 2 > m->live_cap && h_grow(m) < 0)
+        return -1;
+    if (m->keep_allocs && array_grow(&m->a, &m->cap, m->n + 1, sizeof *m->a) < 0)
+        return -1;
+    if (!(flags & HA_NO_ADDRESS)) {
+        size_t j = h_find(m, ptr);
+        if (m->live[j].used) {
+            /* The address came back without a free: the input lost it. The
+             * old allocation ends here, flagged, and is not a leak. */
+            const heap_live *old = &m->live[j];
+            if (old->ai) {
+                m->a[old->ai - 1].t1 = m->events;
+                m->a[old->ai - 1].flags |= HA_FREE_MISSING;
+            }
+            m->free_missing++;
+            live_end(m, old);
+            h_remove(m, j);
+            j = h_find(m, ptr);
+        }
+        m->live[j] = (heap_live){ptr, size, m->allocs + 1, m->keep_allocs ? m->n + 1 : 0,
+                                 site_ix, 1};
+        m->live_used++;
+    }
+    if (m->keep_allocs)
+        m->a[m->n++] = (heap_alloc){ptr, size, m->events, HEAP_LIVE, site_ix, flags};
+    site *s = &m->st.sites[site_ix];
+    site_change(m, s);
+    s->count++;
+    s->bytes += size;
+    s->live_count++;
+    s->live_bytes += size;
+    m->allocs++;
+    m->events++;
+    m->total_bytes += size;
+    m->live_bytes += size;
+    m->live_count++;
+    if (m->live_bytes > m->peak_bytes) {
+        m->peak_bytes = m->live_bytes;
+        m->peak_count = m->live_count;
+        m->peak_t = m->events - 1;
+        m->peak_where = where;
+        /* the clock samples around it: the latest so far, and what comes */
+        m->clock_lo = m->clock_last;
+        m->clock_hi.have = 0;
+    }
+    return 0;
+}
+
+/* where: the line or record number, for the first unmatched free. */
+static void on_free(heap_model *m, uint64_t ptr, uint64_t where)
+{
+    if (ptr == 0)
+        return; /* free(NULL) */
+    size_t j = m->live_cap ? h_find(m, ptr) : 0;
+    if (!m->live_cap || !m->live[j].used) {
+        if (!m->unmatched_frees++)
+            m->first_unmatched = where;
+        m->events++;
+        return;
+    }
+    const heap_live *e = &m->live[j];
+    if (e->ai)
+        m->a[e->ai - 1].t1 = m->events;
+    m->frees++;
+    /* Temporary: freed before any other allocation was made (heaptrack's
+     * definition), so the memory was never needed alongside another. */
+    if (e->seq == m->allocs) {
+        m->temporary++;
+        m->st.sites[e->site].temp_count++;
+    }
+    live_end(m, e);
+    m->events++;
+    h_remove(m, j);
+}
+
+/* ---- trace logs ------------------------------------------------------------ */
+
+/* A `clock` note: lines "RECORD NS" (the records written before the
+ * sample, nanoseconds since start), or one number NS placed by the note's
+ * own position (`rec` records before it). Samples must not go back in
+ * records; others are ignored (never guessed). Only the samples around
+ * the peak are kept: the last at or before its record, and the next. */
+static void take_clock(heap_model *m, const char *d, size_t len, uint64_t rec)
+{
+    const char *p = d, *end = d + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        char line[64];
+        size_t k = (size_t)(le - p) < sizeof line - 1 ? (size_t)(le - p) : sizeof line - 1;
+        memcpy(line, p, k);
+        line[k] = 0;
+        p = le + 1;
+        unsigned long long a, b;
+        char extra;
+        int got = sscanf(line, "%llu %llu %c", &a, &b, &extra);
+        if (got == 1)
+            b = a, a = rec;
+        else if (got != 2)
+            continue;
+        if (a > rec || (m->clock_last.have && a < m->clock_last.rec))
+            continue;
+        heap_clock c = {a, b, 1};
+        m->clock_last = c;
+        if (!m->peak_bytes)
+            continue; /* the peak, when it comes, starts from this one */
+        if (a <= m->peak_where) {
+            m->clock_lo = c;
+            m->clock_hi.have = 0;
+        } else if (!m->clock_lo.have) {
+            m->clock_lo = c; /* none before the peak: the first one stands */
+        } else if (!m->clock_hi.have) {
+            m->clock_hi = c;
+        }
+    }
+}
+
+/* A metadata item of the log, as it streams by. */
+static void take_meta(heap_model *m, const char *key, const void *d, size_t len, uint64_t rec)
+{
+    char **note = !strcmp(key, "tracer")       ? &m->tracer
+                  : !strcmp(key, "tracer-end") ? &m->tracer_end
+                  : !strcmp(key, "exec")       ? &m->exec_note
+                                               : NULL;
+    if (note && !*note) /* the first of each */
+        *note = strndup(d, len);
+    else if (!strcmp(key, "clock"))
+        take_clock(m, d, len, rec);
+    else
+        site_syms_take(&m->sy, key, d, len);
+}
+
+static int load_log(heap_model *m, input *in, const cli_options *opt)
+{
+    reader rd = {.name = m->name, .opt = opt, .in = in};
+    btp_log_reader *r;
+    if (log_open_reader(&rd, &r) != BTP_OK) {
+        if (!rd.in_failed)
+            diag(DIAG_ERROR, m->name, &rd.err_loc, "%s", rd.msg);
+        return EXIT_BAD_INPUT;
+    }
+    m->word_bits = btp_log_reader_word_bits(r);
+    site_syms_init(&m->sy, m->sy.elf, m->word_bits);
+    int rc = EXIT_OK;
+    btp_log_record rec;
+    for (;;) {
+        btp_status st = btp_log_reader_next(r, &rec);
+        if (st == BTP_END) {
+            m->complete = 1;
+            break;
+        }
+        if (st != BTP_OK) {
+            rd.fatal = 0;
+            log_status(&rd, r, st);
+            if (rd.in_failed) {
+                rc = EXIT_BAD_INPUT;
+                break;
+            }
+            if (st == BTP_E_TRUNCATED_FILE) {
+                /* A crash, a kill or a recording still going on: every
+                 * complete block was read; say so, do not fail. */
+                diag(DIAG_WARNING, m->name, &rd.err_loc, "%s (the process crashed, was killed, "
+                     "or is still running): reporting the records before it", rd.msg);
+                break;
+            }
+            rc = EXIT_BAD_INPUT;
+            diag(rd.fatal ? DIAG_ERROR : DIAG_WARNING, m->name, &rd.err_loc, "%s", rd.msg);
+            if (rd.fatal)
+                break;
+            continue;
+        }
+        if (rec.kind == BTP_LOG_META) {
+            /* used as it comes, then forgotten: memory does not grow with
+             * the log's metadata */
+            const char *key;
+            const void *d;
+            size_t len;
+            uint64_t at;
+            if (btp_log_reader_meta(r, rec.meta, &key, &d, &len, &at) == BTP_OK)
+                take_meta(m, key, d, len, at);
+            btp_log_reader_meta_release(r, rec.meta + 1);
+            continue;
+        }
+        if (rec.flags & BTP_LOG_REC_PTR_UNKNOWN) {
+            m->damaged++;
+            continue;
+        }
+        if (rec.kind == BTP_LOG_FREE) {
+            on_free(m, rec.ptr, rec.index);
+        } else if (rec.kind == BTP_LOG_ALLOC) {
+            if (rec.ptr == 0) {
+                m->failed++;
+                continue;
+            }
+            uint32_t s = sites_of_record(&m->st, &rec);
+            if (!s || on_alloc(m, rec.ptr, rec.size, s - 1, 0, rec.index) < 0) {
+                rc = -1;
+                break;
+            }
+            if (rec.n_frames)
+                m->has_stacks = 1;
+        }
+    }
+    site_syms_check_map(&m->sy, m->name);
+    btp_log_reader_close(r);
+    return rc;
+}
+
+/* ---- text: CSV records and lws ~m# records --------------------------------- */
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)(c | 0x20);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A number of s[0..n): hex with 0x, or when `hex` says so; else decimal.
+ * Returns 0, or -1 (empty, bad digit, wider than 64 bits). */
+static int parse_num(const char *s, size_t n, int hex, uint64_t *out)
+{
+    if (n >= 2 && s[0] == '0' && (s[1] | 0x20) == 'x')
+        s += 2, n -= 2, hex = 1;
+    if (n == 0)
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        int d = hexval(s[i]);
+        if (d < 0 || (!hex && d > 9))
+            return -1;
+        unsigned base = hex ? 16 : 10;
+        if (v > (UINT64_MAX - (uint64_t)d) / base)
+            return -1;
+        v = v * base + (uint64_t)d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Sizes are decimal as the seed's records show (`m,12,0x50000000`), hex
+ * when written with 0x, with hex letters, or zero-padded to 8+ digits (the
+ * `%8.8x` its wrapper printed). */
+static int size_is_hex(const char *s, size_t n)
+{
+    if (n >= 8 && s[0] == '0')
+        return 1;
+    for (size_t i = 0; i < n; i++)
+        if (hexval(s[i]) > 9)
+            return 1;
+    return 0;
+}
+
+static int is_word(char c)
+{
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || c == '_';
+}
+
+/* A CSV record at the end of the line s[0..n) (other text may come before
+ * it, after a non-word character). Returns 1 with the fields, 0 when the
+ * line holds no record, -1 when it starts like one but is malformed. */
+static int parse_csv(const char *s, size_t n, char *kind, uint64_t *size, int *has_size,
+                     uint64_t *ptr)
+{
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        n--;
+    size_t lead = 0;
+    while (lead < n && (s[lead] == ' ' || s[lead] == '\t'))
+        lead++;
+    int looks = n - lead >= 2 && (s[lead] == 'm' || s[lead] == 'c' || s[lead] == 'f') &&
+                s[lead + 1] == ',';
+    /* the pointer: trailing hex digits (and 0x) */
+    size_t e = n, b = n;
+    while (b > 0 && (hexval(s[b - 1]) >= 0 || (s[b - 1] | 0x20) == 'x'))
+        b--;
+    if (b == e || b < 3 || s[b - 1] != ',')
+        return looks ? -1 : 0;
+    size_t se = b - 1, sb = se;
+    while (sb > 0 && (hexval(s[sb - 1]) >= 0 || (s[sb - 1] | 0x20) == 'x'))
+        sb--;
+    if (sb < 2 || s[sb - 1] != ',')
+        return looks ? -1 : 0;
+    char k = s[sb - 2];
+    if ((k != 'm' && k != 'c' && k != 'f') || (sb >= 3 && is_word(s[sb - 3])))
+        return looks ? -1 : 0;
+    if (parse_num(s + b, e - b, 1, ptr) < 0)
+        return -1;
+    *has_size = se > sb;
+    if (*has_size && parse_num(s + sb, se - sb, size_is_hex(s + sb, se - sb), size) < 0)
+        return -1;
+    if (!*has_size && k != 'f')
+        return -1;
+    *kind = k;
+    return 1;
+}
+
+static int load_text(heap_model *m, input *in, const cli_options *opt, heap_input kind)
+{
+    int rc = EXIT_OK;
+    uint32_t nostack = sites_of_frames(&m->st, NULL, 0);
+    if (!nostack)
+        return -1;
+    uint64_t synthetic = 0x1000; /* lws: records laid out one after another */
+    btp_frame frames[BTP_LWS_MAX_FRAMES];
+    line_reader lr;
+    lines_init(&lr, in);
+    const char *line;
+    size_t len;
+    int got_line;
+    while ((got_line = lines_next(&lr, &line, &len)) > 0) {
+        size_t lineno = lr.lineno;
+        src_loc loc = {.line = lineno};
+        if (kind == HEAP_IN_LWS) {
+            size_t pos = 0, start, rl;
+            while (btp_lws_scan(line, len, &pos, &start, &rl) == BTP_OK) {
+                btp_lws_info info;
+                btp_status st = btp_lws_m_decode(line + start, rl, m->word_bits, frames,
+                                                 BTP_LWS_MAX_FRAMES, &info);
+                if (st != BTP_OK) {
+                    diag(opt->keep_going ? DIAG_WARNING : DIAG_ERROR, m->name, &loc,
+                         "bad ~m# record: %s", btp_strerror(st));
+                    m->bad_lines++;
+                    rc = EXIT_BAD_INPUT;
+                    if (!opt->keep_going)
+                        goto out;
+                    continue;
+                }
+                uint32_t s = sites_of_frames(&m->st, frames, info.depth);
+                if (!s || on_alloc(m, synthetic, info.alloc_size, s - 1, HA_NO_ADDRESS,
+                                   lineno) < 0) {
+                    rc = -1;
+                    goto out;
+                }
+                m->has_stacks |= info.depth > 0;
+                synthetic += (info.alloc_size + 15) & ~(uint64_t)15;
+                if (synthetic > (UINT64_MAX >> 1))
+                    synthetic = 0x1000;
+            }
+            continue;
+        }
+        char k;
+        uint64_t size = 0, ptr = 0;
+        int has_size = 0;
+        int got = parse_csv(line, len, &k, &size, &has_size, &ptr);
+        if (got == 0)
+            continue; /* other log text */
+        if (got < 0) {
+            diag(opt->keep_going ? DIAG_WARNING : DIAG_ERROR, m->name, &loc,
+                 "malformed heap record (expected m,SIZE,PTR  c,SIZE,PTR  or f,,PTR)");
+            m->bad_lines++;
+            rc = EXIT_BAD_INPUT;
+            if (!opt->keep_going)
+                break;
+            continue;
+        }
+        if (k == 'f') {
+            on_free(m, ptr, lineno);
+        } else if (ptr == 0) {
+            m->failed++;
+        } else if (on_alloc(m, ptr, size, nostack - 1, 0, lineno) < 0) {
+            rc = -1;
+            break;
+        }
+    }
+    if (got_line < 0 && rc == EXIT_OK)
+        rc = EXIT_BAD_INPUT; /* reported by the line reader */
+out:
+    lines_free(&lr);
+    return rc;
+}
+
+/* Does the text hold `~m#` records? */
+static int text_has_lws(const char *head, size_t len)
+{
+    size_t pos = 0, start, rl;
+    return btp_lws_scan(head, len, &pos, &start, &rl) == BTP_OK;
+}
+
+int heap_model_load(heap_model *m, const char *path, heap_input kind, const cli_options *opt,
+                    const char *elf, int keep_allocs)
+{
+    memset(m, 0, sizeof *m);
+    m->st = (sites)SITES_INIT;
+    m->name = input_name(path);
+    m->word_bits = opt->word_bits ? opt->word_bits : 64;
+    m->keep_allocs = keep_allocs;
+    site_syms_init(&m->sy, elf, m->word_bits);
+    input in;
+    if (input_open(&in, path) < 0)
+        return EXIT_BAD_INPUT;
+    /* the log magic from the first bytes, lws records from the first MiB */
+    const void *head;
+    long hn = kind == HEAP_IN_AUTO ? input_peek(&in, 8, &head) : 0;
+    if (hn >= 0 && kind == HEAP_IN_AUTO && btp_log_probe(head, (size_t)hn))
+        kind = HEAP_IN_LOG;
+    if (hn >= 0 && kind == HEAP_IN_AUTO && (hn = input_peek(&in, (size_t)1 << 20, &head)) >= 0)
+        kind = text_has_lws(head, (size_t)hn) ? HEAP_IN_LWS : HEAP_IN_CSV;
+    int rc = EXIT_BAD_INPUT;
+    m->kind = kind;
+    if (hn >= 0)
+        rc = kind == HEAP_IN_LOG ? load_log(m, &in, opt) : load_text(m, &in, opt, kind);
+    input_close(&in);
+    return rc;
+}
+
+void heap_model_free(heap_model *m)
+{
+    sites_free(&m->st);
+    site_syms_free(&m->sy);
+    free(m->a);
+    free(m->tracer);
+    free(m->tracer_end);
+    free(m->exec_note);
+    free(m->live);
+    memset(m, 0, sizeof *m);
+}
+
+double heap_model_peak_seconds(const heap_model *m)
+{
+    const heap_clock *lo = &m->clock_lo, *hi = &m->clock_hi;
+    if (!lo->have || !m->peak_bytes)
+        return -1;
+    /* between the samples around it, in proportion to the records */
+    uint64_t t = m->peak_where;
+    double ns = (double)lo->ns;
+    if (hi->have && hi->rec > lo->rec && hi->ns >= lo->ns && t >= lo->rec)
+        ns += (double)(hi->ns - lo->ns) * (double)(t - lo->rec) / (double)(hi->rec - lo->rec);
+    return ns / 1e9;
+}
+
+void heap_model_site_totals(heap_model *m)
+{
+    if (!m->keep_allocs) {
+        /* counted while loading; what was live at the peak is what a site
+         * had when it last changed at or before it */
+        for (size_t i = 0; i < m->st.n_sites; i++) {
+            site *s = &m->st.sites[i];
+            if (s->touched && s->touched - 1 <= m->peak_t && m->peak_bytes) {
+                s->peak_count = s->live_count;
+                s->peak_bytes = s->live_bytes;
+            }
+        }
+        return;
+    }
+    for (size_t i = 0; i < m->st.n_sites; i++) {
+        site *s = &m->st.sites[i];
+        s->count = s->bytes = s->live_count = s->live_bytes = s->peak_count = s->peak_bytes = 0;
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        const heap_alloc *a = &m->a[i];
+        site *s = &m->st.sites[a->site];
+        s->count++;
+        s->bytes += a->size;
+        if (a->t1 == HEAP_LIVE) {
+            s->live_count++;
+            s->live_bytes += a->size;
+        }
+        if (a->t0 <= m->peak_t && a->t1 > m->peak_t && m->peak_bytes) {
+            s->peak_count++;
+            s->peak_bytes += a->size;
+        }
+    }
+}
+
+static heap_order sort_key;
+
+uint64_t heap_site_value(const site *s, heap_order key)
+{
+    switch (key) {
+    case BY_COUNT: return s->count;
+    case BY_BYTES: return s->bytes;
+    case BY_LIVE: return s->live_bytes;
+    case BY_PEAK: return s->peak_bytes;
+    case BY_TEMP: return s->temp_count;
+    }
+    return 0;
+}
+
+static int cmp_sites(const void *a, const void *b)
+{
+    const site *x = *(const site *const *)a, *y = *(const site *const *)b;
+    uint64_t kx = heap_site_value(x, sort_key), ky = heap_site_value(y, sort_key);
+    if (kx != ky)
+        return kx < ky ? 1 : -1;
+    return (x->count < y->count) - (x->count > y->count);
+}
+
+site **heap_model_sorted(const heap_model *m, heap_order key)
+{
+    site **v = malloc((m->st.n_sites + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < m->st.n_sites; i++)
+        v[i] = &m->st.sites[i];
+    sort_key = key;
+    qsort(v, m->st.n_sites, sizeof *v, cmp_sites);
+    return v;
+}
