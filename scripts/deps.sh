@@ -27,6 +27,8 @@ btpack_ensure_deps() {
     btpack_want 'pkg-config --exists libunwind' libunwind-dev  # optional capture method
     btpack_want 'pkg-config --exists libdw' libdw-dev          # btpack symbolize in-process
     btpack_want 'command -v readelf && command -v strip' binutils  # symbolize tests
+    # symbolize: libstdc++'s __cxa_demangle for C++ names, and the C++ test program
+    btpack_want 'command -v c++' g++
     if [ ${#btpack_need_pkgs[@]} -eq 0 ]; then
         return 0
     fi
