@@ -149,6 +149,8 @@ btp_status btp_image_line_parse(const char *line, size_t len, unsigned word_bits
     if (i == len)
         FAIL_AT(i);
     for (size_t k = i; !no_path && k < len; path_len++) {
+        if (line[k] == 0)
+            FAIL_AT(k); /* a C string cannot hold it: the path would be cut there */
         if (line[k] != '\\') {
             k++;
             continue;

@@ -132,6 +132,11 @@ static btp_status parse_line(parse *ps, const char *t, size_t b, size_t e, unsig
         i++;
     const char *path = t + i;
     size_t path_len = e - i;
+    for (size_t k = 0; k < path_len; k++)
+        if (path[k] == 0) { /* the kernel never writes one; a C string would be cut there */
+            *at = i + k;
+            return BTP_E_MAPS_SYNTAX;
+        }
     int vdso = path_len == 6 && memcmp(path, "[vdso]", 6) == 0;
     if (!vdso && (path_len == 0 || path[0] != '/'))
         return BTP_OK; /* anonymous memory, [heap], [stack], [vvar], ... */
@@ -140,8 +145,11 @@ static btp_status parse_line(parse *ps, const char *t, size_t b, size_t e, unsig
 
     candidate *c = NULL;
     if (offset != 0 || vdso) {
+        /* a file's later mappings lie above where it starts; one below
+         * cannot be of the same load (and would end the image's text
+         * before its base) */
         for (size_t k = ps->n_open; k-- > 0;)
-            if (same_file(&ps->open[k], path, path_len, inode)) {
+            if (same_file(&ps->open[k], path, path_len, inode) && start >= ps->open[k].base) {
                 c = &ps->open[k];
                 break;
             }
