@@ -28,9 +28,13 @@ Ways, on every input:
   the same with each image's distinct addresses only (sort -u: what a careful
   user does by hand; on `distinct` it is the same input, so not run again).
 
+Before the timing, the two back ends' answers are compared frame by frame,
+and where they differ llvm-symbolizer (when installed) is asked which one it
+agrees with; --compare-only stops there.
+
 usage: python3 bench/symbolize_bench.py BTPACK CORPUS_DIR [--reps N]
                                         [--frames N] [--inputs corpus,distinct]
-                                        [--ways W1,W2,...] [--json]"""
+                                        [--ways W1,W2,...] [--json] [--compare-only]"""
 import argparse
 import json
 import lzma
@@ -50,6 +54,8 @@ ap.add_argument("--frames", type=int, default=100000)
 ap.add_argument("--inputs", default="corpus,distinct")
 ap.add_argument("--ways", default=None, help="only these ways (names as printed)")
 ap.add_argument("--json", action="store_true", help="one JSON object per row")
+ap.add_argument("--compare-only", action="store_true",
+                help="only compare the back ends' answers (no timing)")
 args = ap.parse_args()
 if args.reps < 1 or args.frames < 1:
     sys.exit("--reps and --frames must be at least 1")
@@ -193,19 +199,69 @@ def compare_backends(fmt, data):
         outs.append([f for line in p.stdout.decode().splitlines()
                      for f in json.loads(line)["frames"]])
     kinds = {"frames": 0, "same": 0, "locations": 0, "function": 0, "file": 0, "line": 0}
+    differ = []
     for x, y in zip(*outs):
         kinds["frames"] += 1
         sx, sy = x.get("symbols", []), y.get("symbols", [])
         if sx == sy:
             kinds["same"] += 1
-        elif len(sx) != len(sy):
+            continue
+        differ.append((x, y))
+        if len(sx) != len(sy):
             kinds["locations"] += 1
         else:
             for field in ["function", "file", "line"]:
                 if any(a.get(field) != b.get(field) for a, b in zip(sx, sy)):
                     kinds[field] += 1
                     break
+    kinds.update(arbiter(differ))
     return kinds
+
+
+def arbiter(differ):
+    """Where the back ends differ, which one llvm-symbolizer (a third DWARF
+    reader) agrees with, on what differs: the locations' function names, or
+    their file names (the last path component: the three join directories
+    differently; function names are compared only where the back ends
+    differ in them, since llvm-symbolizer may pick another alias of the
+    same function from the symbol table). Counted per distinct (image,
+    offset)."""
+    llvm = shutil.which("llvm-symbolizer")
+    res = {"llvm_libdw": 0, "llvm_addr2line": 0, "llvm_neither": 0}
+    if not llvm:
+        return res
+    by_image = {}
+    for x, y in differ:
+        if x.get("image") and x["image"].startswith("/"):
+            key = int(x["offset"], 16) - (1 if x["type"] == "ra" else 0)
+            by_image.setdefault(x["image"], {})[key] = (x["symbols"], y["symbols"])
+    def names(symbols, functions):
+        return [(s.get("function") if functions else None, os.path.basename(s.get("file") or ""))
+                for s in symbols]
+    for image, frames in by_image.items():
+        lb = link_base(image)
+        offs = sorted(frames)
+        p = subprocess.run([llvm, "--obj=" + image, "--inlining", "--demangle"],
+                           input="".join("0x%x\n" % (o + lb) for o in offs),
+                           capture_output=True, text=True)
+        blocks = p.stdout.strip("\n").split("\n\n")
+        for o, blk in zip(offs, blocks):
+            ls = blk.split("\n")
+            want = []
+            for i in range(0, len(ls) - 1, 2):
+                fn, loc = ls[i], ls[i + 1].rsplit(":", 2)[0]
+                want.append((None if fn == "??" else fn,
+                             "" if loc == "??" else os.path.basename(loc)))
+            dw, a2l = frames[o]
+            fns = [s.get("function") for s in dw] != [s.get("function") for s in a2l]
+            want = [(fn if fns else None, f) for fn, f in want]
+            if names(dw, fns) == want:
+                res["llvm_libdw"] += 1
+            elif names(a2l, fns) == want:
+                res["llvm_addr2line"] += 1
+            else:
+                res["llvm_neither"] += 1
+    return res
 
 
 makers = {"corpus": corpus_input, "distinct": distinct_input}
@@ -241,6 +297,12 @@ for name in args.inputs.split(","):
           "the number of (inlined) locations, else %d in a function name, %d in a file, "
           "%d in a line" % (k["same"], k["frames"], k["locations"], k["function"], k["file"],
                             k["line"]))
+    if k["llvm_libdw"] + k["llvm_addr2line"] + k["llvm_neither"]:
+        print("  where they differ, llvm-symbolizer agrees with libdw "
+              "at %d distinct addresses, with addr2line at %d, with neither at %d" %
+              (k["llvm_libdw"], k["llvm_addr2line"], k["llvm_neither"]))
+    if args.compare_only:
+        continue
     times = {w: [] for w, _ in ways}
     for rep in range(args.reps):
         for w, run in ways:
