@@ -11,10 +11,11 @@
  * DWARF: this program's build type, debugoptimized by default, has it;
  * without, the function comes from the symbol table and a note says so).
  *
- * OUT defaults to standard error. The method is the crash handler's (fp)
- * unless BTPACK_STACKTRACE_METHOD names another. Built with frame pointers;
- * each function calls another before it crashes, so none of them is a
- * frameless leaf.
+ * OUT defaults to standard error. The method is the crash handler's default
+ * (cfi: whole stacks through libc and code without frame pointers) unless
+ * BTPACK_STACKTRACE_METHOD names another. Built with frame pointers so that
+ * the fp method can be compared; each function calls another before it
+ * crashes, so none of them is a frameless leaf.
  */
 #include <btpack/btpack.h>
 
@@ -106,14 +107,14 @@ int main(int argc, char **argv)
     btp_crash_options opt;
     memset(&opt, 0, sizeof opt);
     /* The environment may pick the method; without BTPACK_STACKTRACE_METHOD
-     * the crash handler's own default (fp) holds. */
+     * the crash handler's own default (cfi) holds. */
     const char *env = getenv("BTPACK_STACKTRACE_METHOD");
     const char *verbose = getenv("BTPACK_STACKTRACE_METHOD_VERBOSE");
     if (env && env[0]) {
         if (btp_capture_options_init(&opt.capture) != BTP_OK)
             return 1;
     } else if (verbose && verbose[0] && strcmp(verbose, "0") != 0) {
-        fprintf(stderr, "crash_example: the crash handler uses fp "
+        fprintf(stderr, "crash_example: the crash handler uses cfi "
                         "(BTPACK_STACKTRACE_METHOD picks another)\n");
     }
     btp_status st = btp_crash_install(fd, &opt);

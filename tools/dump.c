@@ -39,7 +39,7 @@ static const char dump_help[] =
     "`(ext)` marks the external-count forms.\n"
     "\n"
     "example (the worked example of the CBF notes):\n"
-    "  echo 02111000201021ff00357fff000010f0446103e8292020801110108809 01 | btpack dump\n";
+    "  echo 02111000201021ff00357fff000010f0446103e829202080111010880901 | btpack dump\n";
 
 /* Print one instruction line. */
 static void line_out(size_t off, const uint8_t *p, size_t n, const char *mn, const char *operand,

@@ -93,7 +93,11 @@ typedef enum btp_status {
     /* image maps (imagemap.h) */
     BTP_E_MAPS_SYNTAX = 120,  /* a /proc/PID/maps line is malformed */
     BTP_E_IMAGE_SYNTAX = 121, /* an `image` line is malformed */
-    BTP_E_BAD_NOTE = 122      /* an ELF note runs past its area */
+    BTP_E_BAD_NOTE = 122,     /* an ELF note runs past its area */
+
+    /* embedded fault capture (ports/cortex-m) */
+    BTP_E_CM_FRAME_BOUNDS = 160, /* the stacked exception frame is outside the stack given */
+    BTP_E_CM_EXC_RETURN = 161    /* not an EXC_RETURN value */
 } btp_status;
 
 /* A short English sentence for a status; never NULL, never allocates,

@@ -171,6 +171,27 @@ BTP_API btp_status btp_image_line_parse(const char *line, size_t len, unsigned w
 BTP_API btp_status btp_elf_notes_build_id(const void *notes, size_t len, int swap,
                                           const unsigned char **id, size_t *id_len);
 
+/*
+ * The images loaded in this process now, in load order (the dynamic
+ * loader's order: the executable first), appended to buf as the parsers
+ * above do (see btp_image_buf), each with its path, build ID, base and end
+ * of text read from its program headers and notes in memory
+ * (dl_iterate_phdr); *map points at all of buf's images, word size that of
+ * a pointer. The executable's path is /proc/self/exe's target (the loader
+ * gives none); other paths are the loader's (as the process opened them,
+ * possibly through symlinks). The vDSO has no path and the name the loader
+ * gives it ("linux-vdso.so.1"). A build ID longer than 64 bytes is left
+ * out (build_id_len 0). An image loaded or unloaded by another thread
+ * while this runs may or may not be in the map.
+ *
+ * Returns BTP_OK, BTP_E_BUFFER_TOO_SMALL (buf's counts say what a retry
+ * needs) or BTP_E_INVALID_ARGUMENT (NULL buf or map). Thread-safe; not
+ * async-signal-safe (dl_iterate_phdr takes the loader's lock): the crash
+ * handler builds its own map at crash time from /proc/self/maps (see
+ * capture.h).
+ */
+BTP_API btp_status btp_image_map_self(btp_image_buf *buf, btp_image_map *map);
+
 #ifdef __cplusplus
 }
 #endif

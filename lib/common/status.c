@@ -49,6 +49,9 @@ static const struct status_text texts[] = {
     {BTP_E_MAPS_SYNTAX, "maps_syntax", "malformed /proc/PID/maps line"},
     {BTP_E_IMAGE_SYNTAX, "image_syntax", "malformed image line"},
     {BTP_E_BAD_NOTE, "bad_note", "ELF note runs past its area"},
+    {BTP_E_CM_FRAME_BOUNDS, "cm_frame_bounds",
+     "exception frame outside the stack bounds given"},
+    {BTP_E_CM_EXC_RETURN, "cm_exc_return", "not an EXC_RETURN value"},
 };
 
 static const struct status_text *find(btp_status s)

@@ -72,11 +72,10 @@ static int is_space(char c)
     return c == ' ' || c == '\t';
 }
 
-/* One line text[b..e) (no newline). Returns BTP_OK or an error with *at. */
-static btp_status parse_line(parse *ps, const char *t, size_t b, size_t e, unsigned word_bits,
-                             size_t lineno, size_t *at)
+btp_status btp_procmaps_line(const char *t, size_t b, size_t e, unsigned word_bits,
+                             btp_procmaps_fields *f, size_t *at)
 {
-    uint64_t start, end, offset, dev, inode = 0;
+    uint64_t dev;
     size_t i = b;
     const uint64_t mask = btp_word_mask(word_bits);
     if (e > b && t[e - 1] == '\r')
@@ -88,16 +87,16 @@ static btp_status parse_line(parse *ps, const char *t, size_t b, size_t e, unsig
             return BTP_E_MAPS_SYNTAX;                                                              \
         }                                                                                          \
     } while (0)
-    EXPECT(btp_image_parse_hex(t, e, &i, &start) == 0);
+    EXPECT(btp_image_parse_hex(t, e, &i, &f->start) == 0);
     EXPECT(i < e && t[i] == '-');
     i++;
     size_t end_at = i;
-    EXPECT(btp_image_parse_hex(t, e, &i, &end) == 0);
-    if (start > mask || end > mask) {
-        *at = start > mask ? b : end_at;
+    EXPECT(btp_image_parse_hex(t, e, &i, &f->end) == 0);
+    if (f->start > mask || f->end > mask) {
+        *at = f->start > mask ? b : end_at;
         return BTP_E_VALUE_TOO_WIDE;
     }
-    if (start >= end) {
+    if (f->start >= f->end) {
         *at = end_at;
         return BTP_E_MAPS_SYNTAX;
     }
@@ -107,11 +106,11 @@ static btp_status parse_line(parse *ps, const char *t, size_t b, size_t e, unsig
     const char *perm = t + i;
     EXPECT((perm[0] == 'r' || perm[0] == '-') && (perm[1] == 'w' || perm[1] == '-') &&
            (perm[2] == 'x' || perm[2] == '-') && (perm[3] == 'p' || perm[3] == 's'));
-    int exec = perm[2] == 'x';
+    memcpy(f->perms, perm, 4);
     i += 4;
     EXPECT(i < e && t[i] == ' ');
     i++;
-    EXPECT(btp_image_parse_hex(t, e, &i, &offset) == 0);
+    EXPECT(btp_image_parse_hex(t, e, &i, &f->offset) == 0);
     EXPECT(i < e && t[i] == ' ');
     i++;
     EXPECT(btp_image_parse_hex(t, e, &i, &dev) == 0);
@@ -121,22 +120,38 @@ static btp_status parse_line(parse *ps, const char *t, size_t b, size_t e, unsig
     EXPECT(i < e && t[i] == ' ');
     i++;
     size_t digits = 0;
+    f->inode = 0;
     for (; i < e && t[i] >= '0' && t[i] <= '9'; i++, digits++) {
-        EXPECT(digits < 20 && inode <= (UINT64_MAX - 9) / 10);
-        inode = inode * 10 + (uint64_t)(t[i] - '0');
+        EXPECT(digits < 20 && f->inode <= (UINT64_MAX - 9) / 10);
+        f->inode = f->inode * 10 + (uint64_t)(t[i] - '0');
     }
     EXPECT(digits > 0);
     EXPECT(i == e || is_space(t[i]));
 #undef EXPECT
     while (i < e && is_space(t[i]))
         i++;
-    const char *path = t + i;
-    size_t path_len = e - i;
-    for (size_t k = 0; k < path_len; k++)
-        if (path[k] == 0) { /* the kernel never writes one; a C string would be cut there */
-            *at = i + k;
+    for (size_t k = i; k < e; k++)
+        if (t[k] == 0) { /* the kernel never writes one; a C string would be cut there */
+            *at = k;
             return BTP_E_MAPS_SYNTAX;
         }
+    f->path = t + i;
+    f->path_len = e - i;
+    return BTP_OK;
+}
+
+/* One line text[b..e) (no newline). Returns BTP_OK or an error with *at. */
+static btp_status parse_line(parse *ps, const char *t, size_t b, size_t e, unsigned word_bits,
+                             size_t lineno, size_t *at)
+{
+    btp_procmaps_fields f;
+    btp_status st = btp_procmaps_line(t, b, e, word_bits, &f, at);
+    if (st != BTP_OK)
+        return st;
+    const uint64_t start = f.start, end = f.end, offset = f.offset, inode = f.inode;
+    const int exec = f.perms[2] == 'x';
+    const char *path = f.path;
+    size_t path_len = f.path_len;
     int vdso = path_len == 6 && memcmp(path, "[vdso]", 6) == 0;
     if (!vdso && (path_len == 0 || path[0] != '/'))
         return BTP_OK; /* anonymous memory, [heap], [stack], [vvar], ... */
@@ -206,12 +221,5 @@ btp_status btp_image_map_from_procmaps(const char *text, size_t len, unsigned wo
     }
     for (size_t k = 0; k < ps.n_open; k++)
         commit(&ps, &ps.open[k]);
-    memset(map, 0, sizeof *map);
-    map->word_bits = word_bits;
-    if (buf->n_images > buf->max_images || buf->n_bytes > buf->max_bytes ||
-        (buf->n_bytes && !buf->bytes) || (buf->n_images && !buf->images))
-        return BTP_E_BUFFER_TOO_SMALL;
-    map->images = buf->images;
-    map->n_images = buf->n_images;
-    return BTP_OK;
+    return btp_image_buf_finish(buf, word_bits, map);
 }
