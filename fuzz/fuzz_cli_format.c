@@ -1,6 +1,6 @@
 /*
  * Fuzz target: one CLI format's reader (FUZZ_FORMAT, set by the build: hex,
- * b64, json, addrs, trace, lws, lws-b, cbf), through the CLI's own read loop
+ * b64, json, addrs, trace, lws, lws-b, cbf, crash), through the CLI's own read loop
  * (read_traces: input, line reader, format, error reporting, --keep-going).
  *
  * Input: byte 0 holds options (bit 0 --strict, bits 1-2 --word-bits 16, 32,
@@ -10,7 +10,9 @@
  *  - every trace the reader gives is well formed: a valid word size, at
  *    most --max-frames frames, kinds and values that fit the word, no frames
  *    on a free (an omit of 0 frames, which the default CBF policy reads, is
- *    kept by the trace model);
+ *    kept by the trace model); an image map it carries (crash records) has
+ *    the trace's word size and images that fit it, with base <= end of
+ *    text, build IDs of at most 64 bytes and terminated strings;
  *  - for formats that also write: writing the traces and reading that
  *    output again (same options) gives the same traces, with no bad record
  *    (a writer may refuse a trace its format cannot express; that trace is
@@ -59,6 +61,20 @@ static void check_trace(const trace *t)
         btp_frame f = t->frames[i];
         FUZZ_CHECK((unsigned)f.kind <= BTP_FRAME_OMIT, "frame %zu kind %d", i, f.kind);
         FUZZ_CHECK(f.value <= mask, "frame %zu beyond the word", i);
+    }
+    const btp_image_map *m = t->image_map;
+    if (!m)
+        return;
+    FUZZ_CHECK(m->word_bits == t->word_bits, "image map of %u bits, trace %u", m->word_bits,
+               t->word_bits);
+    FUZZ_CHECK(!m->n_images || m->images, "images without an array");
+    for (size_t i = 0; i < m->n_images; i++) {
+        const btp_image *im = &m->images[i];
+        FUZZ_CHECK(im->base <= im->end_of_text && im->end_of_text <= mask, "image %zu", i);
+        FUZZ_CHECK(im->build_id_len <= 64 && (!im->build_id_len || im->build_id), "build ID");
+        /* strings are terminated (a sanitizer or the guard catches a run-off) */
+        FUZZ_CHECK(!im->path || strlen(im->path) < ((size_t)1 << 20), "path");
+        FUZZ_CHECK(!im->name || strlen(im->name) < ((size_t)1 << 20), "name");
     }
 }
 
