@@ -46,6 +46,18 @@ static const struct status_text texts[] = {
     {BTP_E_NO_ZLIB, "no_zlib", "compressed block, but this build has no zlib"},
     {BTP_E_ZLIB, "zlib", "zlib error"},
     {BTP_E_NO_METHOD, "no_method", "stack capture method not available"},
+    {BTP_E_CIF_TRUNCATED, "cif_truncated", "image map ends inside a field"},
+    {BTP_E_CIF_BAD_VERSION, "cif_bad_version", "unsupported image map (CIF) version"},
+    {BTP_E_CIF_RESERVED_SIZE, "cif_reserved_size", "reserved word size in image map information byte"},
+    {BTP_E_CIF_COUNT_TOO_WIDE, "cif_count_too_wide", "image map count does not fit 63 bits"},
+    {BTP_E_CIF_BAD_PREFIX, "cif_bad_prefix", "path refers to an undefined prefix code"},
+    {BTP_E_CIF_NUL_IN_STRING, "cif_nul_in_string", "NUL byte in an image path or the platform"},
+    {BTP_E_CIF_BAD_RANGE, "cif_bad_range", "end of text below the image's base address"},
+    {BTP_E_CIF_RESERVED_BIT, "cif_reserved_bit", "reserved bit set in an image header"},
+    {BTP_E_CIF_EMPTY_TEXT, "cif_empty_text", "end of text equal to the image's base address"},
+    {BTP_E_CIF_BAD_UTF8, "cif_bad_utf8", "image path or platform is not valid UTF-8"},
+    {BTP_E_CIF_BUILD_ID_TOO_LONG, "cif_build_id_too_long", "build ID longer than 1024 bytes"},
+    {BTP_E_CIF_STRING_TOO_LONG, "cif_string_too_long", "platform string longer than 255 bytes"},
 };
 
 static const struct status_text *find(btp_status s)
