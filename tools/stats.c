@@ -148,6 +148,7 @@ int cmd_stats(int argc, char **argv)
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
         {"max-frames", required_argument, NULL, 'm'},
+        {"thread", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {"elf", required_argument, NULL, 'E'},
         {"top", required_argument, NULL, 'T'},

@@ -39,6 +39,13 @@ typedef struct trace {
      * logs with maps), or NULL. Owned by the reader that set it, valid until
      * its next record; trace_reset() clears it. */
     const btp_image_map *image_map;
+    /* The machine as the input names it ("x86_64", "arm64", "i386": Swift
+     * JSON, crash logs), or NULL; owned by the reader like image_map. */
+    const char *arch;
+    /* Crash logs: the thread's name (or NULL) and whether it is the one
+     * that crashed. */
+    const char *thread_name;
+    int crashed;
 } trace;
 
 /* Set up an empty trace that will hold at most max_frames frames. */

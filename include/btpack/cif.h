@@ -151,9 +151,13 @@ typedef enum btp_cif_field {
     BTP_CIF_F_END,        /* value = end of text */
     BTP_CIF_F_BUILD_ID,   /* value = length; text = the bytes */
     BTP_CIF_F_PATH_STR,   /* text = literal bytes */
+    BTP_CIF_F_PATH_DEFINE,/* no bytes of its own: value = the code a literal
+                             just defined, text = its prefix */
     BTP_CIF_F_PATH_EXPAND,/* value = prefix code; text = its bytes */
-    BTP_CIF_F_PATH_FRAMEWORK, /* text = the expansion */
-    BTP_CIF_F_PATH_END,   /* text = the whole path (len 0: none) */
+    BTP_CIF_F_PATH_FRAMEWORK, /* value = version byte; text = the expansion */
+    BTP_CIF_F_PATH_END,   /* the `end` byte */
+    BTP_CIF_F_PATH,       /* the whole path: offset/len its bytes, text = the
+                             path (text_len 0: none) */
     BTP_CIF_F_PATH_DROPPED /* BTP_CIF_LENIENT: path dropped; value = its status */
 } btp_cif_field;
 

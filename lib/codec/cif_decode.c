@@ -214,12 +214,20 @@ static btp_status read_path_ops(dec *d, size_t *start, size_t *n, size_t *nul_at
         if (!need(d, 1))
             return fail(d, BTP_E_CIF_TRUNCATED, op_at);
         uint8_t op = d->in[d->pos++];
-        if (op == CIF_OP_END)
+        if (op == CIF_OP_END) {
+            event(d, BTP_CIF_F_PATH_END, op_at, 0, NULL, 0);
             break;
+        }
         if (op <= CIF_OP_STR_MAX) {
             if (!need(d, op))
                 return fail(d, BTP_E_CIF_TRUNCATED, op_at);
             const uint8_t *s = d->in + d->pos;
+            if (d->visit) {
+                btp_cif_event ev = {.field = BTP_CIF_F_PATH_STR, .offset = op_at, .len = 1u + op,
+                                    .image = d->image, .value = op, .text = (const char *)s,
+                                    .text_len = op};
+                d->visit(d->ctx, &ev);
+            }
             if (!have_lit) {
                 have_lit = 1;
                 lit = d->used;
@@ -238,11 +246,19 @@ static btp_status read_path_ops(dec *d, size_t *start, size_t *n, size_t *nul_at
                     cif_entry *en = entry_at(d, d->n_entries++);
                     en->off = (uint32_t)lit;
                     en->len = (uint32_t)(d->used - lit);
+                    if (d->visit) {
+                        btp_cif_event ev = {.field = BTP_CIF_F_PATH_DEFINE,
+                                            .offset = d->pos + i,
+                                            .image = d->image,
+                                            .value = CIF_FIRST_DYNAMIC + d->n_entries - 1,
+                                            .text = (const char *)d->arena + lit,
+                                            .text_len = en->len};
+                        d->visit(d->ctx, &ev);
+                    }
                 }
                 d->arena[d->used++] = s[i];
             }
             d->pos += op;
-            event(d, BTP_CIF_F_PATH_STR, op_at, op, s, op);
         } else if (op < CIF_OP_EXPAND) {
             size_t nl = (size_t)(op & 0x3f) + 1;
             if (!need(d, 1 + nl))
@@ -319,8 +335,7 @@ static btp_status read_path(dec *d, btp_image *im)
         im->name = p + i;
     }
     if (st == BTP_OK) {
-        if (n)
-            event(d, BTP_CIF_F_PATH_END, path_at, 0, d->arena + start, n);
+        event(d, BTP_CIF_F_PATH, path_at, 0, n ? d->arena + start : NULL, n);
         return BTP_OK;
     }
     /* Swift drops an undecodable path and reads on from where it stopped
