@@ -14,6 +14,8 @@
  */
 #include "cif_internal.h"
 
+#include "common/compiler.h"
+
 typedef struct cif_entry {
     uint32_t off, len;
 } cif_entry;
@@ -160,11 +162,13 @@ static int valid_utf8(const uint8_t *s, size_t n)
 
 static int has_nul(const uint8_t *s, size_t n, size_t *at)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        BTP_OPAQUE(i); /* not memchr: freestanding */
         if (s[i] == 0) {
             *at = i;
             return 1;
         }
+    }
     return 0;
 }
 

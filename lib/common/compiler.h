@@ -17,4 +17,13 @@
 #define BTP_NOINLINE
 #endif
 
+/* Hides the value of an integer from the optimiser, so that a loop using it
+ * is not turned into a libc call (a byte loop into strlen or memchr): the
+ * freestanding code must link without libc. */
+#if defined(__GNUC__)
+#define BTP_OPAQUE(x) __asm__("" : "+r"(x))
+#else
+#define BTP_OPAQUE(x) ((void)0)
+#endif
+
 #endif
