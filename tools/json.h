@@ -104,4 +104,8 @@ enum {
  */
 void json_put_string(struct strbuf *sb, const char *s, size_t n, unsigned flags);
 
+/* 1 if s[0..n) is well-formed UTF-8 (what JSON text must be; the parser
+ * does not check raw bytes itself). */
+int json_utf8_valid(const char *s, size_t n);
+
 #endif

@@ -31,6 +31,18 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     return k + 1;
 }
 
+int json_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq(p + i, n - i);
+        if (!k)
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
 void json_put_string(strbuf *sb, const char *s, size_t n, unsigned flags)
 {
     static const char hex[] = "0123456789abcdef";

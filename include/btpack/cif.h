@@ -191,7 +191,8 @@ typedef void (*btp_cif_visitor)(void *ctx, const btp_cif_event *ev);
  *  BTP_E_CIF_RESERVED_SIZE word size code 0b11 (offset 0)
  *  BTP_E_CIF_TRUNCATED     input ends inside a field (offset: the field)
  *  BTP_E_CIF_COUNT_TOO_WIDE a count beyond 2^63 (offset: the count)
- *  BTP_E_LIMIT             more images than max_images (offset: the count)
+ *  BTP_E_LIMIT             more images than max_images (offset: the first
+ *                          image that does not fit)
  *  BTP_E_CIF_BAD_PREFIX    a path refers to an undefined prefix code, or a
  *                          long reference's value overflows (offset: it)
  *  BTP_E_CIF_NUL_IN_STRING a NUL byte in the platform or a path

@@ -473,18 +473,21 @@ static btp_status decode(dec *d, btp_image *images, size_t max_images, btp_image
     if (st != BTP_OK)
         return st;
     event(d, BTP_CIF_F_COUNT, at, count, NULL, 0);
-    if (count > max_images)
-        return fail(d, BTP_E_LIMIT, at);
     map->word_bits = d->word_bits;
     map->images = images;
     map->n_images = 0;
     uint64_t prev = 0;
-    for (size_t i = 0; i < count; i++) {
-        d->image = i;
+    /* A count is not trusted to size anything: images are checked against
+     * max_images as they come, and a count the input cannot hold runs out
+     * of input first (every image takes 5 bytes or more). */
+    for (uint64_t i = 0; i < count; i++) {
+        if (i >= max_images)
+            return fail(d, BTP_E_LIMIT, d->pos);
+        d->image = (size_t)i;
         st = read_image(d, &images[i], &prev);
         if (st != BTP_OK)
             return st;
-        map->n_images = i + 1;
+        map->n_images = (size_t)i + 1;
     }
     if (d->pos < d->len && (d->policy & BTP_CIF_REJECT_TRAILING))
         return fail(d, BTP_E_TRAILING_BYTES, d->pos);

@@ -78,8 +78,8 @@ static int swift_read_line(reader *r, const char *line, size_t len, trace *t)
     const json_value *map = json_get(v, "imageMap");
     if (json_type_of(v) != JSON_OBJECT) {
         rd_error(r, "a Swift backtrace must be a JSON object");
-    } else if (!arch || strlen(arch) != arch_len) {
-        rd_error(r, "\"architecture\" must be a string");
+    } else if (!arch || strlen(arch) != arch_len || !json_utf8_valid(arch, arch_len)) {
+        rd_error(r, "\"architecture\" must be a UTF-8 string without NUL");
     } else if (!json_get(v, "backtrace")) {
         rd_error(r, "\"backtrace\" is missing");
     } else if (b64_field(r, s, json_get(v, "backtrace"), "backtrace") == 0 &&

@@ -71,8 +71,9 @@ static void crash_close(reader *r)
     r->state = NULL;
 }
 
-/* A string member (NULL when absent); a present one must be a string
- * without NUL bytes. */
+/* A string member (NULL when absent or empty); a present one must be a
+ * UTF-8 string without NUL bytes (Swift's JSON decoder refuses other
+ * bytes too). */
 static int opt_str(reader *r, const json_value *obj, const char *key, const char *what,
                    const char **out)
 {
@@ -82,9 +83,9 @@ static int opt_str(reader *r, const json_value *obj, const char *key, const char
     if (!v)
         return 0;
     const char *s = json_str(v, &n);
-    if (!s || strlen(s) != n)
-        return rd_error(r, "%s: \"%s\" must be a string", what, key);
-    *out = s;
+    if (!s || strlen(s) != n || !json_utf8_valid(s, n))
+        return rd_error(r, "%s: \"%s\" must be a UTF-8 string without NUL", what, key);
+    *out = n ? s : NULL;
     return 0;
 }
 
@@ -430,6 +431,9 @@ static int crash_write(writer *w, const trace *t, strbuf *out)
 {
     crash_wstate *s = w->state;
     int same = s->n_threads && t->loc.line && t->loc.line == s->line && t->image_map == s->map;
+    if (t->image_map && t->image_map->word_bits != t->word_bits)
+        return wr_error(w, "the image map is %u-bit, the trace %u-bit: a crash log has one "
+                           "word size", t->image_map->word_bits, t->word_bits);
     if (!same) {
         flush_log(s, out);
         const btp_image_map *m = t->image_map;
