@@ -303,10 +303,16 @@ static btp_status read_path_ops(dec *d, size_t *start, size_t *n, size_t *nul_at
                     return fail(d, BTP_E_CIF_BAD_PREFIX, op_at);
                 code = v + CIF_SHORT_CODES;
             }
-            size_t from = d->used;
+            size_t from = d->used, at;
             btp_status st = expand(d, code, op_at);
             if (st != BTP_OK)
                 return st;
+            /* a prefix defined by a path the Swift policy dropped for its NUL
+             * byte carries the NUL along */
+            if (!*nul && has_nul(d->arena + from, d->used - from, &at)) {
+                *nul = 1;
+                *nul_at = op_at;
+            }
             event(d, BTP_CIF_F_PATH_EXPAND, op_at, code, d->arena + from, d->used - from);
         }
     }

@@ -1,10 +1,11 @@
 /*
  * A test helper around the CIF codec, for the Swift interop tests:
  *
- *   cif_tool reencode FLAGS   stdin: CIF hex lines; each is decoded (default
+ *   cif_tool reencode FLAGS [no-build-ids]
+ *                             stdin: CIF hex lines; each is decoded (default
  *                             policy) and encoded again with encoder FLAGS
- *                             (decimal BTP_CIF_ENC_*): the hex, or
- *                             "error <status name>"
+ *                             (decimal BTP_CIF_ENC_*), without the build IDs
+ *                             if asked: the hex, or "error <status name>"
  */
 #include <btpack/btpack.h>
 
@@ -20,8 +21,9 @@ static int hexval(int c)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 || strcmp(argv[1], "reencode") != 0) {
-        fprintf(stderr, "usage: cif_tool reencode FLAGS < hex-lines\n");
+    if (argc < 3 || argc > 4 || strcmp(argv[1], "reencode") != 0 ||
+        (argc == 4 && strcmp(argv[3], "no-build-ids") != 0)) {
+        fprintf(stderr, "usage: cif_tool reencode FLAGS [no-build-ids] < hex-lines\n");
         return 2;
     }
     unsigned flags = (unsigned)strtoul(argv[2], NULL, 10);
@@ -40,6 +42,9 @@ int main(int argc, char **argv)
         size_t len = 0;
         btp_status st = btp_cif_decode(in, n, BTP_CIF_POLICY_DEFAULT, images,
                                        BTP_CIF_MAX_IMAGES(cap / 2), arena, 16 * cap, &map, NULL);
+        if (st == BTP_OK && argc == 4)
+            for (size_t i = 0; i < map.n_images; i++)
+                images[i].build_id_len = 0;
         if (st == BTP_OK)
             st = btp_cif_encode(&map, flags, table, cap, out, cap, &len, NULL);
         if (st != BTP_OK) {

@@ -230,6 +230,23 @@ def malformed():
     add("framework-truncated", b, ("cif_truncated", b.at["path"]),
         ("cif_truncated", b.at["path"]), (OK, None))
 
+    # Prefix code 64 (the 33rd dynamic prefix) referred to in the long form
+    # with 1 and with 2 operand bytes: decoders from Feb 2025 on read any k.
+    deep = lit(b"/" + b"/".join(bytes([c]) for c in b"abcdefghijklmnopqrstuvwxyzABCDEFGH") +
+               b"/z.so")
+    for k in (1, 2):
+        b = header(B()).add([2])
+        image(b, BASE, 0x1000, b"", deep, tag="0")
+        image(b, BASE + 0x10000, 0x1000, b"", bytes([0xc0 | (k - 1)]) + bytes(k) + lit(b"/q.so"),
+              tag="1")
+        add("long-reference-%d-byte%s" % (k, "s" * (k > 1)), b, (OK, None), (OK, None),
+            (OK, None), note="code 64 as c%d %s" % (k - 1, "00 " * k))
+
+    b = header(B()).add([1])
+    image(b, BASE, 0x1000, b"", b"\x45\x01AppKit")
+    add("framework-version-01", b, (OK, None), (OK, None), (OK, None),
+        note="version byte 01: Versions/\\x01/ (6.3.1 has no shallow frameworks)")
+
     b = B().add([4 | 2, 0, 0])
     add("version-1", b, ("cif_bad_version", 0), ("cif_bad_version", 0), ("cif_bad_version", 0),
         agrees="Swift: no map")
@@ -295,6 +312,29 @@ def valid(rng):
     return out
 
 
+# The worked examples of the format notes (shared/formats/cif.md §11),
+# derived there by hand from Swift's sources: Swift's runtime must decode
+# each and encode it back byte for byte.
+EXAMPLES = [
+    ("example-1-empty", "020f4c696e75782028756e6b6e6f776e2900"),
+    ("example-2-linux", "02264c696e7578202844656269616e20474e552f4c696e75782031322028626f6f6b776f72"
+     "6d292904295555555540002000140102030405060708090a0b0c0d0e0f1011121314102f7573722f62696e2f6"
+     "3726173686572002a7ffff7c0000019500002abcd811b2f7838365f36342d6c696e75782d676e752f6c696263"
+     "2e736f2e36009220000007f0000081a280066d2e736f2e3600921c300002c0000111801736342f6c642d6c696e"
+     "75782d7838362d36342e736f2e3200"),
+    ("example-3-32bit", "010f4c696e75782028756e6b6e6f776e2903110100001000000c2f7573722f62696e2f61"
+     "7070001c7ffff000ff00002000000f2f6f70742f6269672f6c69622e736f001ab700000010000000818006632e"
+     "736f2e3600"),
+    ("example-4-macos", "02136d61634f532031352e302028323441333335290523018000000001000000008445434"
+     "170704b69749a020000004000000084454150686f746f739a010000000400000081800c6f626a632e412e6479"
+     "6c6962009a010000004000000081192f73776966742f6c69627377696674436f72652e64796c6962009a0100"
+     "00000800000081a0801773776966745f436f6e63757272656e63792e64796c696200"),
+    ("example-5-long-reference", "02047465737402117f00000100003f2f412f422f432f442f452f462f472f48"
+     "2f492f4a2f4b2f4c2f4d2f4e2f4f2f502f512f522f532f542f552f562f572f582f592f5a2f612f622f632f642f6"
+     "52f11662f672f682f692f6a2f6b2f6c2f6d2f6e00891000010000c000092f65787472612e736f00"),
+]
+
+
 def swift_result(data):
     p = subprocess.run([PROBE, "cif"], input=(data.hex() + "\n").encode(),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
@@ -323,6 +363,13 @@ def main():
         print(json.dumps({"id": id_, "kind": "malformed", "hex": data.hex(), "note": note,
                           "swift_6_3_1": swift_result(data), "expect": expect,
                           "swift_agrees": agrees}))
+    for id_, h in EXAMPLES:
+        data = bytes.fromhex(h)
+        print(json.dumps({"id": id_, "kind": "valid", "hex": h,
+                          "note": "worked example of the format notes, byte for byte",
+                          "swift_6_3_1": swift_result(data),
+                          "expect": {k: ["ok", len(data)] for k in ("default", "strict", "swift")},
+                          "swift_agrees": True}))
     for id_, word, platform, images, note in valid(rng):
         data = cifgen.naive(word, platform, images)
         res = swift_result(data)

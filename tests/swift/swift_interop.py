@@ -20,7 +20,8 @@ Parts (each prints what it exchanged; any mismatch fails the test):
               Random image maps through Swift's CIF encoder against btpack's,
               including the inputs where Swift writes corrupt CIF (then the
               encoder's Swift-bugs mode must match it).
- 4. vectors   the Swift results recorded in cif-swift.jsonl still hold.
+ 4. vectors   the Swift results recorded in cif-swift.jsonl still hold, and
+              the CBF vectors' account of Swift's decoder is what 6.3.1 does.
  5. crash     a Swift program crashes four ways under swift-backtrace's JSON
               crash logs; btpack reads each log, converts it to CBF+CIF and
               back without loss, and its image map names the crashing
@@ -469,6 +470,76 @@ def part_vectors():
     print("vectors: %d recorded Swift results confirmed" % len(recs))
 
 
+def part_cbf_vectors():
+    """Swift's decoding of the CBF vectors that say what Swift does with
+    malformed and edge-case input (swift_frames / swift_frames_rle; where a
+    vector also gives swift_pre_limit_frames_rle, that is 6.3.1: it has no
+    cap on rep, spec/cbf.md)."""
+    base = os.path.dirname(VECTORS)
+    vecs = [json.loads(l) for f in ("cbf-public.jsonl", "cbf-edge-cases.jsonl")
+            for l in open(os.path.join(base, f)) if '"valid"' not in l]
+    agree = 0
+    for v in vecs:
+        want = v.get("swift_pre_limit_frames_rle", v.get("swift_frames_rle",
+                                                          v.get("swift_frames")))
+        line = json.dumps({"architecture": "x",
+                           "backtrace": base64.b64encode(bytes.fromhex(v["hex"])).decode()})
+        p = run([PROBE, "decode-json"], (line + "\n").encode(), check=False)
+        if isinstance(want, str):  # "trap (...)"
+            ok = p.returncode != 0
+        else:
+            exp = []
+            for f in want:
+                t = f["type"]
+                text = ("trunc" if t == "truncated" else "omit %d" % f["count"] if t == "omit"
+                        else "%s 0x%x" % (t, int(f["addr"], 16)))
+                exp += [text] * f.get("copies", 1) if f.get("copies", 1) < 10 ** 6 else [text]
+            recs = parse_probe(p.stdout.decode())
+            got = recs[0].get("frames") if recs else None
+            big = [f.get("copies", 1) for f in want if f.get("copies", 1) >= 10 ** 6]
+            if big and big[0] > 3000000:
+                # the probe stops listing at 3,000,000 frames
+                ok = "LIMIT" in p.stdout.decode() and got is not None
+            elif big:
+                ok = got is not None and len(got) == len(exp) - 1 + big[0]
+            else:
+                ok = got == exp
+        if ok:
+            agree += 1
+        else:
+            fail("CBF vector %s: Swift 6.3.1 decodes %s" % (v["id"], p.stdout.decode()[:200]))
+    tally("cbf vectors: Swift's decoding as recorded", agree)
+    print("cbf vectors: %d of %d Swift decodings as the vectors say (pre-limit where given)" % (
+        agree, len(vecs)))
+    # The valid vectors through Swift's encoder: swift_hex, except that 6.3.1
+    # writes no `end` (spec/cbf.md R1).
+    valid = [json.loads(l) for l in open(os.path.join(base, "cbf-public.jsonl"))
+             if '"valid"' in l]
+    lines = []
+    for v in valid:
+        words = []
+        for f in v["frames"]:
+            words += (["omit", str(f["count"])] if f["type"] == "omit" else
+                      [f["type"], f["addr"][2:]])
+        lines.append("%s %d - %s%s" % (ARCH[v["word_bits"]], v["word_bits"], " ".join(words),
+                                       " trunc" if v["truncated"] else ""))
+    out = run([PROBE, "encode-cbf"], "".join(l + "\n" for l in lines).encode())
+    same = noend = 0
+    for v, line in zip(valid, out.stdout.decode().splitlines()):
+        h = b64(json.loads(line)["backtrace"]).hex()
+        if h == v["swift_hex"] and v["truncated"]:
+            same += 1
+        elif h + "00" == v["swift_hex"] and not v["truncated"]:
+            noend += 1
+        else:
+            fail("CBF vector %s: Swift 6.3.1 encodes %s, vector says %s" % (v["id"], h,
+                                                                            v["swift_hex"]))
+    tally("cbf vectors: Swift encodes swift_hex without end", noend)
+    tally("cbf vectors: Swift encodes swift_hex (truncated)", same)
+    print("cbf vectors: of %d valid vectors Swift writes %d as swift_hex without its end, "
+          "%d (truncated) exactly" % (len(valid), noend, same))
+
+
 # ---- 5. crashes ------------------------------------------------------------
 
 CRASHES = {"unwrap": "crashForceUnwrap", "index": "crashIndex", "fatal": "crashFatal",
@@ -544,6 +615,7 @@ def main():
         os.chdir(tmp)
         parts = [("capture", part_capture, ()), ("decode", part_decode, (rng, 700)),
                  ("encode", part_encode, (rng, 300, 400)), ("vectors", part_vectors, ()),
+                 ("cbf vectors", part_cbf_vectors, ()),
                  ("crash", part_crash, ())]
         for name, part, args in parts:
             try:
