@@ -23,6 +23,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "swift"))
+from views import json_frames, log_frames, log_images, parse_probe  # noqa: E402
+
 BTPACK, DATA = sys.argv[1], sys.argv[2]
 failures = 0
 
@@ -42,65 +45,9 @@ def run(args, data=b"", rc=0):
     return p
 
 
-KINDS = {"programCounter": "pc", "returnAddress": "ra", "asyncResumePoint": "async"}
-
-
-def log_frames(thread):
-    out = []
-    for f in thread["frames"]:
-        if f.get("inlined"):
-            continue
-        if f["kind"] == "truncated":
-            out.append("trunc")
-        elif f["kind"] == "omittedFrames":
-            out.append("omit %d" % f["count"])
-        else:
-            a = f["address"]
-            out.append("%s 0x%x" % (KINDS[f["kind"]], 0 if a == "null" else int(a, 16)))
-    return out
-
-
-def log_images(log):
-    return [(im.get("name"), im.get("path"), im.get("buildId"), int(im["baseAddress"], 16),
-             int(im["endOfText"], 16)) for im in log.get("images", [])]
-
-
-def json_frames(line):
-    t = json.loads(line)
-    out = ["omit %d" % f["count"] if f["type"] == "omit" else
-           "%s 0x%x" % (f["type"], int(f["addr"], 16)) for f in t["frames"]]
-    return out + (["trunc"] if t["truncated"] else [])
-
-
-def swift_view(path):
-    """capture.txt: Swift's own listing (probe.swift's text form)."""
-    recs, cur = [], None
-    for line in open(path):
-        word, _, rest = line.rstrip("\n").partition(" ")
-        if word == "arch":
-            cur = {"frames": [], "images": None, "platform": None}
-        elif word in ("pc", "ra", "async", "omit"):
-            v, _, times = rest.partition(" x")
-            cur["frames"] += ["%s %s" % (word, v)] * (int(times) if times else 1)
-        elif word == "trunc":
-            cur["frames"].append("trunc")
-        elif word == "platform":
-            cur["platform"] = bytes.fromhex(rest.rsplit(" ", 1)[0]).decode()
-            cur["images"] = []
-        elif word == "image":
-            n, p, b, base, eot = rest.split(" ")
-            txt = lambda h: None if h == "-" else bytes.fromhex(h).decode()  # noqa: E731
-            cur["images"].append((txt(n), txt(p), None if b in "-=" else b, int(base, 16),
-                                  int(eot, 16)))
-        elif word == "end" and cur is not None:
-            recs.append(cur)
-            cur = None
-    return recs
-
-
 def test_capture():
     src = open(os.path.join(DATA, "capture.jsonl"), "rb").read()
-    swift = swift_view(os.path.join(DATA, "capture.txt"))
+    swift = parse_probe(open(os.path.join(DATA, "capture.txt")).read())
     plain = run(["convert", "--from", "swift", "--to", "json"], src).stdout.decode().splitlines()
     logs = run(["convert", "--from", "swift", "--to", "swift-crashlog"], src).stdout.decode()
     logs = [json.loads(l) for l in logs.splitlines()]
@@ -112,7 +59,7 @@ def test_capture():
         if want["images"] is None:
             check("images" not in log, "capture %d: an image map from nowhere" % i)
         else:
-            check(log["platform"] == want["platform"], "capture %d: platform" % i)
+            check(log["platform"].encode() == want["platform"], "capture %d: platform" % i)
             check(log_images(log) == want["images"], "capture %d: images" % i)
     # Written back as Swift JSON: same CIF bytes, CBF plus `end`.
     back = run(["convert", "--from", "swift", "--to", "swift"], src).stdout.decode().splitlines()

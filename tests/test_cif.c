@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "cif_testutil.h"
 #include "test_rng.h"
 
 static size_t unhex(const char *h, unsigned char *out)
@@ -198,22 +199,6 @@ static void random_map(uint64_t *rng, btp_image_map *m, btp_image *ims, char (*p
     }
 }
 
-static int same_map(const btp_image_map *a, const btp_image_map *b)
-{
-    if (a->n_images != b->n_images || a->word_bits != b->word_bits ||
-        strcmp(a->platform ? a->platform : "", b->platform ? b->platform : "") != 0)
-        return 0;
-    for (size_t i = 0; i < a->n_images; i++) {
-        const btp_image *x = &a->images[i], *y = &b->images[i];
-        const char *xp = x->path ? x->path : "", *yp = y->path ? y->path : "";
-        if (strcmp(xp, yp) != 0 || x->base != y->base || x->end_of_text != y->end_of_text ||
-            x->build_id_len != y->build_id_len ||
-            (x->build_id_len && memcmp(x->build_id, y->build_id, x->build_id_len) != 0))
-            return 0;
-    }
-    return 1;
-}
-
 static void random_round_trips(void)
 {
     static btp_image ims[64];
@@ -229,7 +214,7 @@ static void random_round_trips(void)
             btp_status st = btp_cif_encode(&m, flags, table, tcap, out, sizeof out, &len, NULL);
             btp_cif_info info;
             btp_status ds = st == BTP_OK ? dec(out, len, 0, &back, &info) : st;
-            if (st != BTP_OK || ds != BTP_OK || info.consumed != len || !same_map(&m, &back)) {
+            if (st != BTP_OK || ds != BTP_OK || info.consumed != len || !cif_same_map(&m, &back)) {
                 if (bad++ < 5)
                     CHECK(0, "round trip %d, flags %u, table %zu: %s / %s", i, flags, tcap,
                           btp_status_name(st), btp_status_name(ds));

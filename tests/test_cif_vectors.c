@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "cif_testutil.h"
 #include "json.h"
 
 #define SENTINEL 0xa5
@@ -112,23 +113,6 @@ static int same_as_swift(const btp_image_map *m, const json_value *swift, char *
     return 1;
 }
 
-static int same_maps(const btp_image_map *a, const btp_image_map *b)
-{
-    if (a->word_bits != b->word_bits || a->n_images != b->n_images ||
-        strcmp(a->platform ? a->platform : "", b->platform ? b->platform : "") != 0)
-        return 0;
-    for (size_t i = 0; i < a->n_images; i++) {
-        const btp_image *x = &a->images[i], *y = &b->images[i];
-        if (x->base != y->base || x->end_of_text != y->end_of_text ||
-            x->build_id_len != y->build_id_len ||
-            (x->build_id_len && memcmp(x->build_id, y->build_id, x->build_id_len) != 0) ||
-            strcmp(x->path ? x->path : "", y->path ? y->path : "") != 0 ||
-            strcmp(x->name ? x->name : "", y->name ? y->name : "") != 0)
-            return 0;
-    }
-    return 1;
-}
-
 /* Encode m with flags into a fresh buffer (*out, *len). */
 static btp_status encode(const btp_image_map *m, unsigned flags, unsigned char **out, size_t *len)
 {
@@ -172,7 +156,7 @@ static void check_sizes(const char *id, const btp_image_map *m)
                                        &n, NULL);
         decoded d;
         decode(buf, n, BTP_CIF_POLICY_STRICT, &d);
-        CHECK(st == BTP_OK && d.st == BTP_OK && same_maps(&d.map, m),
+        CHECK(st == BTP_OK && d.st == BTP_OK && cif_same_map(&d.map, m),
               "%s: prefix table of %zu: %s, decodes %s", id, t, btp_status_name(st),
               btp_status_name(d.st));
         CHECK(t < bound || (n == len && memcmp(buf, full, len) == 0),
@@ -191,7 +175,7 @@ static void check_sizes(const char *id, const btp_image_map *m)
         btp_status st = btp_cif_decode(full, len, 0, ims, BTP_CIF_MAX_IMAGES(len), arena, a,
                                        &mm, &info);
         if (st == BTP_OK)
-            CHECK(same_maps(&mm, m), "%s: arena %zu: other map", id, a);
+            CHECK(cif_same_map(&mm, m), "%s: arena %zu: other map", id, a);
         else
             CHECK(st == BTP_E_BUFFER_TOO_SMALL && info.error_offset <= len && a < need + 8,
                   "%s: arena %zu of %zu: %s at %zu", id, a, need, btp_status_name(st),
@@ -256,8 +240,8 @@ static void run_vector(const json_value *v)
             decoded a, b;
             decode(mine, ln, BTP_CIF_POLICY_STRICT, &a);
             decode(minimal, mn, BTP_CIF_POLICY_STRICT, &b);
-            CHECK(a.st == BTP_OK && b.st == BTP_OK && same_maps(&a.map, &d.map) &&
-                      same_maps(&b.map, &d.map), "%s: re-encodings decode differently", id);
+            CHECK(a.st == BTP_OK && b.st == BTP_OK && cif_same_map(&a.map, &d.map) &&
+                      cif_same_map(&b.map, &d.map), "%s: re-encodings decode differently", id);
             release(&a);
             release(&b);
             check_sizes(id, &d.map);

@@ -52,23 +52,9 @@ typedef struct enc {
     size_t n_defined;       /* dynamic prefixes defined (the decoder's count) */
 } enc;
 
-static unsigned clz64(uint64_t x)
-{
-#if defined(__GNUC__)
-    return (unsigned)__builtin_clzll(x);
-#else
-    unsigned n = 0;
-    while (!(x >> 63)) {
-        x <<= 1;
-        n++;
-    }
-    return n;
-#endif
-}
-
 static unsigned bit_length(uint64_t v)
 {
-    return v ? 64 - clz64(v) : 0;
+    return v ? 64 - btp_clz64(v) : 0;
 }
 
 /* Fewest bytes n (1..8) whose big-endian value, sign-extended to 64 bits,
@@ -76,7 +62,7 @@ static unsigned bit_length(uint64_t v)
 static unsigned signed_bytes(uint64_t v)
 {
     uint64_t mag = v ^ (0 - (v >> 63));
-    return (72 - clz64(mag | 1)) / 8;
+    return (72 - btp_clz64(mag | 1)) / 8;
 }
 
 /* Bytes are counted always and stored while they fit: one pass gives both

@@ -364,22 +364,20 @@ def main():
                           "swift_6_3_1": swift_result(data), "expect": expect,
                           "swift_agrees": agrees}))
     for id_, h in EXAMPLES:
-        data = bytes.fromhex(h)
-        print(json.dumps({"id": id_, "kind": "valid", "hex": h,
-                          "note": "worked example of the format notes, byte for byte",
-                          "swift_6_3_1": swift_result(data),
-                          "expect": {k: ["ok", len(data)] for k in ("default", "strict", "swift")},
-                          "swift_agrees": True}))
+        print_valid(id_, bytes.fromhex(h), "worked example of the format notes, byte for byte")
     for id_, word, platform, images, note in valid(rng):
-        data = cifgen.naive(word, platform, images)
-        res = swift_result(data)
-        line = {"id": id_, "kind": "valid", "hex": data.hex(), "note": note,
-                "swift_6_3_1": res,
-                "expect": {k: ["ok", len(data)] for k in ("default", "strict", "swift")},
-                "swift_agrees": True}
-        if cifgen.may_hit_swift_bug(images):
-            line["swift_bug"] = cifgen.swift_bug_kind(images)
-        print(json.dumps(line))
+        print_valid(id_, cifgen.naive(word, platform, images), note,
+                    cifgen.swift_bug_kind(images) if cifgen.may_hit_swift_bug(images) else None)
+
+
+def print_valid(id_, data, note, swift_bug=None):
+    line = {"id": id_, "kind": "valid", "hex": data.hex(), "note": note,
+            "swift_6_3_1": swift_result(data),
+            "expect": {k: ["ok", len(data)] for k in ("default", "strict", "swift")},
+            "swift_agrees": True}
+    if swift_bug:
+        line["swift_bug"] = swift_bug
+    print(json.dumps(line))
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cifgen  # noqa: E402
+from views import KINDS, json_frames, log_frames, log_images, parse_probe  # noqa: E402
 
 BTPACK, PROBE, CIF_TOOL, CORPUS, VECTORS, ADDR2LINE = [os.path.abspath(a) for a in sys.argv[1:7]]
 failures = []
@@ -66,80 +67,7 @@ def b64(s):
     return base64.b64decode(s + "=" * (-len(s) % 4))
 
 
-# ---- what Swift prints (probe.swift's text form) ---------------------------
-
-def parse_probe(text):
-    """Records: dict(case, json, arch, frames, platform, images, reencoded,
-    nil)."""
-    recs, cur = [], {}
-    for line in text.splitlines():
-        word, _, rest = line.partition(" ")
-        if word == "end":
-            recs.append(cur)
-            cur = {}
-        elif word == "case":
-            cur["case"] = rest
-        elif word == "json":
-            cur["json"] = rest
-        elif word == "arch":
-            cur["arch"] = rest
-            cur["frames"] = []
-        elif word in ("pc", "ra", "async", "omit"):
-            v, _, times = rest.partition(" x")
-            item = "%s %s" % (word, v)
-            cur["frames"] += [item] * (int(times) if times else 1)
-        elif word == "trunc":
-            cur["frames"].append("trunc")
-        elif word == "images":
-            cur["images"] = None
-        elif word == "platform":
-            cur["platform"] = bytes.fromhex(rest.rsplit(" ", 1)[0])
-            cur["images"] = []
-        elif word == "image":
-            n, p, b, base, eot = rest.split(" ")
-            unhex = lambda h: None if h == "-" else bytes.fromhex(h)  # noqa: E731
-            cur["images"].append((unhex(n), unhex(p), None if b in "-=" else b,
-                                  int(base, 16), int(eot, 16)))
-        elif word in ("reencoded", "cif"):
-            cur[word] = rest
-        elif word == "nil":
-            cur["nil"] = True
-        elif word == "error":
-            cur["error"] = rest
-    return recs
-
-
 # ---- what btpack reads (through its swift-crashlog writer) -----------------
-
-KINDS = {"programCounter": "pc", "returnAddress": "ra", "asyncResumePoint": "async"}
-
-
-def frames_of_thread(thread):
-    out = []
-    for f in thread["frames"]:
-        if f.get("inlined"):
-            continue
-        k = f["kind"]
-        if k == "truncated":
-            out.append("trunc")
-        elif k == "omittedFrames":
-            out.append("omit %d" % f["count"])
-        else:
-            a = f["address"]
-            out.append("%s 0x%x" % (KINDS[k], 0 if a == "null" else int(a, 16)))
-    return out
-
-
-def images_of_log(log):
-    if "images" not in log:
-        return None
-    out = []
-    for im in log["images"]:
-        enc = lambda s: None if s is None else s.encode()  # noqa: E731
-        out.append((enc(im.get("name")), enc(im.get("path")), im.get("buildId"),
-                    int(im["baseAddress"], 16), int(im["endOfText"], 16)))
-    return out
-
 
 def btpack_view(swift_lines):
     """btpack's reading of Swift JSON lines: (frames, platform, images) each."""
@@ -148,8 +76,8 @@ def btpack_view(swift_lines):
     views = []
     for line in out.splitlines():
         log = json.loads(line)
-        views.append((frames_of_thread(log["threads"][0]), log["platform"].encode(),
-                      images_of_log(log)))
+        views.append((log_frames(log["threads"][0]), log["platform"].encode(),
+                      log_images(log)))
     return views
 
 
@@ -247,16 +175,6 @@ def check_decoded(what, recs, frames, images, platform):
     return len(recs) - bad
 
 
-def json_frames(lines):
-    out = []
-    for line in lines:
-        t = json.loads(line)
-        fr = ["omit %d" % f["count"] if f["type"] == "omit" else
-              "%s 0x%x" % (f["type"], int(f["addr"], 16)) for f in t["frames"]]
-        out.append(fr + (["trunc"] if t["truncated"] else []))
-    return out
-
-
 def part_decode(rng, per_corpus):
     for corpus, bits in (("py311_regrtest", 64), ("gcc12_cc1_sqlite3", 64),
                          ("sqlite3_i386", 32)):
@@ -272,7 +190,7 @@ def part_decode(rng, per_corpus):
         swift = run([BTPACK, "convert", "--from", "trace", "--to", "swift"], src).stdout
         plain = run([BTPACK, "convert", "--from", "trace", "--to", "json"], src).stdout
         swift_lines = swift.decode().splitlines()
-        want = json_frames(plain.decode().splitlines())
+        want = [json_frames(l) for l in plain.decode().splitlines()]
         # The corpus process's own map, as a map of `bits` bits, on every line.
         ims = corpus_map(os.path.join(CORPUS, corpus + ".maps"))
         cif = base64.b64encode(cifgen.naive(bits, b"Linux (unknown)", ims)).decode()
@@ -317,7 +235,7 @@ def part_decode(rng, per_corpus):
     swift_lines = run([BTPACK, "convert", "--from", "swift", "--to", "swift"],
                       "".join(l + "\n" for l in swift_lines).encode()).stdout.decode().splitlines()
     recs = swift_decode(swift_lines)
-    good = check_decoded("decode random", recs, json_frames(lines),
+    good = check_decoded("decode random", recs, [json_frames(l) for l in lines],
                          [expected_images(m[2]) if m else None for m in maps],
                          [m[1] if m else None for m in maps])
     tally("decode: traces btpack -> Swift", good)
@@ -562,13 +480,13 @@ def part_crash():
         back = run([BTPACK, "convert", "--from", "swift", "--to", "swift-crashlog"], swift).stdout
         crashed = [i for i, t in enumerate(log["threads"]) if t.get("crashed")]
         order = crashed + [i for i in range(len(log["threads"])) if i not in crashed]
-        want_frames = [frames_of_thread(log["threads"][i]) for i in order]
+        want_frames = [log_frames(log["threads"][i]) for i in order]
         got = [json.loads(l) for l in back.decode().splitlines()]
         compare("crash %s: threads through CBF+CIF" % kind,
-                [frames_of_thread(g["threads"][0]) for g in got], want_frames)
+                [log_frames(g["threads"][0]) for g in got], want_frames)
         for g in got:
-            compare("crash %s: images through CBF+CIF" % kind, images_of_log(g),
-                    images_of_log(log))
+            compare("crash %s: images through CBF+CIF" % kind, log_images(g),
+                    log_images(log))
             compare("crash %s: platform" % kind, g["platform"], log["platform"])
         tally("crash: threads Swift -> btpack", len(got))
         tally("crash: image maps Swift -> btpack")
@@ -579,7 +497,7 @@ def part_crash():
             fail("crash %s: --thread crashed gave %d traces" % (kind, len(one)))
         # The crashing function: the first frame in the program itself, found
         # with the image map btpack read, named by addr2line.
-        images = images_of_log(got[0]) or []
+        images = log_images(got[0]) or []
         prog = [im for im in images if im[1] and os.path.samefile(im[1], PROBE)]
         frames = log["threads"][order[0]]["frames"]
         found = None
