@@ -154,6 +154,9 @@ def test_errors():
          b'{ "kind": "crashReport", "architecture": "i386", "threads": [ { "frames": [ '
          b'{ "kind": "returnAddress", "address": "0x100000000" } ] } ] }\n',
          "btpack: <stdin>:1: frame 1: address 0x100000000 does not fit 32 bits\n", 1),
+        (["convert", "--from", "swift", "--to", "json", "--thread", "0"], b"",
+         "btpack convert: --thread applies to --from swift-crashlog only (see `btpack convert "
+         "--help`)\n", 2),
         (["convert", "--from", "swift-crashlog", "--to", "json", "--thread", "x"], b"",
          "btpack convert: --thread must be a thread number (0, 1, ...), crashed or all, not "
          "'x' (see `btpack convert --help`)\n", 2),

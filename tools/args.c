@@ -74,6 +74,7 @@ int cli_count_arg(const char *cmd, const char *opt, const char *arg, size_t *out
 int cli_thread_arg(const char *cmd, const char *arg, cli_options *opt)
 {
     uint64_t v;
+    opt->thread_given = 1;
     if (strcmp(arg, "all") == 0) {
         opt->thread_sel = CLI_THREADS_ALL;
     } else if (strcmp(arg, "crashed") == 0) {
@@ -86,6 +87,13 @@ int cli_thread_arg(const char *cmd, const char *arg, cli_options *opt)
                              "not '%s'", arg);
         return -1;
     }
+    return 0;
+}
+
+int cli_check_thread_option(const char *cmd, const cli_options *opt, const format *from)
+{
+    if (opt->thread_given && strcmp(from->name, "swift-crashlog") != 0)
+        return cli_usage_error(cmd, "--thread applies to --from swift-crashlog only");
     return 0;
 }
 

@@ -35,6 +35,9 @@ int cli_word_bits_arg(const char *cmd, const char *arg, unsigned *out);
 int cli_count_arg(const char *cmd, const char *opt, const char *arg, size_t *out);
 /* --thread N|crashed|all (crash logs) into opt. */
 int cli_thread_arg(const char *cmd, const char *arg, cli_options *opt);
+/* EXIT_USAGE (after saying so) when --thread was given for input that is
+ * not a crash log, else 0. */
+int cli_check_thread_option(const char *cmd, const cli_options *opt, const format *from);
 /* The reading options that convert, stats and heapmap share. A command lists
  * those it takes in its getopt_long table with these short codes and hands
  * every code its own switch does not know to cli_read_option(): 'w'

@@ -190,6 +190,8 @@ int cmd_convert(int argc, char **argv)
     }
     if (!from || !to)
         return cli_usage_error("convert", "--from and --to are required");
+    if (cli_check_thread_option("convert", &opt, from))
+        return EXIT_USAGE;
     if (argc - optind > 1)
         return cli_usage_error("convert", "one input at most, got %d", argc - optind);
 

@@ -33,6 +33,7 @@ typedef struct cli_options {
     uint64_t alloc_size; /* the size of traces whose input has none (lws default 0) */
     int allow_truncated; /* --allow-truncated: write truncated traces into lws anyway */
     int lws_optimal;     /* --lws-optimal: smallest lws encoding, not libwebsockets' */
+    int thread_given;    /* --thread was given */
     int thread_sel;      /* --thread (crash logs): CLI_THREADS_* */
     size_t thread_index; /* --thread N */
 } cli_options;

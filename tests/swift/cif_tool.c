@@ -55,5 +55,11 @@ int main(int argc, char **argv)
             printf("%02x", out[i]);
         putchar('\n');
     }
+    free(line);
+    free(in);
+    free(out);
+    free(arena);
+    free(images);
+    free(table);
     return 0;
 }
