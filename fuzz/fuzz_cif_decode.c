@@ -72,10 +72,11 @@ static void check_map(const btp_image_map *m, const uint8_t *arena, size_t size,
 {
     uint64_t mask = btp_word_mask(m->word_bits);
     FUZZ_CHECK(btp_word_bits_valid(m->word_bits), "word bits %u", m->word_bits);
-    if (m->platform)
-        FUZZ_CHECK(inside(m->platform, arena, size) &&
-                       memchr(m->platform, 0, size - (size_t)((const uint8_t *)m->platform - arena)),
+    if (m->platform) {
+        size_t room = size - (size_t)((const uint8_t *)m->platform - arena);
+        FUZZ_CHECK(inside(m->platform, arena, size) && memchr(m->platform, 0, room),
                    "platform outside the arena");
+    }
     for (size_t i = 0; i < m->n_images; i++) {
         const btp_image *im = &m->images[i];
         FUZZ_CHECK(im->base <= mask && im->end_of_text <= mask, "image %zu beyond the word", i);
@@ -106,8 +107,8 @@ static void check_map(const btp_image_map *m, const uint8_t *arena, size_t size,
 
 static int same_map(const btp_image_map *a, const btp_image_map *b)
 {
-    if (a->word_bits != b->word_bits || a->n_images != b->n_images || !a->platform != !b->platform ||
-        (a->platform && strcmp(a->platform, b->platform) != 0))
+    if (a->word_bits != b->word_bits || a->n_images != b->n_images ||
+        !a->platform != !b->platform || (a->platform && strcmp(a->platform, b->platform) != 0))
         return 0;
     for (size_t i = 0; i < a->n_images; i++) {
         const btp_image *x = &a->images[i], *y = &b->images[i];

@@ -26,7 +26,8 @@ btp_status cif_map_decode(cif_map *m, const uint8_t *p, size_t len, unsigned pol
     /* Everything is bounded by len: images by BTP_CIF_MAX_IMAGES, the
      * arena by CIF_MAP_ARENA_MAX. */
     size_t images = BTP_CIF_MAX_IMAGES(len);
-    if (len > CIF_MAP_ARENA_MAX || grow((void **)&m->images, &m->max_images, images, sizeof(btp_image)) < 0)
+    if (len > CIF_MAP_ARENA_MAX ||
+        grow((void **)&m->images, &m->max_images, images, sizeof(btp_image)) < 0)
         return BTP_E_OUT_OF_MEMORY;
     size_t arena = 4 * len + 256;
     for (;;) {

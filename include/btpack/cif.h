@@ -90,9 +90,9 @@ typedef struct btp_cif_prefix {
  * Work is O(total path bytes x prefixes in the table); nothing allocates;
  * async-signal-safe; touches only map (read), table and buf.
  */
-BTP_API btp_status btp_cif_encode(const struct btp_image_map *map, unsigned flags, btp_cif_prefix *table,
-                                  size_t table_cap, void *buf, size_t cap, size_t *len_out,
-                                  size_t *needed_out);
+BTP_API btp_status btp_cif_encode(const struct btp_image_map *map, unsigned flags,
+                                  btp_cif_prefix *table, size_t table_cap, void *buf, size_t cap,
+                                  size_t *len_out, size_t *needed_out);
 
 /* Table entries that are always enough for encoding map: the number of '/'
  * and '\' in its paths (at least 1). */
@@ -211,17 +211,18 @@ typedef void (*btp_cif_visitor)(void *ctx, const btp_cif_event *ev);
  * expansion-heavy input cheap and fails it cleanly). No allocation; the
  * decoder is reentrant.
  */
-BTP_API btp_status btp_cif_decode(const void *buf, size_t len, unsigned policy, struct btp_image *images,
-                                  size_t max_images, void *arena, size_t arena_size,
-                                  struct btp_image_map *map, btp_cif_info *info);
+BTP_API btp_status btp_cif_decode(const void *buf, size_t len, unsigned policy,
+                                  struct btp_image *images, size_t max_images, void *arena,
+                                  size_t arena_size, struct btp_image_map *map,
+                                  btp_cif_info *info);
 
 /* btp_cif_decode, reporting every field to visit(ctx, event) as it is read
  * (for disassembly). Events come in input order; on an error the fields
  * before the fault have been reported. */
-BTP_API btp_status btp_cif_walk(const void *buf, size_t len, unsigned policy, struct btp_image *images,
-                                size_t max_images, void *arena, size_t arena_size,
-                                struct btp_image_map *map, btp_cif_info *info, btp_cif_visitor visit,
-                                void *ctx);
+BTP_API btp_status btp_cif_walk(const void *buf, size_t len, unsigned policy,
+                                struct btp_image *images, size_t max_images, void *arena,
+                                size_t arena_size, struct btp_image_map *map, btp_cif_info *info,
+                                btp_cif_visitor visit, void *ctx);
 
 /* The text of fixed prefix code `code` (0..11: "/lib", "/usr/lib", ...), or
  * NULL for other codes. */

@@ -76,6 +76,8 @@ static int swift_read_line(reader *r, const char *line, size_t len, trace *t)
     size_t arch_len = 0, used = 0;
     const char *arch = json_str(json_get(v, "architecture"), &arch_len);
     const json_value *map = json_get(v, "imageMap");
+    if (json_type_of(map) == JSON_NULL)
+        map = NULL; /* Swift's decodeIfPresent reads null as absent */
     if (json_type_of(v) != JSON_OBJECT) {
         rd_error(r, "a Swift backtrace must be a JSON object");
     } else if (!arch || strlen(arch) != arch_len || !json_utf8_valid(arch, arch_len)) {
