@@ -4,7 +4,8 @@
  *
  * Read as Swift's JSONDecoder does: the three keys in any order, others
  * ignored; base64 in the standard or URL-safe alphabet, with or without
- * '=' padding. Unlike Swift, a character outside the alphabet is an error
+ * '=' padding. --strict decodes CBF and CIF strictly, except that the
+ * first address may be relative (every Swift backtrace has one). Unlike Swift, a character outside the alphabet is an error
  * (Swift stops there silently and keeps what it decoded so far), and so is
  * an imageMap that does not decode (Swift quietly drops it).
  * Written as Swift's JSONEncoder does on Linux: no spaces, '/' escaped as
@@ -65,6 +66,14 @@ static int b64_field(reader *r, swift_state *s, const json_value *v, const char 
     return 0;
 }
 
+/* --strict reads the CBF strictly except for a relative first address:
+ * Swift writes every backtrace that way (and so does this format's writer,
+ * for Swift's bytes). */
+static unsigned swift_cbf_policy(const reader *r)
+{
+    return cbf_policy(r->opt) & ~(unsigned)BTP_CBF_REJECT_RELATIVE_FIRST;
+}
+
 static int swift_read_line(reader *r, const char *line, size_t len, trace *t)
 {
     swift_state *s = r->state;
@@ -85,8 +94,8 @@ static int swift_read_line(reader *r, const char *line, size_t len, trace *t)
     } else if (!json_get(v, "backtrace")) {
         rd_error(r, "\"backtrace\" is missing");
     } else if (b64_field(r, s, json_get(v, "backtrace"), "backtrace") == 0 &&
-               cbf_to_trace(r, (const uint8_t *)s->bytes.data, s->bytes.len,
-                            cbf_policy(r->opt), 0, t, &used) == 0) {
+               cbf_to_trace(r, (const uint8_t *)s->bytes.data, s->bytes.len, swift_cbf_policy(r),
+                            0, t, &used) == 0) {
         rc = 1;
         if (map) {
             btp_cif_info info;
