@@ -1,5 +1,6 @@
-# Sourced by scripts/demo.sh and scripts/test.sh: install what the build
-# needs and is missing, with apt-get (Debian 12), and only then.
+# Sourced by scripts/demo.sh, scripts/test.sh and scripts/library_kinds.sh:
+# install what the build needs and is missing, with apt-get (Debian 12), and
+# only then; and configure a build directory.
 #
 # BTPACK_NO_INSTALL=1 turns installing off (missing tools are then reported).
 
@@ -25,6 +26,17 @@ btpack_ensure_deps() {
     btpack_want 'pkg-config --exists zlib' zlib1g-dev
     btpack_want 'pkg-config --exists liblzma' liblzma-dev
     btpack_want 'pkg-config --exists libunwind' libunwind-dev  # optional capture method
+    btpack_want 'pkg-config --exists libdw' libdw-dev          # btpack symbolize in-process
+    btpack_want 'command -v readelf && command -v strip' binutils  # symbolize tests
+    # Packaging tests: man pages, bash completion, the ABI check.
+    btpack_want 'command -v groff' groff-base
+    btpack_want 'pkg-config --exists bash-completion' bash-completion
+    btpack_want 'command -v abidiff' abigail-tools
+    btpack_install_wanted
+}
+
+# Install what btpack_want collected in btpack_need_pkgs (if anything).
+btpack_install_wanted() {
     if [ ${#btpack_need_pkgs[@]} -eq 0 ]; then
         return 0
     fi
@@ -49,4 +61,17 @@ btpack_ensure_deps() {
     "${sudo[@]}" apt-get update </dev/null
     # shellcheck disable=SC2086
     "${sudo[@]}" apt-get install -y --no-install-recommends $pkgs </dev/null
+}
+
+# btpack_setup BUILD_DIR OPTIONS...: configure BUILD_DIR with OPTIONS, or
+# reconfigure it with them when it exists (so that options given on an
+# earlier run do not linger).
+btpack_setup() {
+    local build=$1
+    shift
+    if [ -f "$build/build.ninja" ]; then
+        meson setup --reconfigure "$build" "$@" >/dev/null
+    else
+        meson setup "$build" "$@" >/dev/null
+    fi
 }

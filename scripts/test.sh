@@ -35,11 +35,7 @@ else
     opts+=(-Db_sanitize=none -Db_lundef=true)
 fi
 
-if [ -f "$build/build.ninja" ]; then
-    meson setup --reconfigure "$build" "${opts[@]}" >/dev/null
-else
-    meson setup "$build" "${opts[@]}" >/dev/null
-fi
+btpack_setup "$build" "${opts[@]}"
 ninja -C "$build" -j"${BTPACK_JOBS:-$(nproc)}"
 echo "== meson test ($build) =="
 meson test -C "$build" --print-errorlogs

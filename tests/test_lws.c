@@ -216,7 +216,7 @@ static void test_text(void)
     /* 64-bit truncation signature is flagged; 32-bit sign extension folded. */
     const char t64[] = "~b#size: 16, 0x401000 0xffffffff98638f6b ";
     CHECK(btp_lws_b_parse(t64, strlen(t64), 64, f, 31, &info) == BTP_OK && info.suspect == 2,
-          "suspect %x", info.suspect);
+          "suspect %x", (unsigned)info.suspect);
     const char t32[] = "~b#size: 1, 0x10 0xffffffff80000000 0x7fffffff ";
     CHECK(btp_lws_b_parse(t32, strlen(t32), 32, f, 31, &info) == BTP_OK && info.folded == 1 &&
               f[1].value == 0x80000000u && info.suspect == 0,
@@ -252,7 +252,7 @@ static void test_truncation_flag(void)
     btp_lws_info info;
     CHECK(btp_lws_m_decode(m, strlen(m), 64, f, 1, &info) == BTP_OK && info.suspect == 1 &&
               f[0].value != 0x7f0198638f6b,
-          "flagged %x", info.suspect);
+          "flagged %x", (unsigned)info.suspect);
     /* Our own full-width encoding of the same value is exact. */
     btp_frame one = {0x7f0198638f6b, BTP_FRAME_RA};
     uint8_t blob[BTP_LWS_BLOB_MAX];

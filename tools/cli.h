@@ -69,6 +69,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_heapmap(int argc, char **argv);
+int cmd_symbolize(int argc, char **argv);
 
 /* btpack stats on a trace log held in data (logstats.c); path names it. */
 int log_stats(const char *path, const strbuf *data, const cli_options *opt, const char *elf,

@@ -2,11 +2,11 @@
  * model. */
 #include "cli.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <string.h>
 
 #include "diag.h"
+#include "output.h"
 
 static const char convert_help[] =
     "usage: btpack convert --from FMT --to FMT [options] [IN]\n"
@@ -40,7 +40,11 @@ static const char convert_help[] =
     "                    warning instead of failing (lws cannot mark truncation)\n"
     "  --lws-optimal     lws output: the smallest encoding instead of\n"
     "                    libwebsockets' own choices (libwebsockets reads both)\n"
-    "  -o, --output OUT  write to OUT instead of stdout\n"
+    "  -o, --output OUT  write to OUT instead of stdout: to a temporary file beside\n"
+    "                    it, renamed over OUT only when the conversion succeeded\n"
+    "                    (OUT may not be the input)\n"
+    "  --keep-partial    on failure keep what was written in OUT (default: remove it)\n"
+    "  --force           write binary output (cbf, log) to a terminal\n"
     "  -h, --help        this help\n"
     "\n"
     "input formats:\n";
@@ -66,8 +70,7 @@ static const char convert_examples[] =
 typedef struct convert_ctx {
     const format *to;
     writer w;
-    FILE *out;
-    const char *out_name;
+    output out;
     const char *in_name;
     strbuf buf;
 } convert_ctx;
@@ -82,8 +85,7 @@ static int flush_buf(convert_ctx *c)
     if (c->buf.oom) {
         diag(DIAG_ERROR, NULL, NULL, "out of memory");
         rc = -1;
-    } else if (c->buf.len && fwrite(c->buf.data, 1, c->buf.len, c->out) != c->buf.len) {
-        diag(DIAG_ERROR, c->out_name, NULL, "write error: %s", strerror(errno));
+    } else if (c->buf.len && output_write(&c->out, c->buf.data, c->buf.len) < 0) {
         rc = -1;
     }
     /* emptied either way, so that a failure is reported once */
@@ -130,12 +132,15 @@ int cmd_convert(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"maps", required_argument, NULL, 'M'},
         {"no-zlib", no_argument, NULL, 'Z'},
+        {"force", no_argument, NULL, 'F'},
+        {"keep-partial", no_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     cli_options opt = {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES};
     const format *from = NULL, *to = NULL;
     const char *out_path = NULL;
+    unsigned out_flags = 0;
     int ch;
     opterr = 0;
     optind = 1;
@@ -170,6 +175,12 @@ int cmd_convert(int argc, char **argv)
         case 'Z':
             opt.no_zlib = 1;
             break;
+        case 'F':
+            out_flags |= OUTPUT_FORCE;
+            break;
+        case 'P':
+            out_flags |= OUTPUT_KEEP_PARTIAL;
+            break;
         case 'h':
             fputs(convert_help, stdout);
             cli_list_formats(stdout, 1, 0);
@@ -195,51 +206,44 @@ int cmd_convert(int argc, char **argv)
     if (argc - optind > 1)
         return cli_usage_error("convert", "one input at most, got %d", argc - optind);
 
-    convert_ctx c = {.to = to, .out = stdout, .out_name = "<stdout>",
-                     .in_name = input_name(optind < argc ? argv[optind] : NULL)};
+    const char *in_path = optind < argc ? argv[optind] : NULL;
+    convert_ctx c = {.to = to, .in_name = input_name(in_path)};
     c.w = (writer){.fmt = to, .opt = &opt, .in_name = c.in_name};
     strbuf comments = STRBUF_INIT;
     if (to->comments)
         opt.comments = &comments;
 
-    if (out_path && strcmp(out_path, "-") != 0) {
-        c.out = fopen(out_path, "wb");
-        c.out_name = out_path;
-        if (!c.out) {
-            diag(DIAG_ERROR, out_path, NULL, "cannot create: %s", strerror(errno));
-            return EXIT_BAD_INPUT;
-        }
-    }
-    int rc = EXIT_OK;
+    int rc = output_open(&c.out, out_path, in_path, out_flags | (to->binary ? OUTPUT_BINARY : 0));
+    if (rc != 0)
+        return rc;
     if (to->begin) {
         if (to->begin(&c.w, &c.buf) < 0) {
-            diag(DIAG_ERROR, c.out_name, NULL, "%s", c.w.msg);
+            diag(DIAG_ERROR, c.out.name, NULL, "%s", c.w.msg);
             rc = EXIT_BAD_INPUT;
         } else if (flush_buf(&c) < 0) {
             rc = EXIT_BAD_INPUT;
         }
     }
     if (rc == EXIT_OK)
-        rc = read_traces(from, &opt, optind < argc ? argv[optind] : NULL, convert_sink, &c);
-    /* the traces written before a failure still go out, as they always did */
+        rc = read_traces(from, &opt, in_path, convert_sink, &c);
+    /* With --keep-going the traces read are the result even when some were
+     * bad; otherwise a failure makes the output incomplete. */
+    int complete = rc == EXIT_OK || opt.keep_going;
+    /* the traces written before a failure still go out (kept with
+     * --keep-partial) */
     if (flush_buf(&c) < 0)
         rc = EXIT_BAD_INPUT;
     if (to->end) {
         if (to->end(&c.w, &c.buf) < 0) {
-            diag(DIAG_ERROR, c.out_name, NULL, "%s", c.w.msg);
+            diag(DIAG_ERROR, c.out.name, NULL, "%s", c.w.msg);
             rc = EXIT_BAD_INPUT;
+            complete = 0;
         } else if (flush_buf(&c) < 0) {
             rc = EXIT_BAD_INPUT;
         }
     }
-    if (fflush(c.out) != 0 || ferror(c.out)) {
-        diag(DIAG_ERROR, c.out_name, NULL, "write error: %s", strerror(errno));
+    if (output_close(&c.out, complete) < 0)
         rc = EXIT_BAD_INPUT;
-    }
-    if (c.out != stdout && fclose(c.out) != 0) {
-        diag(DIAG_ERROR, c.out_name, NULL, "write error: %s", strerror(errno));
-        rc = EXIT_BAD_INPUT;
-    }
     sb_free(&c.buf);
     sb_free(&comments);
     return rc;

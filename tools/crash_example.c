@@ -4,13 +4,16 @@
  *
  *   crash_example [segv|abort|overflow] [OUT] 2>/dev/null; test $? -gt 128
  *   sed -n 's/^cbf //p' OUT | btpack convert --from hex --to addrs
- *   # then, per address, the `map` line holding it gives file and offset
- *   # for addr2line -f -e FILE (see include/btpack/capture.h)
+ *   # then, per address, the `image` line holding it gives file and base
+ *   # (address - base, minus 1 for a return address, is what
+ *   # addr2line -f -e FILE takes for PIE executables and libraries; see
+ *   # spec/capture.md)
  *
- * OUT defaults to standard error. The method is the crash handler's (fp)
- * unless BTPACK_STACKTRACE_METHOD names another. Built with frame pointers;
- * each function calls another before it crashes, so none of them is a
- * frameless leaf.
+ * OUT defaults to standard error. The method is the crash handler's default
+ * (cfi: whole stacks through libc and code without frame pointers) unless
+ * BTPACK_STACKTRACE_METHOD names another. Built with frame pointers so that
+ * the fp method can be compared; each function calls another before it
+ * crashes, so none of them is a frameless leaf.
  */
 #include <btpack/btpack.h>
 
@@ -102,14 +105,14 @@ int main(int argc, char **argv)
     btp_crash_options opt;
     memset(&opt, 0, sizeof opt);
     /* The environment may pick the method; without BTPACK_STACKTRACE_METHOD
-     * the crash handler's own default (fp) holds. */
+     * the crash handler's own default (cfi) holds. */
     const char *env = getenv("BTPACK_STACKTRACE_METHOD");
     const char *verbose = getenv("BTPACK_STACKTRACE_METHOD_VERBOSE");
     if (env && env[0]) {
         if (btp_capture_options_init(&opt.capture) != BTP_OK)
             return 1;
     } else if (verbose && verbose[0] && strcmp(verbose, "0") != 0) {
-        fprintf(stderr, "crash_example: the crash handler uses fp "
+        fprintf(stderr, "crash_example: the crash handler uses cfi "
                         "(BTPACK_STACKTRACE_METHOD picks another)\n");
     }
     btp_status st = btp_crash_install(fd, &opt);

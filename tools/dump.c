@@ -15,6 +15,7 @@
 
 #include "diag.h"
 #include "lines.h"
+#include "output.h"
 
 static const char dump_help[] =
     "usage: btpack dump [--from hex|b64|cbf|cif] [--strict] [IN]\n"
@@ -39,8 +40,8 @@ static const char dump_help[] =
     "or `abs value`, omit N, rep N (extra copies of the previous frame);\n"
     "`(ext)` marks the external-count forms.\n"
     "\n"
-    "examples:\n"
-    "  echo 02111000201021ff00357fff000010f0446103e8292020801110108809 01 | btpack dump\n"
+    "examples (the worked example of the CBF notes; a one-image map):\n"
+    "  echo 02111000201021ff00357fff000010f0446103e829202080111010880901 | btpack dump\n"
     "  printf '\\002\\000\\001\\011\\020\\000\\020\\000\\000\\201\\200\\006z.so.1\\000' |\n"
     "      btpack dump --from cif\n";
 
@@ -223,6 +224,8 @@ int cmd_dump(int argc, char **argv)
         return EXIT_BAD_INPUT;
     reader r = {.fmt = from, .name = in.name, .opt = &opt, .word_bits = 64};
     strbuf bytes = STRBUF_INIT;
+    output out;
+    output_stdio(&out);
     if (cif) {
         bad = input_read_all(&in, &bytes) < 0 ||
               dump_cif((const uint8_t *)bytes.data, bytes.len, in.name, opt.strict) < 0;
@@ -233,7 +236,7 @@ int cmd_dump(int argc, char **argv)
             bad = 1;
         } else {
             size_t pos = 0;
-            for (unsigned long long k = 1; pos < bytes.len; k++) {
+            for (unsigned long long k = 1; pos < bytes.len && !output_failed(&out); k++) {
                 printf("# stream %llu at byte offset %zu\n", k, pos);
                 size_t used = 0;
                 btp_status st = dump_stream((const uint8_t *)bytes.data + pos, bytes.len - pos,
@@ -254,7 +257,7 @@ int cmd_dump(int argc, char **argv)
         size_t len;
         int got;
         lines_init(&lr, &in);
-        while ((got = lines_next(&lr, &line, &len)) > 0) {
+        while (!output_failed(&out) && (got = lines_next(&lr, &line, &len)) > 0) {
             if (line_is_blank(line, len))
                 continue;
             r.loc = (src_loc){.line = lr.lineno};
@@ -280,6 +283,8 @@ int cmd_dump(int argc, char **argv)
             bad = 1;
         lines_free(&lr);
     }
+    if (output_close(&out, 1) < 0)
+        bad = 1;
     sb_free(&bytes);
     input_close(&in);
     return bad ? EXIT_BAD_INPUT : EXIT_OK;

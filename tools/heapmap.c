@@ -9,15 +9,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "addr2line.h"
 #include "diag.h"
+#include "output.h"
+#include "symbolize/symbolizer.h"
 
 static const char heapmap_help[] =
     "usage: btpack heapmap --elf FILE [options] [LOG]\n"
     "\n"
     "Read every libwebsockets ~m# record in LOG (default stdin; any text around\n"
-    "the records is fine), symbolize its frames with addr2line against FILE (run\n"
-    "once for all addresses) and print, per record, the allocation size and its\n"
+    "the records is fine), symbolize its frames against FILE (as btpack symbolize\n"
+    "does: in-process with libdw when built with it, else one addr2line run) and print, per record, the allocation size and its\n"
     "frames (function, file:line), then the total, then a summary grouped by\n"
     "allocating stack: bytes and count per stack, largest first.\n"
     "Frames are return addresses: each is looked up at address - 1, the call\n"
@@ -26,7 +27,7 @@ static const char heapmap_help[] =
     "options:\n"
     "  --elf FILE         the program the addresses belong to (with -g for lines)\n"
     "  --word-bits N      32 for logs from 32-bit devices (default 64)\n"
-    "  --addr2line PROG   addr2line to run (default: addr2line from PATH)\n"
+    "  --addr2line PROG   symbolize with this addr2line program instead\n"
     "  --keep-going       skip bad records with a warning (exit status 1 at the end)\n"
     "  -h, --help         this help\n"
     "\n"
@@ -75,18 +76,6 @@ static int collect(void *ctx, trace *t)
     return 0;
 }
 
-/* The address to look up for a return address: the call before it. */
-static uint64_t lookup_addr(uint64_t ra)
-{
-    return ra ? ra - 1 : 0;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static const heap *sort_heap; /* qsort has no context argument */
 
 static int cmp_stack(const void *a, const void *b)
@@ -118,15 +107,24 @@ static int cmp_group(const void *a, const void *b)
     return x->rec < y->rec ? -1 : x->rec > y->rec;
 }
 
-static void print_frames(const heap *h, const record *r, const uint64_t *addrs,
-                         const symbol *syms, size_t nsyms)
+/* Each frame: number, address, function, file:line (addr2line's "??" and
+ * "??:0" when unknown, then why in brackets). */
+static void print_frames(const heap *h, const record *r, const symbolizer *sy,
+                         const long *handles)
 {
     for (size_t i = 0; i < r->n; i++) {
-        uint64_t a = lookup_addr(h->pool[r->first + i]);
-        const uint64_t *k = bsearch(&a, addrs, nsyms, sizeof *addrs, cmp_u64);
-        const symbol *s = k ? &syms[k - addrs] : NULL;
-        printf("  #%-2zu 0x%llx %s %s\n", i, (unsigned long long)h->pool[r->first + i],
-               s ? s->function : "??", s ? s->location : "??:0");
+        sym_answer a;
+        sym_get(sy, handles[r->first + i], &a);
+        const sym_loc *l = a.n_locs ? &a.locs[0] : NULL;
+        printf("  #%-2zu 0x%llx %s ", i, (unsigned long long)h->pool[r->first + i],
+               l && l->function ? l->function : "??");
+        if (l && l->file)
+            printf("%s:%u", l->file, l->line);
+        else
+            fputs("??:0", stdout);
+        if (a.note)
+            printf("  [%s]", a.note);
+        putchar('\n');
     }
 }
 
@@ -137,22 +135,21 @@ static void print_bytes(uint64_t bytes, int overflow)
 
 static int report(heap *h, const char *a2l, const char *elf)
 {
-    /* Every distinct lookup address once, sorted. */
-    uint64_t *addrs = malloc((h->npool ? h->npool : 1) * sizeof *addrs);
-    symbol *syms = NULL;
+    /* every frame is a return address: looked up at address - 1, the call */
+    sym_options so = {.backend = a2l ? "addr2line" : NULL, .addr2line = a2l, .elf = elf};
+    char why[256];
+    long *handles = malloc((h->npool ? h->npool : 1) * sizeof *handles);
+    symbolizer *sy = sym_new(&so, why, sizeof why);
     group *groups = NULL;
     int rc = -1;
-    if (!addrs)
+    if (!sy)
+        diag(DIAG_ERROR, NULL, NULL, "%s", why);
+    if (!handles || !sy)
         goto out;
     for (size_t i = 0; i < h->npool; i++)
-        addrs[i] = lookup_addr(h->pool[i]);
-    qsort(addrs, h->npool, sizeof *addrs, cmp_u64);
-    size_t n = 0;
-    for (size_t i = 0; i < h->npool; i++)
-        if (n == 0 || addrs[n - 1] != addrs[i])
-            addrs[n++] = addrs[i];
-    syms = calloc(n ? n : 1, sizeof *syms);
-    if (!syms || (n && addr2line_run(a2l, elf, addrs, n, syms) < 0))
+        if ((handles[i] = sym_add(sy, h->pool[i], BTP_FRAME_RA)) < 0)
+            goto out;
+    if (sym_resolve(sy) < 0)
         goto out;
 
     uint64_t total = 0;
@@ -160,7 +157,7 @@ static int report(heap *h, const char *a2l, const char *elf)
     for (size_t i = 0; i < h->nrecs; i++) {
         const record *r = &h->recs[i];
         printf("line %zu: %llu bytes\n", r->line, (unsigned long long)r->size);
-        print_frames(h, r, addrs, syms, n);
+        print_frames(h, r, sy, handles);
         overflow |= total + r->size < total;
         total = overflow ? UINT64_MAX : total + r->size;
     }
@@ -188,14 +185,14 @@ static int report(heap *h, const char *a2l, const char *elf)
     for (size_t i = 0; i < ng; i++) {
         print_bytes(groups[i].bytes, groups[i].overflow);
         printf(" in %zu allocation%s\n", groups[i].count, groups[i].count == 1 ? "" : "s");
-        print_frames(h, &h->recs[groups[i].rec], addrs, syms, n);
+        print_frames(h, &h->recs[groups[i].rec], sy, handles);
     }
     rc = 0;
 out:
-    if (syms)
-        symbols_free(syms, n);
-    free(syms);
-    free(addrs);
+    if (rc < 0 && sy)
+        diag(DIAG_ERROR, NULL, NULL, "out of memory");
+    sym_free(sy);
+    free(handles);
     free(groups);
     return rc;
 }
@@ -211,7 +208,7 @@ int cmd_heapmap(int argc, char **argv)
         {0, 0, 0, 0},
     };
     cli_options opt = {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES};
-    const char *elf = NULL, *a2l = "addr2line";
+    const char *elf = NULL, *a2l = NULL;
     int ch;
     opterr = 0;
     optind = 1;
@@ -253,7 +250,9 @@ int cmd_heapmap(int argc, char **argv)
         if (report(&h, a2l, elf) < 0)
             rc = EXIT_BAD_INPUT;
     }
-    if (fflush(stdout) != 0)
+    output out;
+    output_stdio(&out);
+    if (output_close(&out, 1) < 0)
         rc = EXIT_BAD_INPUT;
     free(h.recs);
     free(h.pool);

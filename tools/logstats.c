@@ -1,16 +1,17 @@
 /* btpack stats on a trace log: what the log holds and what it costs
  * (records, stacks, tree nodes, bytes per section), and a heap profile
  * summary: the top allocation stacks by count and by bytes, with what is
- * still live at the end, symbolized with addr2line when --elf or the
- * stored maps point at readable files. */
+ * still live at the end, symbolized (tools/symbolize) through the stored
+ * image map or --elf. */
 #include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "addr2line.h"
 #include "diag.h"
+#include "imagemap_text.h"
+#include "symbolize/symbolizer.h"
 
 typedef struct site {
     uint64_t count, bytes, live_count, live_bytes;
@@ -122,137 +123,32 @@ static void free_matched(profile *p, const btp_log_record *rec)
     s->live_bytes -= rec->size;
 }
 
-/* ---- symbolization ---------------------------------------------------- */
+/* ---- symbolization: the shared symbolizer, one run per file ---------- */
 
-typedef struct mapping {
-    uint64_t start, end, offset;
-    char *path;
-} mapping;
-
-typedef struct symbols {
-    mapping *maps;
-    size_t n_maps;
-    const char *elf;
-    /* address -> "function file:line" for the frames shown */
-    uint64_t *addr;
-    char **text;
-    size_t n, cap;
-} symbols;
-
-static void parse_maps(symbols *sy, const char *text, size_t len)
+/* Ask for every frame of the shown sites; handles[] follows their frames. */
+static long *ask(symbolizer *sy, const site *const *shown, size_t n_shown)
 {
-    const char *p = text, *end = text + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        char line[1024];
-        size_t n = (size_t)(le - p) < sizeof line - 1 ? (size_t)(le - p) : sizeof line - 1;
-        memcpy(line, p, n);
-        line[n] = 0;
-        unsigned long long s, e, off;
-        char perms[8];
-        int path_at = 0;
-        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perms, &off, &path_at) >= 4 &&
-            path_at > 0 && line[path_at] == '/' && perms[2] == 'x') {
-            mapping *m = realloc(sy->maps, (sy->n_maps + 1) * sizeof *m);
-            if (m) {
-                sy->maps = m;
-                m[sy->n_maps++] = (mapping){s, e, off, strdup(line + path_at)};
-            }
-        }
-        p = le + 1;
-    }
-}
-
-static const char *sym_lookup(const symbols *sy, uint64_t a)
-{
-    for (size_t i = 0; i < sy->n; i++)
-        if (sy->addr[i] == a)
-            return sy->text[i];
-    return NULL;
-}
-
-/* Run addr2line on `file` for lookups[0..n) (file-relative addresses) and
- * store what it knows under the original addresses. */
-static void run_addr2line(symbols *sy, const char *file, const uint64_t *orig,
-                          const uint64_t *lookup, size_t n)
-{
-    if (!n || access(file, R_OK) != 0)
-        return;
-    symbol *syms = calloc(n, sizeof *syms);
-    if (!syms || addr2line_run("addr2line", file, lookup, n, syms) < 0) {
-        free(syms);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!syms[i].function || strcmp(syms[i].function, "??") == 0)
-            continue;
-        if (grow((void **)&sy->addr, &sy->cap, sizeof *sy->addr, sy->n + 1, 0) < 0)
-            break;
-        char **t = realloc(sy->text, sy->cap * sizeof *t);
-        if (!t)
-            break;
-        sy->text = t;
-        const char *loc = syms[i].location && strncmp(syms[i].location, "??", 2) != 0
-                              ? syms[i].location : "";
-        size_t len = strlen(syms[i].function) + strlen(loc) + 2;
-        char *s = malloc(len);
-        if (!s)
-            break;
-        snprintf(s, len, "%s%s%s", syms[i].function, *loc ? " " : "", loc);
-        sy->addr[sy->n] = orig[i];
-        sy->text[sy->n++] = s;
-    }
-    symbols_free(syms, n);
-    free(syms);
-}
-
-static void symbolize(symbols *sy, const site *const *shown, size_t n_shown)
-{
-    /* one addr2line run per file */
     size_t total = 0;
     for (size_t i = 0; i < n_shown; i++)
         total += shown[i]->n;
-    uint64_t *orig = malloc((total + 1) * sizeof *orig), *look = malloc((total + 1) * sizeof *look);
-    if (!orig || !look)
-        goto out;
-    for (size_t m = 0; m <= sy->n_maps; m++) {
-        const char *file = m < sy->n_maps ? sy->maps[m].path : sy->elf;
-        if (!file || (m < sy->n_maps && m > 0 && strcmp(file, sy->maps[m - 1].path) == 0))
-            continue; /* consecutive mappings of one file are handled together */
-        size_t k = 0;
-        for (size_t i = 0; i < n_shown; i++)
-            for (size_t j = 0; j < shown[i]->n; j++) {
-                const btp_frame *f = &shown[i]->frames[j];
-                if (f->kind == BTP_FRAME_OMIT)
-                    continue;
-                uint64_t a = f->value, where = 0;
-                int hit = 0;
-                for (size_t q = 0; q < sy->n_maps; q++)
-                    if (a >= sy->maps[q].start && a < sy->maps[q].end) {
-                        hit = m < sy->n_maps && strcmp(sy->maps[q].path, file) == 0;
-                        where = a - sy->maps[q].start + sy->maps[q].offset;
-                        if (m == sy->n_maps)
-                            hit = -1; /* covered by the maps: not for --elf */
-                        break;
-                    }
-                if (m == sy->n_maps && hit == 0) /* --elf: addresses the maps do not cover */
-                    hit = 1, where = a;
-                if (hit != 1 || sym_lookup(sy, a))
-                    continue;
-                /* a return address points after the call: look up the call */
-                orig[k] = a;
-                look[k++] = where - (f->kind == BTP_FRAME_RA && where > 0);
-            }
-        run_addr2line(sy, file, orig, look, k);
+    long *h = malloc((total + 1) * sizeof *h);
+    if (!h)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n_shown; i++)
+        for (size_t j = 0; j < shown[i]->n; j++, k++)
+            h[k] = shown[i]->frames[j].kind == BTP_FRAME_OMIT
+                       ? -1
+                       : sym_add(sy, shown[i]->frames[j].value, shown[i]->frames[j].kind);
+    if (sym_resolve(sy) < 0) {
+        free(h);
+        return NULL;
     }
-out:
-    free(orig);
-    free(look);
+    return h;
 }
 
-static void print_site(const symbols *sy, const site *s, int rank, uint64_t total_count,
-                       uint64_t total_bytes)
+static void print_site(const symbolizer *sy, const long *handles, const site *s, int rank,
+                       uint64_t total_count, uint64_t total_bytes)
 {
     printf("  #%d  %llu allocations (%.1f%%), %llu bytes (%.1f%%), live at end %llu (%llu bytes)\n",
            rank, (unsigned long long)s->count, total_count ? 100.0 * s->count / total_count : 0.0,
@@ -264,21 +160,20 @@ static void print_site(const symbols *sy, const site *s, int rank, uint64_t tota
             printf("        (%llu frames omitted)\n", (unsigned long long)f->value);
             continue;
         }
-        const char *where = "";
-        uint64_t off = 0;
-        for (size_t q = 0; q < sy->n_maps; q++)
-            if (f->value >= sy->maps[q].start && f->value < sy->maps[q].end) {
-                where = sy->maps[q].path;
-                off = f->value - sy->maps[q].start + sy->maps[q].offset;
-                break;
-            }
-        const char *name = sym_lookup(sy, f->value);
-        const char *base = strrchr(where, '/');
+        sym_answer a;
+        sym_get(sy, handles ? handles[j] : -1, &a);
         printf("        0x%llx", (unsigned long long)f->value);
-        if (*where)
-            printf("  %s+0x%llx", base ? base + 1 : where, (unsigned long long)off);
-        if (name)
-            printf("  %s", name);
+        if (a.image && a.base) { /* not for --elf, whose offsets are the addresses */
+            const char *base = strrchr(a.image, '/');
+            printf("  %s+0x%llx", base ? base + 1 : a.image, (unsigned long long)a.offset);
+        }
+        if (a.n_locs && a.locs[0].function) {
+            printf("  %s", a.locs[0].function);
+            if (a.locs[0].file)
+                printf(" %s:%u", a.locs[0].file, a.locs[0].line);
+            if (a.n_locs > 1 && a.locs[a.n_locs - 1].function)
+                printf(" (inlined into %s)", a.locs[a.n_locs - 1].function);
+        }
         putchar('\n');
     }
 }
@@ -388,12 +283,21 @@ int log_stats(const char *path, const strbuf *data, const cli_options *opt, cons
            (unsigned long long)total_count);
     printf("live at end     %llu bytes in %llu allocations (not freed in the log)\n",
            (unsigned long long)live_bytes, (unsigned long long)live_count);
-    symbols sy = {0};
-    sy.elf = elf;
-    const void *md;
-    size_t ml;
-    if (btp_log_reader_meta_find(r, "maps", &md, &ml) == BTP_OK)
-        parse_maps(&sy, md, ml);
+    owned_map map = {0};
+    size_t bad_at = 0;
+    btp_status mst = owned_map_from_log(&map, r, &bad_at);
+    if (mst != BTP_OK && mst != BTP_END)
+        diag(DIAG_WARNING, name, NULL, "stored maps unusable (%s at byte %zu): not symbolized",
+             btp_strerror(mst), bad_at);
+    sym_options so = {.elf = elf};
+    char why[256];
+    symbolizer *sy = sym_new(&so, why, sizeof why);
+    if (!sy)
+        diag(DIAG_ERROR, NULL, NULL, "%s", why);
+    if (sy && sym_set_map(sy, mst == BTP_OK ? &map.map : NULL) < 0) {
+        sym_free(sy);
+        sy = NULL;
+    }
     size_t n_top = p.n_sites < top ? p.n_sites : top;
     site **order = malloc((p.n_sites + 1) * sizeof *order);
     site **shown = malloc((2 * n_top + 1) * sizeof *shown);
@@ -404,23 +308,23 @@ int log_stats(const char *path, const strbuf *data, const cli_options *opt, cons
         memcpy(shown, order, n_top * sizeof *shown);
         qsort(order, p.n_sites, sizeof *order, by_bytes);
         memcpy(shown + n_top, order, n_top * sizeof *shown);
-        symbolize(&sy, (const site *const *)shown, 2 * n_top);
-        printf("top %zu allocation stacks by count:\n", n_top);
-        for (size_t i = 0; i < n_top; i++)
-            print_site(&sy, shown[i], (int)i + 1, total_count, total_bytes);
-        printf("top %zu allocation stacks by bytes:\n", n_top);
-        for (size_t i = 0; i < n_top; i++)
-            print_site(&sy, shown[n_top + i], (int)i + 1, total_count, total_bytes);
+        long *handles = sy ? ask(sy, (const site *const *)shown, 2 * n_top) : NULL;
+        size_t at = 0;
+        for (size_t i = 0; i < 2 * n_top; i++) {
+            if (i == 0)
+                printf("top %zu allocation stacks by count:\n", n_top);
+            if (i == n_top)
+                printf("top %zu allocation stacks by bytes:\n", n_top);
+            print_site(sy, handles ? handles + at : NULL, shown[i], (int)(i % n_top) + 1,
+                       total_count, total_bytes);
+            at += shown[i]->n;
+        }
+        free(handles);
     }
     free(order);
     free(shown);
-    for (size_t i = 0; i < sy.n_maps; i++)
-        free(sy.maps[i].path);
-    free(sy.maps);
-    for (size_t i = 0; i < sy.n; i++)
-        free(sy.text[i]);
-    free(sy.text);
-    free(sy.addr);
+    sym_free(sy);
+    owned_map_free(&map);
     for (size_t i = 0; i < p.n_sites; i++)
         free(p.sites[i].frames);
     free(p.sites);

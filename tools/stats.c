@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "diag.h"
+#include "output.h"
 
 static const char stats_help[] =
     "usage: btpack stats [--from FMT] [--word-bits N] [--strict] [--keep-going]\n"
@@ -207,21 +208,26 @@ int cmd_stats(int argc, char **argv)
             fclose(f);
         }
     }
+    output out;
+    output_stdio(&out);
+    int rc;
     if (from == format_find("log")) {
         input in;
         strbuf data = STRBUF_INIT;
         if (input_open(&in, path) < 0)
             return EXIT_BAD_INPUT;
-        int rc = input_read_all(&in, &data) < 0 ? EXIT_BAD_INPUT
-                                                 : log_stats(path, &data, &opt, elf, top);
+        rc = input_read_all(&in, &data) < 0 ? EXIT_BAD_INPUT
+                                             : log_stats(path, &data, &opt, elf, top);
         input_close(&in);
         sb_free(&data);
-        return rc;
+    } else {
+        stats s = {0};
+        rc = read_traces(from, &opt, path, stats_sink, &s);
+        if (rc == EXIT_OK || opt.keep_going)
+            print_stats(&s);
+        free(s.depths);
     }
-    stats s = {0};
-    int rc = read_traces(from, &opt, optind < argc ? argv[optind] : NULL, stats_sink, &s);
-    if (rc == EXIT_OK || opt.keep_going)
-        print_stats(&s);
-    free(s.depths);
+    if (output_close(&out, 1) < 0)
+        rc = EXIT_BAD_INPUT;
     return rc;
 }

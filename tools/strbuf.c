@@ -171,3 +171,22 @@ void sb_free(strbuf *sb)
     free(sb->data);
     *sb = (strbuf)STRBUF_INIT;
 }
+
+int array_grow(void *pp, size_t *cap, size_t need, size_t elem)
+{
+    void **p = pp;
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) {
+        if (c > SIZE_MAX / 2 / elem)
+            return -1;
+        c *= 2;
+    }
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}

@@ -33,6 +33,11 @@ void sb_dec_u64(strbuf *sb, uint64_t v);
 /* Lowercase hex of bytes p[0..n). */
 void sb_hex(strbuf *sb, const void *p, size_t n);
 void sb_clear(strbuf *sb);
+
+/* Grow the array *pp of elem-byte entries (capacity *cap) to hold at
+ * least need entries, doubling. 0, or -1 when out of memory (the array is
+ * then unchanged). */
+int array_grow(void *pp, size_t *cap, size_t need, size_t elem);
 void sb_free(strbuf *sb);
 
 #endif

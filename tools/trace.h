@@ -39,6 +39,9 @@ typedef struct trace {
      * logs with maps), or NULL. Owned by the reader that set it, valid until
      * its next record; trace_reset() clears it. */
     const btp_image_map *image_map;
+    /* A line saying where the trace came from (a crash record's header
+     * line), or NULL; owned by the reader like image_map. */
+    const char *context;
     /* The machine as the input names it ("x86_64", "arm64", "i386": Swift
      * JSON, crash logs), or NULL; owned by the reader like image_map. */
     const char *arch;

@@ -102,7 +102,16 @@ typedef enum btp_status {
     BTP_E_CIF_EMPTY_TEXT = 108,      /* strict: end of text equal to the base */
     BTP_E_CIF_BAD_UTF8 = 109,        /* strict: a path or the platform is not UTF-8 */
     BTP_E_CIF_BUILD_ID_TOO_LONG = 110, /* strict: build ID over 1024 bytes */
-    BTP_E_CIF_STRING_TOO_LONG = 111  /* encoding: platform over 255 bytes */
+    BTP_E_CIF_STRING_TOO_LONG = 111, /* encoding: platform over 255 bytes */
+
+    /* image maps (imagemap.h) */
+    BTP_E_MAPS_SYNTAX = 120,  /* a /proc/PID/maps line is malformed */
+    BTP_E_IMAGE_SYNTAX = 121, /* an `image` line is malformed */
+    BTP_E_BAD_NOTE = 122,     /* an ELF note runs past its area */
+
+    /* embedded fault capture (ports/cortex-m) */
+    BTP_E_CM_FRAME_BOUNDS = 160, /* the stacked exception frame is outside the stack given */
+    BTP_E_CM_EXC_RETURN = 161    /* not an EXC_RETURN value */
 } btp_status;
 
 /* A short English sentence for a status; never NULL, never allocates,

@@ -5,16 +5,36 @@
  * allocation. Plus a crash-handler helper built on it.
  *
  * Methods (which are built in depends on the platform and the build):
+ *  cfi        our own walk of the DWARF call frame information every
+ *             Linux image carries (.eh_frame, found through .eh_frame_hdr's
+ *             search table), so it sees code without frame pointers (most
+ *             of a Debian system: libc included). It reads only memory its
+ *             environment vouches for: unwind tables inside the image that
+ *             holds the pc, stack words inside the thread's stack (or the
+ *             alternate signal stack), code bytes inside the image's text;
+ *             a frame it cannot unwind, or a canonical frame address that
+ *             does not move up the stack (a cycle), ends the walk. Where no
+ *             table covers a pc it follows the frame pointer if that leads
+ *             to a call's return address; for a pc outside every image (a
+ *             call through a NULL pointer) it takes the caller from the top
+ *             of the stack (x86) or the link register (aarch64). Images come
+ *             from _dl_find_object (glibc >= 2.35: lock-free and documented
+ *             async-signal-safe), else from dl_iterate_phdr (which takes the
+ *             loader's lock: not async-signal-safe). x86_64, i386, aarch64.
+ *             The crash handler's default: there the images and the memory
+ *             that may be read come from /proc/self/maps (see below).
  *  fp         frame-pointer walk. Every frame pointer is checked before it is
  *             read: inside the stack's bounds, aligned to a word, strictly
  *             above the previous one. A bogus chain (code built without frame
  *             pointers, corrupt stack) ends the walk instead of faulting.
  *             Fast, async-signal-safe, but it only sees code built with
- *             -fno-omit-frame-pointer; a function interrupted in its prologue
- *             or a leaf without a frame loses its caller.
+ *             -fno-omit-frame-pointer (not Debian's libc: a crash in abort()
+ *             keeps no frame of the program); a function interrupted in its
+ *             prologue or a leaf without a frame loses its caller.
  *  libgcc     _Unwind_Backtrace from libgcc_s (DWARF unwind tables). Sees
  *             code without frame pointers. Async-signal-safe in practice with
- *             gcc >= 12 on glibc >= 2.35 (dl_find_object), not by contract.
+ *             gcc >= 12 on glibc >= 2.35 (dl_find_object), not by contract;
+ *             it reads whatever a corrupt stack points at (and faults).
  *  libunwind  libunwind's local cursor (optional, Meson feature `libunwind`;
  *             a cursor rather than unw_backtrace() so that deep stacks stream
  *             through the ring instead of an array). From a ucontext it
@@ -26,6 +46,11 @@
  *             bottom of deeper stacks is lost). Not async-signal-safe: its
  *             first call loads libgcc_s (btp_capture_options_init() and
  *             btp_crash_install() make that first call for you).
+ * Every method but glibc ends a walk that comes back to a stretch of stack
+ * it has walked (libgcc and libunwind would otherwise follow a frame pointer
+ * that points at itself for ever). glibc's backtrace() has a check of its
+ * own on x86_64; its i386 version has none and repeats such a frame until
+ * its array is full (the record then holds 128 of those repeats).
  *
  * Frames: the first recorded frame is a `pc`, the rest are `ra`. For a
  * capture of the current thread the first frame is the address the call to
@@ -53,8 +78,8 @@
  *
  * Thread-safety: all capture functions may run in any number of threads at
  * once. The only state the library keeps is a per-thread cache of the
- * thread's stack bounds for the fp method, and the crash handler's
- * configuration (set by btp_crash_install()).
+ * thread's stack bounds (fp and cfi), and the crash handler's configuration
+ * and image snapshot (set by btp_crash_install()).
  */
 #ifndef BTPACK_CAPTURE_H
 #define BTPACK_CAPTURE_H
@@ -70,7 +95,8 @@ typedef enum btp_capture_method {
     BTP_CAPTURE_FP = 1,
     BTP_CAPTURE_LIBGCC = 2,
     BTP_CAPTURE_LIBUNWIND = 3,
-    BTP_CAPTURE_GLIBC = 4
+    BTP_CAPTURE_GLIBC = 4,
+    BTP_CAPTURE_CFI = 5
 } btp_capture_method;
 
 /* Upper bound on frames any method walks (bounded work on corrupt stacks;
@@ -108,9 +134,10 @@ typedef struct btp_capture_options {
     unsigned snip_pre;  /* frames dropped at the innermost end */
     unsigned snip_post; /* frames dropped at the outermost end */
     unsigned flags;     /* BTP_CAPTURE_* */
-    /* fp only: the stack to trust. NULL: this thread's stack (cached per
-     * thread), or with BTP_CAPTURE_ASYNC_SIGNAL_SAFE the mapping holding the
-     * stack pointer. A signal's alternate stack is recognised on its own. */
+    /* fp and cfi: the stack to trust. NULL: this thread's stack (cached per
+     * thread), or with BTP_CAPTURE_ASYNC_SIGNAL_SAFE the anonymous mapping
+     * holding the stack pointer. A signal's alternate stack is recognised
+     * on its own. */
     const btp_stack_bounds *bounds;
 } btp_capture_options;
 
@@ -122,8 +149,8 @@ typedef struct btp_regs {
     uintptr_t fp;
 } btp_regs;
 
-/* "fp", "libgcc", "libunwind", "glibc" ("default" for DEFAULT); NULL for an
- * unknown value. Async-signal-safe. */
+/* "fp", "libgcc", "libunwind", "glibc", "cfi" ("default" for DEFAULT); NULL
+ * for an unknown value. Async-signal-safe. */
 BTP_API const char *btp_capture_method_name(btp_capture_method method);
 
 /* Parse a method name (as above, "default" included). Returns BTP_OK or
@@ -133,9 +160,9 @@ BTP_API btp_status btp_capture_method_parse(const char *name, btp_capture_method
 /* Non-zero if `method` is built in (DEFAULT: if any is). Async-signal-safe. */
 BTP_API int btp_capture_method_available(btp_capture_method method);
 
-/* The method DEFAULT stands for in this build: libgcc, else libunwind, else
- * glibc, else fp (the unwinders see code without frame pointers, which is
- * most code). Async-signal-safe. */
+/* The method DEFAULT stands for in this build (for btp_capture() and
+ * friends; the crash handler's default is cfi): libgcc, else cfi, else
+ * libunwind, else glibc, else fp. Async-signal-safe. */
 BTP_API btp_capture_method btp_capture_method_default(void);
 
 /* Path of the shared object whose code implements `method` (to check which
@@ -145,7 +172,7 @@ BTP_API const char *btp_capture_method_library(btp_capture_method method);
 
 /*
  * Fill *opt with the defaults, then apply the environment:
- *  BTPACK_STACKTRACE_METHOD=fp|libgcc|libunwind|glibc selects the method;
+ *  BTPACK_STACKTRACE_METHOD=fp|libgcc|libunwind|glibc|cfi selects the method;
  *  BTPACK_STACKTRACE_METHOD_VERBOSE=1 (any non-empty value but "0") prints
  *  the methods built in and the one chosen to stderr.
  * opt->method is always set to a concrete, available method. Also makes the
@@ -167,22 +194,25 @@ BTP_API btp_status btp_capture_options_init(btp_capture_options *opt);
  *  BTP_E_INVALID_ARGUMENT NULL frames/n_out, cap 0, bad method
  *  BTP_E_NO_METHOD        the method is not built in, or failed to start
  * Async-signal-safe with the fp method and BTP_CAPTURE_ASYNC_SIGNAL_SAFE (or
- * bounds given), and inasmuch as the chosen unwinder is otherwise.
+ * bounds given), with the cfi method where the C library has
+ * _dl_find_object (and the same flag or bounds), and inasmuch as the chosen
+ * unwinder is otherwise.
  */
 BTP_API btp_status btp_capture(const btp_capture_options *opt, btp_frame *frames, size_t cap,
                                size_t *n_out);
 
 /*
  * Capture the stack a signal handler's ucontext_t (its third argument)
- * describes: the first frame is the interrupted pc. fp walks from the
+ * describes: the first frame is the interrupted pc. fp and cfi walk from the
  * context's registers; libunwind starts from the context itself; libgcc and
  * glibc unwind through the signal frame from where they are called, so they
  * must be called on the thread and inside the handler that received the
  * context. If an unwinder does not reach the interrupted pc (within
- * BTP_CAPTURE_SEEK_MAX frames) or fails, the fp walk from the context's
- * registers is used instead. Same results as btp_capture(), plus BTP_E_UNSUPPORTED when the
- * registers cannot be read on this architecture (x86_64, i386 and aarch64
- * Linux are supported).
+ * BTP_CAPTURE_SEEK_MAX frames; never, when the pc is 0 after a call through
+ * a NULL pointer) or fails, the cfi walk (else the fp walk) from the
+ * context's registers is used instead. Same results as btp_capture(),
+ * plus BTP_E_UNSUPPORTED when the registers cannot be read on this
+ * architecture (x86_64, i386 and aarch64 Linux are supported).
  */
 BTP_API btp_status btp_capture_context(const btp_capture_options *opt, const void *ucontext,
                                        btp_frame *frames, size_t cap, size_t *n_out);
@@ -195,7 +225,8 @@ BTP_API btp_status btp_regs_from_context(const void *ucontext, btp_regs *regs);
  * Frame-pointer walk from a saved register set (fp method only; another
  * method gives BTP_E_UNSUPPORTED). The first frame is regs->pc (omitted if
  * 0). The walk reads only words inside `bounds` (or opt->bounds, or the
- * mapping holding regs->sp when both are NULL), so a corrupt or hostile chain
+ * anonymous mapping holding regs->fp when both are NULL: a stack is never a
+ * file, and a file mapping can fault when read), so a corrupt or hostile chain
  * ends it: nothing outside the bounds is ever dereferenced. Same results as
  * btp_capture(). Async-signal-safe.
  */
@@ -234,63 +265,115 @@ BTP_API btp_status btp_stack_bounds_of(uintptr_t addr, btp_stack_bounds *out);
 /* ------------------------------------------------------------------ */
 
 /*
- * Record written on a crash (text lines, so grep/sed extract the parts):
+ * Record written on a crash: crash record v2 (spec/capture.md has the
+ * format, which `btpack symbolize --from crash` reads), text lines written
+ * with write(2):
  *
- *   btpack-crash v1 signal=<n> code=<si_code> addr=0x<fault address> pid=<n> tid=<n> method=<name>
+ *   btpack-crash v2 signal=<n> code=<si_code> addr=0x<hex> pid=<n> tid=<n>
+ *     method=<m>[ fallback=<f>]          (one line)
  *   cbf <the backtrace: one CBF stream, lower-case hex>
- *   map <a line of /proc/self/maps>      (one per mapping, in file order)
+ *   image 0x<base> 0x<end of text> <build ID in hex, or -> <path, or ->
+ *   map <a line of /proc/self/maps>      (unless BTP_CRASH_NO_MAP_LINES)
  *   end
  *
- * `sed -n 's/^cbf //p'` gives a line the CLI's `hex` format reads
- * (`btpack convert --from hex --to addrs`). The `map` lines let a reader
- * turn an address into (file, offset) for addr2line: for an address A in a
- * mapping `S-E perms O ... PATH`, the file's virtual address is
- * A - S + O when the file maps its segments at vaddr == file offset (true of
- * ordinary PIE executables and libraries), or in general A - L where L is
- * the start of PATH's mapping with offset 0. A missing `end` line means the
- * record was cut short.
+ * One `image` line per loaded image, in load order (the order at install
+ * time; images loaded later follow, by address), with the fields of
+ * imagemap.h: base is where the file's offset 0 is mapped, so for a PIE
+ * executable or a shared library a frame's file address is address - base
+ * (a return address minus 1 more). Paths are as /proc/self/maps shows them,
+ * with `\` written `\\`, a newline `\n` and other control bytes `\xHH`.
+ * `fallback=` names the capture that wrote the frames when the chosen
+ * method failed or faulted: cfi, fp, or pc (the interrupted pc alone). A
+ * missing `end` line means the record was cut short.
+ *
+ * What the handler does, and why each part is async-signal-safe:
+ *  - the memory it may read and the images come from /proc/self/maps, read
+ *    with open/read into scratch memory it maps with mmap (system calls;
+ *    no stdio, no malloc, no locks); an image's headers and build ID are
+ *    read from memory only where the maps show readable file memory of a
+ *    file also mapped executable. Without /proc or memory, an image
+ *    snapshot taken at install time (dl_iterate_phdr, outside any handler)
+ *    stands in, stacks are known from the thread's cached bounds.
+ *  - the capture runs under a fault guard: the crash signals are unblocked
+ *    around it, a fault inside it re-enters the handler, which
+ *    siglongjmps back, and the next simpler capture runs (the chosen
+ *    method, then cfi, then fp, then the pc alone): the record is never
+ *    empty. The cfi walk itself reads only memory the maps vouch for (stack
+ *    words only in anonymous memory), so it does not fault unless memory is
+ *    unmapped while it runs.
+ *  - libgcc, libunwind and glibc are not async-signal-safe by contract
+ *    (see the methods above); chosen for the handler they run under the
+ *    guard. An unwinder abandoned by the guard may leave a lock held
+ *    (libgcc before gcc 12 takes the loader's lock): a handler chained
+ *    after ours that calls dlopen or dl_iterate_phdr could then block.
  */
 
-/* Crash handler configuration. */
+/* Crash handler flags (btp_crash_options.flags). */
+enum {
+    /* Do not hand the signal on to the handler installed before
+     * btp_crash_install(): after the record, the default action. */
+    BTP_CRASH_NO_CHAIN = 1u << 0,
+    /* Leave the `map` lines (a copy of /proc/self/maps) out of the record:
+     * the `image` lines carry what a symbolizer needs. */
+    BTP_CRASH_NO_MAP_LINES = 1u << 1
+};
+
+/* Crash handler configuration. Zero-initialised means: the cfi method, a
+ * 64 KiB alternate stack, chaining, map lines. */
 typedef struct btp_crash_options {
     /* Capture options for the handler; flags get BTP_CAPTURE_ASYNC_SIGNAL_SAFE
-     * added. Zero: the fp method (the only one that is async-signal-safe by
-     * construction). */
+     * added. Method zero: cfi (whole stacks through code without frame
+     * pointers, reading only memory /proc/self/maps shows readable). */
     btp_capture_options capture;
     /* Bytes of alternate signal stack to map for the installing thread;
      * 0 gives 64 KiB. */
     size_t altstack_size;
+    unsigned flags; /* BTP_CRASH_* */
 } btp_crash_options;
 
 /*
  * Install handlers for SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT that run
  * on an alternate stack (mapped now for the calling thread; other threads
  * get one with btp_crash_thread_init()), capture the crashed thread's stack
- * from the signal context, write one record (above) to `fd` with write(2)
- * only, then restore the default action and re-raise the signal, so the
- * process still dies by it (and dumps core where configured). fd must stay
- * open; it is not closed. If several threads crash at once the first one
- * writes; the others wait for it (up to ~2 s) and then re-raise.
- * Previously installed handlers for these signals are replaced, not chained.
- * opt may be NULL. Call once, early, from one thread (not thread-safe with
- * itself); calling again replaces the configuration.
+ * from the signal context, write one record (above) to `fd` with write(2),
+ * then hand the signal on, so that the process still dies by it (and dumps
+ * core where configured):
+ *  - to the action installed before ours (SA_SIGINFO or not), which is put
+ *    back and runs when our handler returns, as if ours had never been
+ *    there: a fault the kernel raised recurs, anything else (abort(),
+ *    raise(), kill) is raised again. Should that handler hand the signal
+ *    back to ours, the default action follows. SIG_DFL: the default action.
+ *    SIG_IGN: a signal sent with kill()/raise() is ignored, with no record
+ *    (as the program asked; abort() and faults end the process anyway, and
+ *    get their record). Installing again keeps the action from before the
+ *    first install: never a chain to ourselves.
+ *  - with BTP_CRASH_NO_CHAIN, to the default action.
+ * fd must stay open; it is not closed. If several threads crash at once the
+ * first one writes; the others wait for it (up to ~5 s) and then hand their
+ * signal on. Call early, from one thread, not at the same time as a crash
+ * (not thread-safe with itself); calling again replaces the configuration
+ * and retakes the image snapshot.
  * Returns BTP_OK, BTP_E_INVALID_ARGUMENT (fd < 0, bad method),
- * BTP_E_NO_METHOD, BTP_E_OUT_OF_MEMORY (alternate stack), BTP_E_IO
- * (sigaction/sigaltstack failed).
+ * BTP_E_NO_METHOD, BTP_E_OUT_OF_MEMORY (alternate stack, snapshot),
+ * BTP_E_IO (sigaction/sigaltstack failed).
  */
 BTP_API btp_status btp_crash_install(int fd, const btp_crash_options *opt);
 
 /* Give the calling thread its own alternate signal stack for the crash
  * handler (sigaltstack is per thread); without one, a thread that overflows
- * its stack cannot run the handler. BTP_OK, BTP_E_OUT_OF_MEMORY, BTP_E_IO.
- * The stack is never freed (it must outlive the thread's last signal). */
+ * its stack cannot run the handler. Also remembers the thread's stack
+ * bounds (for walks where /proc cannot be read). BTP_OK,
+ * BTP_E_OUT_OF_MEMORY, BTP_E_IO. The stack is never freed (it must outlive
+ * the thread's last signal). Not async-signal-safe. */
 BTP_API btp_status btp_crash_thread_init(void);
 
 /* Write a crash record for `ucontext` (or the current thread when NULL) to
- * fd, as the handler does; exposed so a program's own handler can use it.
- * signal/code/addr go into the header line. BTP_OK or BTP_E_IO, or the
- * capture's error (the record is then written without frames).
- * Async-signal-safe with the fp method. */
+ * fd, as the handler does (map lines included); exposed so a program's own
+ * handler can use it. signal/code/addr go into the header line; method
+ * DEFAULT is cfi. Faults inside the capture are caught only while
+ * btp_crash_install()'s handler is installed for them. BTP_OK or BTP_E_IO,
+ * or the capture's error (the record is then written without frames).
+ * Async-signal-safe with the fp and cfi methods (as the handler, above). */
 BTP_API btp_status btp_crash_write_record(int fd, const btp_capture_options *opt, int signal,
                                           int code, uintptr_t addr, const void *ucontext);
 

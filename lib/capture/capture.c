@@ -4,6 +4,8 @@
  */
 #include "capture_internal.h"
 
+#include "capture/cfi.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,36 @@ void btp_collector_init(btp_collector *c, btp_frame *out, size_t cap, uintptr_t 
     c->skip = opt ? opt->snip_pre : 0;
     c->snip_post = opt ? opt->snip_post : 0;
     c->walked = 0;
+    c->n_seg = 0;
+}
+
+void btp_collector_anchor(btp_collector *c, uintptr_t anchor, int drop_unanchored)
+{
+    c->anchor = anchor;
+    c->seeking = 1;
+    c->drop_unanchored = drop_unanchored;
+}
+
+int btp_collector_cfa(btp_collector *c, uintptr_t cfa, int may_switch)
+{
+    if (c->n_seg == 0) {
+        c->seg_lo[0] = c->seg_hi[0] = cfa;
+        c->n_seg = 1;
+        return 1;
+    }
+    unsigned cur = c->n_seg - 1;
+    for (unsigned i = 0; i < cur; i++)
+        if (cfa >= c->seg_lo[i] && cfa <= c->seg_hi[i])
+            return 0; /* back on stack walked before */
+    if (cfa > c->seg_hi[cur]) {
+        c->seg_hi[cur] = cfa;
+        return 1;
+    }
+    if (!may_switch || cfa >= c->seg_lo[cur] || c->n_seg == BTP_COLLECTOR_SEGMENTS)
+        return 0;
+    c->seg_lo[c->n_seg] = c->seg_hi[c->n_seg] = cfa;
+    c->n_seg++;
+    return 1;
 }
 
 static void keep(btp_collector *c, uintptr_t addr)
@@ -145,7 +177,8 @@ size_t btp_collector_finish(btp_collector *c)
 /* Methods                                                              */
 /* ------------------------------------------------------------------ */
 
-static const char *const method_names[] = {"default", "fp", "libgcc", "libunwind", "glibc"};
+static const char *const method_names[] = {"default", "fp",    "libgcc",
+                                           "libunwind", "glibc", "cfi"};
 
 const char *btp_capture_method_name(btp_capture_method method)
 {
@@ -184,14 +217,16 @@ int btp_capture_method_available(btp_capture_method method)
         return BTP_HAVE_LIBUNWIND;
     case BTP_CAPTURE_GLIBC:
         return BTP_HAVE_EXECINFO;
+    case BTP_CAPTURE_CFI:
+        return BTP_CFI_SUPPORTED;
     }
     return 0;
 }
 
 btp_capture_method btp_capture_method_default(void)
 {
-    static const btp_capture_method order[] = {BTP_CAPTURE_LIBGCC, BTP_CAPTURE_LIBUNWIND,
-                                               BTP_CAPTURE_GLIBC};
+    static const btp_capture_method order[] = {BTP_CAPTURE_LIBGCC, BTP_CAPTURE_CFI,
+                                               BTP_CAPTURE_LIBUNWIND, BTP_CAPTURE_GLIBC};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
         if (btp_capture_method_available(order[i]))
             return order[i];
@@ -234,7 +269,7 @@ btp_status btp_capture_options_init(btp_capture_options *opt)
     const char *verbose = getenv("BTPACK_STACKTRACE_METHOD_VERBOSE");
     if (verbose && verbose[0] && strcmp(verbose, "0") != 0) {
         fputs("btpack: stack trace methods available:", stderr);
-        for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_GLIBC; m++)
+        for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_LAST; m++)
             if (btp_capture_method_available((btp_capture_method)m))
                 fprintf(stderr, " %s", btp_capture_method_name((btp_capture_method)m));
         const char *lib = btp_capture_method_library(opt->method);
@@ -295,6 +330,8 @@ static btp_status run(btp_capture_method m, btp_collector *c, const void *uc, co
         return btp_capture_libunwind(c, uc);
     case BTP_CAPTURE_GLIBC:
         return btp_capture_glibc(c, uc);
+    case BTP_CAPTURE_CFI:
+        return btp_capture_cfi(c, uc, opt);
     default:
         return BTP_E_INVALID_ARGUMENT;
     }
@@ -302,7 +339,7 @@ static btp_status run(btp_capture_method m, btp_collector *c, const void *uc, co
 
 /* The current thread's capture; `ra` is the entry point's return address,
  * `fp` its frame (see btp_capture). */
-static btp_status capture_here(const btp_capture_options *opt, uintptr_t ra, uintptr_t fp,
+btp_status btp_capture_here_at(const btp_capture_options *opt, uintptr_t ra, uintptr_t fp,
                                btp_frame *frames, size_t cap, size_t *n_out)
 {
     btp_capture_method m;
@@ -318,42 +355,90 @@ static btp_status capture_here(const btp_capture_options *opt, uintptr_t ra, uin
     return st;
 }
 
-static btp_status capture_context(const btp_capture_options *opt, const void *uc,
-                                  btp_frame *frames, size_t cap, size_t *n_out)
+/* The walk to fall back on when the chosen method failed: cfi (which
+ * sees code without frame pointers) where it is built, else fp. */
+static btp_status fallback_walk(btp_collector *c, const btp_regs *regs, const void *uc,
+                                const btp_cfi_env *cfi_env, const btp_capture_options *opt,
+                                btp_capture_method *used)
+{
+    if (btp_capture_method_available(BTP_CAPTURE_CFI)) {
+        btp_cfi_regs cr;
+        if (btp_cfi_regs_from_context(uc, &cr) == BTP_OK) {
+            *used = BTP_CAPTURE_CFI;
+            if (cfi_env)
+                return btp_cfi_walk(c, &cr, cfi_env);
+            return btp_capture_cfi(c, uc, opt);
+        }
+    }
+    *used = BTP_CAPTURE_FP;
+    return btp_capture_fp_walk(c, regs, opt ? opt->bounds : NULL,
+                               (opt ? opt->flags : 0) | BTP_CAPTURE_ASYNC_SIGNAL_SAFE);
+}
+
+btp_status btp_capture_context_in(const btp_capture_options *opt, const void *uc,
+                                  const btp_cfi_env *cfi_env, btp_frame *frames, size_t cap,
+                                  size_t *n_out, btp_capture_method *used)
 {
     btp_capture_method m;
     btp_collector c;
+    *n_out = 0;
     btp_status st = begin(opt, &m, &c, frames, cap, 0);
     if (st != BTP_OK)
         return st;
+    *used = m;
     btp_regs regs;
     st = btp_regs_from_context(uc, &regs);
     if (st != BTP_OK)
         return st;
-    if (m == BTP_CAPTURE_LIBUNWIND && BTP_LIBUNWIND_FROM_CONTEXT) {
-        /* libunwind starts at the interrupted frame itself. */
-        st = btp_capture_libunwind(&c, uc);
+    switch (m) {
+    case BTP_CAPTURE_FP:
+        st = btp_capture_fp_walk(&c, &regs, opt ? opt->bounds : NULL,
+                                 (opt ? opt->flags : 0) | BTP_CAPTURE_ASYNC_SIGNAL_SAFE);
         *n_out = btp_collector_finish(&c);
+        return st;
+    case BTP_CAPTURE_CFI: {
+        btp_cfi_regs cr;
+        st = btp_cfi_regs_from_context(uc, &cr);
         if (st == BTP_OK)
-            return BTP_OK;
-    } else if (m != BTP_CAPTURE_FP) {
-        /* libgcc / glibc (/ libunwind elsewhere) unwind from here through
-         * the signal frame: keep from the interrupted pc on. */
-        btp_collector_init(&c, frames, cap, regs.pc, opt);
-        c.drop_unanchored = 1;
+            st = cfi_env ? btp_cfi_walk(&c, &cr, cfi_env) : btp_capture_cfi(&c, uc, opt);
+        *n_out = btp_collector_finish(&c);
+        return st;
+    }
+    case BTP_CAPTURE_LIBUNWIND:
+        if (BTP_LIBUNWIND_FROM_CONTEXT) {
+            /* libunwind starts at the interrupted frame itself. */
+            st = btp_capture_libunwind(&c, uc);
+            *n_out = btp_collector_finish(&c);
+            if (st == BTP_OK && *n_out > 0)
+                return BTP_OK;
+            break;
+        }
+        /* elsewhere it unwinds like libgcc */
+        __attribute__((fallthrough));
+    default:
+        /* libgcc / glibc unwind from here through the signal frame: keep
+         * from the interrupted pc on (0 included: a call through a NULL
+         * pointer), and only if they get there. */
+        btp_collector_anchor(&c, regs.pc, 1);
         st = run(m, &c, uc, NULL, opt);
         int missed = btp_collector_missed_anchor(&c);
         *n_out = btp_collector_finish(&c);
         if (st == BTP_OK && !missed)
             return BTP_OK;
+        break;
     }
-    /* The fp method, or an unwinder that did not get through the signal
-     * frame: walk the frame pointers from the context's registers. */
+    /* The method did not get through the signal frame or failed. */
     btp_collector_init(&c, frames, cap, 0, opt);
-    st = btp_capture_fp_walk(&c, &regs, opt ? opt->bounds : NULL,
-                             (opt ? opt->flags : 0) | BTP_CAPTURE_ASYNC_SIGNAL_SAFE);
+    st = fallback_walk(&c, &regs, uc, cfi_env, opt, used);
     *n_out = btp_collector_finish(&c);
     return st;
+}
+
+static btp_status capture_context(const btp_capture_options *opt, const void *uc,
+                                  btp_frame *frames, size_t cap, size_t *n_out)
+{
+    btp_capture_method used;
+    return btp_capture_context_in(opt, uc, NULL, frames, cap, n_out, &used);
 }
 
 /* Entry points are noinline so that their return address and frame are
@@ -366,7 +451,7 @@ __attribute__((noinline)) btp_status btp_capture(const btp_capture_options *opt,
     if (!frames || !n_out || cap == 0)
         return BTP_E_INVALID_ARGUMENT;
     *n_out = 0;
-    btp_status st = capture_here(opt, (uintptr_t)__builtin_return_address(0),
+    btp_status st = btp_capture_here_at(opt, (uintptr_t)__builtin_return_address(0),
                                  (uintptr_t)__builtin_frame_address(0), frames, cap, n_out);
     __asm__ volatile("" : "+r"(st) : : "memory");
     return st;
@@ -416,7 +501,7 @@ btp_status btp_capture_cbf_at(const btp_capture_options *opt, const void *uconte
     if (ucontext)
         st = capture_context(opt, ucontext, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n);
     else
-        st = capture_here(opt, ra, fp, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n);
+        st = btp_capture_here_at(opt, ra, fp, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n);
     size_t len = 0;
     btp_status est = btp_cbf_encode(frames, n, 0, (unsigned)(8 * sizeof(void *)),
                                     BTP_CBF_ENC_TRUNCATE_ON_FULL, buf, cap, &len, NULL);

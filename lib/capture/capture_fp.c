@@ -49,9 +49,9 @@ static btp_status thread_bounds(uintptr_t addr, unsigned flags, btp_stack_bounds
         }
     }
     /* Not the stack the thread started with (a coroutine, a signal context
-     * from another thread) or no cache yet in a signal handler: whichever
-     * readable mapping holds the address. */
-    return btp_stack_bounds_of(addr, b) == BTP_OK ? BTP_OK : BTP_E_NO_METHOD;
+     * from another thread) or no cache yet in a signal handler: the
+     * anonymous mapping holding the address. */
+    return btp_stack_region_of(addr, b) == BTP_OK ? BTP_OK : BTP_E_NO_METHOD;
 }
 
 /* The alternate signal stack, if this thread is running on it. */
@@ -63,6 +63,27 @@ static int alt_stack(btp_stack_bounds *b)
     b->lo = (uintptr_t)ss.ss_sp;
     b->hi = b->lo + ss.ss_size;
     return b->hi > b->lo;
+}
+
+int btp_capture_stack_region(uintptr_t addr, unsigned flags, btp_stack_bounds *out)
+{
+    if (thread_stack.hi != 0 && inside(&thread_stack, addr)) {
+        *out = thread_stack;
+        return 1;
+    }
+    btp_stack_bounds b;
+    if (alt_stack(&b) && inside(&b, addr)) {
+        *out = b;
+        return 1;
+    }
+    return thread_bounds(addr, flags, out) == BTP_OK;
+}
+
+void btp_capture_cache_thread_bounds(void)
+{
+    btp_stack_bounds t;
+    if (thread_stack.hi == 0 && btp_stack_bounds_current(&t) == BTP_OK)
+        thread_stack = t;
 }
 
 /* A frame record at f may be read if both of its words lie in r. */

@@ -22,6 +22,13 @@
  * what falls out of the ring. No allocation, no libc: usable in signal
  * handlers.
  */
+/* The highest method number. */
+#define BTP_CAPTURE_LAST BTP_CAPTURE_CFI
+
+/* Stacks a walk may pass between (a signal handler's alternate stack and
+ * the thread's own, nested signals): more is a cycle. */
+#define BTP_COLLECTOR_SEGMENTS 8
+
 typedef struct btp_collector {
     btp_frame *out;
     size_t cap;
@@ -37,6 +44,10 @@ typedef struct btp_collector {
     unsigned skip;        /* snip_pre still to drop */
     unsigned snip_post;
     uint64_t walked;      /* frames pushed (bounds the walk) */
+    /* Stretches of stack the walk has covered (see btp_collector_cfa). */
+    uintptr_t seg_lo[BTP_COLLECTOR_SEGMENTS];
+    uintptr_t seg_hi[BTP_COLLECTOR_SEGMENTS];
+    unsigned n_seg;
 } btp_collector;
 
 void btp_collector_init(btp_collector *c, btp_frame *out, size_t cap, uintptr_t anchor,
@@ -47,11 +58,53 @@ int btp_collector_push(btp_collector *c, uintptr_t addr);
 size_t btp_collector_finish(btp_collector *c);
 /* Non-zero if the anchor was looked for and never seen. */
 int btp_collector_missed_anchor(const btp_collector *c);
+/* Keep frames only from `anchor` on (which may be 0: a pc of 0 is a frame
+ * like any other); with drop_unanchored, nothing if it never comes. */
+void btp_collector_anchor(btp_collector *c, uintptr_t anchor, int drop_unanchored);
+/*
+ * A cycle check for walkers that know each frame's canonical frame address
+ * (or stack pointer): non-zero while `cfa` lies strictly above every
+ * earlier one on the same stretch of stack. A value at or below the last
+ * one is accepted only if `may_switch` and no stretch walked so far holds
+ * it (the walk moved to another stack, at most BTP_COLLECTOR_SEGMENTS
+ * times); anything else is a cycle and the walker must stop.
+ */
+int btp_collector_cfa(btp_collector *c, uintptr_t cfa, int may_switch);
 
 /* btp_capture_cbf() with the anchor (return address) and frame of the
  * public entry point the caller is in. */
 btp_status btp_capture_cbf_at(const btp_capture_options *opt, const void *ucontext,
                               uintptr_t ra, uintptr_t fp, void *buf, size_t cap, size_t *len_out);
+
+/* btp_capture() for a public entry point whose return address is `ra` and
+ * frame `fp` (the anchor: frames above it are the library's own). */
+btp_status btp_capture_here_at(const btp_capture_options *opt, uintptr_t ra, uintptr_t fp,
+                               btp_frame *frames, size_t cap, size_t *n_out);
+
+struct btp_cfi_env;
+/*
+ * btp_capture_context() for the crash handler: `cfi_env` (NULL: the
+ * ordinary one) is what the cfi method reads memory through, and *used
+ * gets the method whose frames were kept (another than opt's when that one
+ * failed and a simpler walk took over: cfi, else fp).
+ */
+btp_status btp_capture_context_in(const btp_capture_options *opt, const void *ucontext,
+                                  const struct btp_cfi_env *cfi_env, btp_frame *frames,
+                                  size_t cap, size_t *n_out, btp_capture_method *used);
+
+/* The trusted stack region holding addr: the alternate signal stack when
+ * the thread runs on it, else the thread's stack (cached bounds, then
+ * pthread_getattr_np unless BTP_CAPTURE_ASYNC_SIGNAL_SAFE, then the
+ * mapping holding addr). 1 if found. */
+int btp_capture_stack_region(uintptr_t addr, unsigned flags, btp_stack_bounds *out);
+/* The anonymous readable mapping holding addr, from /proc/self/maps (a
+ * stack is never a file: a file mapping may raise SIGBUS when read past
+ * its file's end). BTP_OK, BTP_END, BTP_E_IO. Async-signal-safe. */
+btp_status btp_stack_region_of(uintptr_t addr, btp_stack_bounds *out);
+/* The readable, executable mapping holding addr, likewise. */
+btp_status btp_code_region_of(uintptr_t addr, btp_stack_bounds *out);
+/* Remember the calling thread's stack bounds (not async-signal-safe). */
+void btp_capture_cache_thread_bounds(void);
 
 /* The walkers. `uc` is a ucontext_t or NULL (current thread). */
 btp_status btp_capture_fp_walk(btp_collector *c, const btp_regs *regs,

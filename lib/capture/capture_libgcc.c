@@ -13,9 +13,14 @@
 static _Unwind_Reason_Code on_frame(struct _Unwind_Context *ctx, void *arg)
 {
     uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
-    if (ip == 0)
+    if (ip == 0 || !btp_collector_push(arg, ip))
         return _URC_END_OF_STACK;
-    return btp_collector_push(arg, ip) ? _URC_NO_REASON : _URC_END_OF_STACK;
+    /* libgcc follows a frame pointer that points at itself for ever (the
+     * same frame again and again): a frame whose CFA is not above the
+     * previous one's ends the walk, unless it is on a stack not walked yet
+     * (the signal frame leads from the alternate stack to the thread's). */
+    return btp_collector_cfa(arg, (uintptr_t)_Unwind_GetCFA(ctx), 1) ? _URC_NO_REASON
+                                                                      : _URC_END_OF_STACK;
 }
 
 btp_status btp_capture_libgcc(btp_collector *c, const void *uc)

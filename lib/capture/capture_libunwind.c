@@ -27,9 +27,17 @@ btp_status btp_capture_libunwind(btp_collector *c, const void *uc)
         if (unw_getcontext(&context) < 0 || unw_init_local(&cursor, &context) < 0)
             return BTP_E_NO_METHOD;
     }
+    /* A frame's stack pointer is its callee's CFA: checked from the second
+     * frame on (the first may share its stack pointer with a frameless
+     * innermost function), it ends a cycle (a frame pointer pointing at
+     * itself) before the repeated frame is kept. */
+    unsigned frame = 0;
     do {
-        unw_word_t ip = 0;
+        unw_word_t ip = 0, sp = 0;
         if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
+            break;
+        if (frame++ >= 1 && (unw_get_reg(&cursor, UNW_REG_SP, &sp) < 0 ||
+                             !btp_collector_cfa(c, (uintptr_t)sp, 1)))
             break;
         if (!btp_collector_push(c, (uintptr_t)ip))
             break;

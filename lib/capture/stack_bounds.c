@@ -3,12 +3,11 @@
  * cheap nor async-signal-safe), or from /proc/self/maps read with plain
  * open/read (async-signal-safe, any thread, any stack).
  */
-#include <btpack/capture.h>
+#include "capture_internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
+#include "capture/procmaps.h"
+
 #include <pthread.h>
-#include <unistd.h>
 
 btp_status btp_stack_bounds_current(btp_stack_bounds *out)
 {
@@ -28,87 +27,44 @@ btp_status btp_stack_bounds_current(btp_stack_bounds *out)
     return out->hi > out->lo ? BTP_OK : BTP_E_IO;
 }
 
-/* Parse "start-end perms" at the head of a maps line; 1 on success. */
-static int parse_head(const char *s, size_t n, uintptr_t *lo, uintptr_t *hi, int *readable)
+enum { ANY = 0, ANON_ONLY = 1, EXEC_ONLY = 2 };
+
+/* The readable mapping holding addr (anonymous only / executable only). */
+static btp_status mapping_of(uintptr_t addr, int want, btp_stack_bounds *out)
 {
-    size_t i = 0;
-    uintptr_t v[2] = {0, 0};
-    for (int k = 0; k < 2; k++) {
-        size_t digits = 0;
-        while (i < n) {
-            char ch = s[i];
-            unsigned d;
-            if (ch >= '0' && ch <= '9')
-                d = (unsigned)(ch - '0');
-            else if (ch >= 'a' && ch <= 'f')
-                d = (unsigned)(ch - 'a' + 10);
-            else
-                break;
-            if (digits >= 2 * sizeof(uintptr_t))
-                return 0; /* wider than an address */
-            v[k] = v[k] << 4 | d;
-            digits++;
-            i++;
+    btp_maps_reader r;
+    if (!btp_maps_open(&r))
+        return BTP_E_IO;
+    btp_maps_line m;
+    btp_status st = BTP_END;
+    while (btp_maps_next(&r, &m)) {
+        if (addr >= m.lo && addr < m.hi) {
+            if (m.perms[0] == 'r' && (want != ANON_ONLY || btp_maps_kind(&m) == BTP_MAPS_ANON) &&
+                (want != EXEC_ONLY || m.perms[2] == 'x')) {
+                out->lo = m.lo;
+                out->hi = m.hi;
+                st = BTP_OK;
+            }
+            break;
         }
-        if (digits == 0 || i >= n || s[i] != (k == 0 ? '-' : ' '))
-            return 0;
-        i++;
     }
-    if (i >= n)
-        return 0;
-    *lo = v[0];
-    *hi = v[1];
-    *readable = s[i] == 'r';
-    return v[1] > v[0];
+    btp_maps_close(&r);
+    return st;
 }
 
 btp_status btp_stack_bounds_of(uintptr_t addr, btp_stack_bounds *out)
 {
     if (!out)
         return BTP_E_INVALID_ARGUMENT;
-    int fd;
-    do
-        fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0)
-        return BTP_E_IO;
-    /* Only the head of each line matters ("start-end perms" fits in 48
-     * bytes on 64-bit); the rest of a line is skipped. */
-    char head[64];
-    size_t head_n = 0;
-    char buf[1024];
-    btp_status st = BTP_END;
-    for (;;) {
-        ssize_t got = read(fd, buf, sizeof buf);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            st = BTP_E_IO;
-            break;
-        }
-        if (got == 0)
-            break;
-        for (ssize_t i = 0; i < got; i++) {
-            if (buf[i] != '\n') {
-                if (head_n < sizeof head)
-                    head[head_n++] = buf[i];
-                continue;
-            }
-            uintptr_t lo, hi;
-            int readable;
-            if (parse_head(head, head_n, &lo, &hi, &readable) && addr >= lo && addr < hi) {
-                if (!readable) {
-                    close(fd);
-                    return BTP_END;
-                }
-                out->lo = lo;
-                out->hi = hi;
-                close(fd);
-                return BTP_OK;
-            }
-            head_n = 0;
-        }
-    }
-    close(fd);
-    return st;
+    return mapping_of(addr, ANY, out);
+}
+
+btp_status btp_stack_region_of(uintptr_t addr, btp_stack_bounds *out)
+{
+    return mapping_of(addr, ANON_ONLY, out);
+}
+
+btp_status btp_code_region_of(uintptr_t addr, btp_stack_bounds *out)
+{
+    return mapping_of(addr, EXEC_ONLY, out);
 }

@@ -58,6 +58,12 @@ static const struct status_text texts[] = {
     {BTP_E_CIF_BAD_UTF8, "cif_bad_utf8", "image path or platform is not valid UTF-8"},
     {BTP_E_CIF_BUILD_ID_TOO_LONG, "cif_build_id_too_long", "build ID longer than 1024 bytes"},
     {BTP_E_CIF_STRING_TOO_LONG, "cif_string_too_long", "platform string longer than 255 bytes"},
+    {BTP_E_MAPS_SYNTAX, "maps_syntax", "malformed /proc/PID/maps line"},
+    {BTP_E_IMAGE_SYNTAX, "image_syntax", "malformed image line"},
+    {BTP_E_BAD_NOTE, "bad_note", "ELF note runs past its area"},
+    {BTP_E_CM_FRAME_BOUNDS, "cm_frame_bounds",
+     "exception frame outside the stack bounds given"},
+    {BTP_E_CM_EXC_RETURN, "cm_exc_return", "not an EXC_RETURN value"},
 };
 
 static const struct status_text *find(btp_status s)

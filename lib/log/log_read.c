@@ -96,6 +96,10 @@ static const btp_frame *stack_frames(btp_log_reader *r, uint32_t sid, size_t *n)
     if (k == (size_t)-1)
         return NULL;
     *n = k;
+    /* an empty stack needs no cache entry, and the pool may not exist yet
+     * (a NULL + 0 result would read as "unknown") */
+    if (k == 0)
+        return r->frames;
     if (k > FC_MAX - r->fc_len)
         return r->frames; /* cache full: plain walk */
     if (sid >= r->fc_cap) {

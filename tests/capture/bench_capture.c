@@ -59,7 +59,7 @@ int main(int argc, char **argv)
         descend(&j, depth);
     double base = (now_ns() - t0) / (double)iters;
     printf("baseline: %.1f ns to descend %d frames\n", base, depth);
-    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_GLIBC; m++) {
+    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_CFI; m++) {
         if (!btp_capture_method_available((btp_capture_method)m))
             continue;
         for (int cbf = 0; cbf < 2; cbf++) {

@@ -18,6 +18,16 @@
  * stays inside the caller). */
 #define BARRIER() __asm__ volatile("" ::: "memory")
 
+/* An undefined instruction: SIGILL (__builtin_trap is SIGTRAP's brk on
+ * aarch64). */
+#if defined(__x86_64__) || defined(__i386__)
+#define UNDEFINED_INSTRUCTION() __asm__ volatile("ud2")
+#elif defined(__aarch64__)
+#define UNDEFINED_INSTRUCTION() __asm__ volatile("udf #0")
+#else
+#define UNDEFINED_INSTRUCTION() __builtin_trap()
+#endif
+
 /* Name of the function holding addr (for return addresses, pass addr - 1:
  * the call instruction), or "?" */
 static inline const char *function_at(uintptr_t addr)

@@ -260,7 +260,7 @@ static void test_environment(void)
 static void test_names(void)
 {
     btp_capture_method m;
-    for (int i = BTP_CAPTURE_DEFAULT; i <= BTP_CAPTURE_GLIBC; i++) {
+    for (int i = BTP_CAPTURE_DEFAULT; i <= BTP_CAPTURE_CFI; i++) {
         const char *n = btp_capture_method_name((btp_capture_method)i);
         CHECK(n && btp_capture_method_parse(n, &m) == BTP_OK && (int)m == i, "name %d", i);
     }
@@ -290,7 +290,7 @@ static void test_names(void)
 static void *in_thread(void *arg)
 {
     static result tr;
-    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_GLIBC; m++) {
+    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_CFI; m++) {
         if (!btp_capture_method_available((btp_capture_method)m) ||
             (!CHAIN_WITH_FP && m == BTP_CAPTURE_FP))
             continue;
@@ -310,7 +310,7 @@ int main(void)
     CHECK(pthread_create(&t, NULL, in_thread, NULL) == 0, "pthread_create");
     CHECK(pthread_join(t, NULL) == 0, "pthread_join");
     int ran = 0;
-    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_GLIBC; m++) {
+    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_CFI; m++) {
         if (!btp_capture_method_available((btp_capture_method)m))
             continue;
         printf("method %s\n", btp_capture_method_name((btp_capture_method)m));

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NMETHODS 5
+#define NMETHODS 6
 #define MAXF 64
 
 typedef struct shot {
@@ -78,7 +78,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
     (void)si;
-    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_GLIBC; m++) {
+    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_CFI; m++) {
         if (!btp_capture_method_available((btp_capture_method)m))
             continue;
         btp_capture_options o = {0};
@@ -119,7 +119,7 @@ int main(void)
     /* Load what the unwinders load on first use, outside the handler. */
     btp_capture_options o;
     btp_capture_options_init(&o);
-    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_GLIBC; m++) {
+    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_CFI; m++) {
         btp_frame tmp[4];
         size_t n;
         btp_capture_options om = {0};
@@ -133,7 +133,7 @@ int main(void)
         CHECK(0, "no fault");
     }
 
-    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_GLIBC; m++) {
+    for (int m = BTP_CAPTURE_FP; m <= BTP_CAPTURE_CFI; m++) {
         if (!btp_capture_method_available((btp_capture_method)m))
             continue;
         const char *name = btp_capture_method_name((btp_capture_method)m);

@@ -24,8 +24,9 @@ Parts (each prints what it exchanged; any mismatch fails the test):
               the CBF vectors' account of Swift's decoder is what 6.3.1 does.
  5. crash     a Swift program crashes four ways under swift-backtrace's JSON
               crash logs; btpack reads each log, converts it to CBF+CIF and
-              back without loss, and its image map names the crashing
-              function (addr2line), as Swift's own symbolication does.
+              back without loss, and names the crashing function as Swift's
+              own symbolication does, twice: `btpack symbolize` with the
+              log's image map, and the image map with addr2line.
 """
 
 import base64
@@ -522,7 +523,20 @@ def part_crash():
             fail("crash %s: addr2line %s, Swift's symbolication %s" % (kind, sym,
                                                                       f.get("symbol")))
         else:
-            tally("crash: functions named as Swift names them")
+            tally("crash: functions named as Swift names them (image map + addr2line)")
+        # btpack symbolize, with the crash log's image map (build IDs checked)
+        out = run([BTPACK, "symbolize", "--from", "swift-crashlog", "--thread", "crashed",
+                   "--to", "json"], src).stdout.decode().splitlines()
+        named = None
+        for fr in json.loads(out[0])["frames"] if out else []:
+            if fr.get("image") and os.path.samefile(fr["image"], PROBE):
+                outer = [x for x in fr.get("symbols", []) if not x.get("inlined")]
+                named = outer[0]["function"] if outer else None
+                break
+        if named != sym:
+            fail("crash %s: btpack symbolize names %s, Swift %s" % (kind, named, sym))
+        else:
+            tally("crash: functions named as Swift names them (btpack symbolize)")
         print("crash %s: %d thread(s), %d images; crashing function %s (%s)" % (
             kind, len(got), len(images), sym, f.get("description")))
 

@@ -1,6 +1,8 @@
 /* addrs: one trace per line, space-separated tokens: `0xHEX` (a return
  * address), `pc:0xHEX`, `async:0xHEX`, `omit:N`, and a last token `trunc`
- * when the trace was truncated; `#` lines are comments. */
+ * when the trace was truncated; `#` lines are comments. A trace with no
+ * frames is the line `empty` (`trunc` when truncated): a blank line is no
+ * trace, as in every text format. */
 #include "format.h"
 
 #include <string.h>
@@ -37,6 +39,10 @@ static int addrs_read_line(reader *r, const char *line, size_t len, trace *t)
         if (n == 5 && memcmp(tok, "trunc", 5) == 0) {
             t->truncated = 1;
             continue;
+        } else if (n == 5 && memcmp(tok, "empty", 5) == 0) {
+            if (tokens != 1 || i < len)
+                return rd_error(r, "token %zu: `empty` must be the only token", tokens);
+            return 1;
         } else if (starts(tok, n, "pc:")) {
             f.kind = BTP_FRAME_PC;
             bad = parse_hex_u64(tok + 3, n - 3, &f.value);
@@ -72,13 +78,16 @@ static int addrs_write(writer *w, const trace *t, strbuf *out)
     }
     if (t->truncated)
         sb_adds(out, t->n ? " trunc" : "trunc");
+    else if (!t->n)
+        sb_adds(out, "empty");
     sb_addc(out, '\n');
     return 0;
 }
 
 const format fmt_addrs = {
     .name = "addrs",
-    .help = "one trace per line: 0xRA pc:0xHEX async:0xHEX omit:N [trunc]; '#' comments",
+    .help = "one trace per line: 0xRA pc:0xHEX async:0xHEX omit:N [trunc], or `empty`; "
+            "'#' comments",
     .read_line = addrs_read_line,
     .write = addrs_write,
 };

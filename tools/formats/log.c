@@ -8,19 +8,25 @@
  * Writing: TRACE_ALLOC and TRACE_FREE as allocation records; a plain trace
  * with an allocation size (json "alloc_size") as an allocation at pointer
  * 0; other plain traces as backtrace records. `--maps FILE` stores the
- * image map, comment lines of the input are kept, `--no-zlib` stores the
+ * maps text (`maps`) and its images with the build IDs of the files now at
+ * their paths (`images`, crash-record image lines), comment lines of the input are kept, `--no-zlib` stores the
  * blocks uncompressed. One log has one word size. */
 #include "format.h"
+#include "imagemap_text.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "diag.h"
+
 /* ---- reading ---------------------------------------------------------- */
 
 typedef struct log_rstate {
     btp_log_reader *lr;
+    owned_map map;    /* the stored image map, given with every record */
+    int have_map;
     size_t next_meta; /* metadata handed on so far */
     int done;
 } log_rstate;
@@ -34,8 +40,10 @@ static int log_open(reader *r)
 static void log_close(reader *r)
 {
     log_rstate *s = r->state;
-    if (s)
+    if (s) {
         btp_log_reader_close(s->lr);
+        owned_map_free(&s->map);
+    }
     free(s);
     r->state = NULL;
 }
@@ -69,6 +77,12 @@ static int log_read_next(reader *r, trace *t)
             return rd_error_at(r, 0, "not a readable btpack log: %s", btp_strerror(st));
         }
         r->word_bits = btp_log_reader_word_bits(s->lr);
+        size_t off = 0;
+        btp_status ms = owned_map_from_log(&s->map, s->lr, &off);
+        s->have_map = ms == BTP_OK;
+        if (ms != BTP_OK && ms != BTP_END) /* the records are still good */
+            diag(DIAG_WARNING, r->name, NULL, "stored image map unusable (%s at byte %zu)",
+                 btp_strerror(ms), off);
     }
     btp_log_record rec;
     btp_status st = btp_log_reader_next(s->lr, &rec);
@@ -90,6 +104,7 @@ static int log_read_next(reader *r, trace *t)
     }
     pass_comments(r, s, rec.index);
     trace_reset(t, r->word_bits);
+    t->image_map = s->have_map ? &s->map.map : NULL;
     t->loc = (src_loc){.offset = rec.index, .has_offset = 0};
     if (rec.flags) {
         return rd_error(r, "record %llu: its %s was lost with a damaged block",
@@ -178,6 +193,18 @@ static int start(writer *w, log_wstate *s, unsigned word_bits)
                                                              w->opt->maps_path,
                                                              BTP_LOG_MAX_BLOCK / 2)
                                                  : put_meta(w, s, "maps", m.data, m.len);
+        /* the images with their build IDs: what makes the maps usable once
+         * the files have changed */
+        strbuf im = STRBUF_INIT;
+        size_t off = 0;
+        btp_status ist = rc < 0 ? BTP_OK
+                                : image_lines_from_procmaps(m.data, m.len, word_bits, &im, &off);
+        if (ist != BTP_OK)
+            rc = wr_error(w, "--maps %s: byte offset %zu: %s", w->opt->maps_path, off,
+                          btp_strerror(ist));
+        else if (rc == 0 && im.len)
+            rc = put_meta(w, s, "images", im.data, im.len);
+        sb_free(&im);
         sb_free(&m);
         if (rc < 0)
             return rc;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 extern const format fmt_json, fmt_hex, fmt_b64, fmt_cbf, fmt_addrs, fmt_trace;
-extern const format fmt_log;
+extern const format fmt_log, fmt_crash;
 extern const format fmt_lws, fmt_lws_b;
 extern const format fmt_swift, fmt_swift_crashlog;
 
@@ -18,6 +18,7 @@ static const format *const formats[] = {
     &fmt_addrs,
     &fmt_trace,
     &fmt_log,
+    &fmt_crash,
     &fmt_lws,
     &fmt_lws_b,
     &fmt_swift,

@@ -1,0 +1,1155 @@
+/*
+ * The cfi walker: DWARF call frame information (.eh_frame, found through
+ * .eh_frame_hdr's binary-search table), interpreted for one frame at a
+ * time (see cfi.h, spec/capture.md).
+ *
+ * Safety comes from where bytes are read, never from trusting them:
+ *  - unwind tables only inside [lo, hi) of the image that holds the pc,
+ *    through a reader with a sticky error flag that stops at the bound;
+ *  - code bytes (the return-address check) only inside the image's text;
+ *  - stack words (saved registers, DW_OP_deref) only where the environment
+ *    says stack may be read.
+ * Work is bounded: each frame's program is bounded by its FDE's length,
+ * expressions by a step count, the walk by BTP_CAPTURE_MAX_WALK frames
+ * and by the rule that the canonical frame address (CFA) moves up the
+ * stack every frame (it may jump elsewhere only across a signal frame), so
+ * a cycle (a frame pointer pointing at itself) ends the walk.
+ */
+#include "capture/cfi.h"
+
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include <ucontext.h>
+
+#define W ((uintptr_t)sizeof(uintptr_t))
+
+/* DW_EH_PE pointer encodings. */
+enum {
+    PE_ABSPTR = 0x00,
+    PE_ULEB128 = 0x01,
+    PE_UDATA2 = 0x02,
+    PE_UDATA4 = 0x03,
+    PE_UDATA8 = 0x04,
+    PE_SLEB128 = 0x09,
+    PE_SDATA2 = 0x0a,
+    PE_SDATA4 = 0x0b,
+    PE_SDATA8 = 0x0c,
+    PE_PCREL = 0x10,
+    PE_DATAREL = 0x30,
+    PE_INDIRECT = 0x80,
+    PE_OMIT = 0xff
+};
+
+/* Limits on what hostile tables can ask for. */
+#define REMEMBER_MAX 8      /* DW_CFA_remember_state depth */
+#define EXPR_STACK 32       /* DWARF expression stack */
+#define EXPR_STEPS 256      /* operations per expression (bra can loop) */
+#define ALIGN_MAX 0x10000u  /* code/data alignment factors */
+#define CACHE_N 4           /* rows remembered per walk (recursion repeats them) */
+
+/* ------------------------------------------------------------------ */
+/* A bounded reader with a sticky error flag                           */
+/* ------------------------------------------------------------------ */
+
+typedef struct rd {
+    uintptr_t p, end;
+    int bad;
+} rd;
+
+static int need(rd *r, uintptr_t n)
+{
+    if (r->bad || r->p > r->end || r->end - r->p < n) {
+        r->bad = 1;
+        return 0;
+    }
+    return 1;
+}
+
+static uint8_t u8(rd *r)
+{
+    uint8_t v = 0;
+    if (need(r, 1))
+        v = *(const uint8_t *)r->p++;
+    return v;
+}
+
+static uint64_t fixed(rd *r, unsigned n)
+{
+    uint64_t v = 0;
+    if (!need(r, n))
+        return 0;
+    if (n == 2) {
+        uint16_t t;
+        memcpy(&t, (const void *)r->p, 2);
+        v = t;
+    } else if (n == 4) {
+        uint32_t t;
+        memcpy(&t, (const void *)r->p, 4);
+        v = t;
+    } else {
+        memcpy(&v, (const void *)r->p, 8);
+    }
+    r->p += n;
+    return v;
+}
+
+static uint64_t uleb(rd *r)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        uint8_t b = u8(r);
+        if (r->bad)
+            return 0;
+        uint64_t bits = b & 0x7f;
+        if (shift >= 64 ? bits != 0 : shift == 63 && bits > 1) {
+            r->bad = 1; /* does not fit 64 bits */
+            return 0;
+        }
+        if (shift < 64)
+            v |= bits << shift;
+        if (!(b & 0x80))
+            return v;
+        if (shift > 70) {
+            r->bad = 1;
+            return 0;
+        }
+    }
+}
+
+static int64_t sleb(rd *r)
+{
+    uint64_t v = 0;
+    unsigned shift = 0;
+    uint8_t b;
+    do {
+        b = u8(r);
+        if (r->bad || shift > 63) {
+            r->bad = 1;
+            return 0;
+        }
+        v |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+    } while (b & 0x80);
+    if (shift < 64 && (b & 0x40))
+        v |= ~(uint64_t)0 << shift;
+    return (int64_t)v;
+}
+
+/* A DW_EH_PE-encoded value. With `apply` 0 only its size matters (the
+ * value is skipped, or a range length is read). */
+static uintptr_t enc(rd *r, uint8_t e, uintptr_t dbase, int apply)
+{
+    uintptr_t field = r->p;
+    uint64_t v;
+    if (e == PE_OMIT) {
+        r->bad = 1;
+        return 0;
+    }
+    switch (e & 0x0f) {
+    case PE_ABSPTR: v = fixed(r, (unsigned)W); break;
+    case PE_ULEB128: v = uleb(r); break;
+    case PE_UDATA2: v = fixed(r, 2); break;
+    case PE_UDATA4: v = fixed(r, 4); break;
+    case PE_UDATA8: v = fixed(r, 8); break;
+    case PE_SLEB128: v = (uint64_t)sleb(r); break;
+    case PE_SDATA2: v = (uint64_t)(int64_t)(int16_t)fixed(r, 2); break;
+    case PE_SDATA4: v = (uint64_t)(int64_t)(int32_t)fixed(r, 4); break;
+    case PE_SDATA8: v = fixed(r, 8); break;
+    default: r->bad = 1; return 0;
+    }
+    if (!apply)
+        return (uintptr_t)v;
+    switch (e & 0x70) {
+    case 0: break;
+    case PE_PCREL: v += field; break;
+    case PE_DATAREL:
+        if (!dbase)
+            r->bad = 1;
+        v += dbase;
+        break;
+    default: r->bad = 1; break; /* textrel, funcrel, aligned: not used by eh_frame */
+    }
+    if (e & PE_INDIRECT)
+        r->bad = 1; /* only personality pointers are indirect, and they are skipped */
+    return (uintptr_t)v;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading memory the environment vouched for                           */
+/* ------------------------------------------------------------------ */
+
+/* Other frames' stack words: outside what ASan knows of (its redzones are
+ * memory the process owns); bytes one at a time when misaligned. */
+__attribute__((no_sanitize_address)) static uintptr_t peek(uintptr_t a)
+{
+    if (a % W == 0)
+        return *(const volatile uintptr_t *)a;
+    uintptr_t v = 0;
+    for (uintptr_t i = 0; i < W; i++)
+        v |= (uintptr_t) * (const volatile unsigned char *)(a + i) << (8 * i);
+    return v;
+}
+
+static int load(const btp_cfi_env *env, uintptr_t a, uintptr_t *v)
+{
+    if (a + W < a || !env->stack_ok(env->ctx, a, W))
+        return 0;
+    *v = peek(a);
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rules                                                                */
+/* ------------------------------------------------------------------ */
+
+enum { R_SAME = 0, R_UNDEF, R_OFFSET, R_VAL_OFFSET, R_REG, R_EXPR, R_VAL_EXPR, R_NONE };
+
+typedef struct rule {
+    intptr_t v;   /* offset, or the expression's address */
+    uint32_t len; /* expression length */
+    uint8_t kind;
+    uint8_t reg;  /* R_REG: the register; the CFA rule: its base register */
+} rule;
+
+typedef struct row {
+    rule cfa; /* kind R_REG (reg + v) or R_EXPR; R_NONE until defined */
+    rule r[BTP_CFI_NREG];
+    uint8_t ra_signed; /* aarch64 pointer authentication state */
+} row;
+
+typedef struct cie {
+    uint64_t code_align;
+    int64_t data_align;
+    unsigned ra;
+    uint8_t fde_enc;
+    uint8_t signal;
+    uint8_t z;
+    uintptr_t ins, ins_end;
+} cie;
+
+typedef struct prog {
+    row cur;
+    row init;
+    row saved[REMEMBER_MAX];
+    unsigned depth;
+} prog;
+
+typedef struct cached {
+    uintptr_t look; /* 0: empty */
+    row rw;
+    unsigned ra;
+    uint8_t signal;
+} cached;
+
+typedef struct walk {
+    prog pg;
+    cached cache[CACHE_N];
+    unsigned next_slot;
+} walk;
+
+static uint64_t bit(unsigned r)
+{
+    return (uint64_t)1 << r;
+}
+
+static int has(const btp_cfi_regs *s, unsigned r)
+{
+    return r < BTP_CFI_NREG && (s->valid & bit(r));
+}
+
+/* Offsets from the tables are factored and bounded so their product fits. */
+static int set_rule(row *rw, uint64_t reg, uint8_t kind, int64_t v, uint32_t len)
+{
+    if (reg >= BTP_CFI_NREG)
+        return 1; /* a register we do not track (vector registers): ignored */
+    rw->r[reg].kind = kind;
+    rw->r[reg].v = (intptr_t)v;
+    rw->r[reg].len = len;
+    return 1;
+}
+
+static int factored(rd *r, uint64_t n, int64_t align, int64_t *out)
+{
+    if (n > 0xffffffffu) {
+        r->bad = 1;
+        return 0;
+    }
+    *out = (int64_t)n * align;
+    return 1;
+}
+
+static int sfactored(rd *r, int64_t n, int64_t align, int64_t *out)
+{
+    if (n > 0x7fffffff || n < -0x7fffffff) {
+        r->bad = 1;
+        return 0;
+    }
+    *out = n * align;
+    return 1;
+}
+
+/* An expression block: its length, then the bytes (kept by address). */
+static int block(rd *r, uintptr_t *at, uint32_t *len)
+{
+    uint64_t n = uleb(r);
+    if (r->bad || n > 0xffffu || !need(r, (uintptr_t)n))
+        return 0;
+    *at = r->p;
+    *len = (uint32_t)n;
+    r->p += (uintptr_t)n;
+    return 1;
+}
+
+/*
+ * Run call frame instructions from r until the row for `target` is
+ * complete (an advance past it) or the instructions end. 1: done, 0:
+ * malformed.
+ */
+static int run(rd *r, const cie *ci, prog *pg, uint64_t loc, uint64_t target, uintptr_t dbase)
+{
+    row *rw = &pg->cur;
+    while (r->p < r->end && !r->bad) {
+        uint8_t op = u8(r);
+        uint64_t reg = op & 0x3f, delta = 0;
+        int64_t off;
+        uintptr_t at;
+        uint32_t len;
+        switch (op >> 6) {
+        case 1:
+            delta = reg;
+            goto advance;
+        case 2:
+            if (!factored(r, uleb(r), ci->data_align, &off))
+                return 0;
+            set_rule(rw, reg, R_OFFSET, off, 0);
+            continue;
+        case 3:
+            if (reg < BTP_CFI_NREG)
+                rw->r[reg] = pg->init.r[reg];
+            continue;
+        default: break;
+        }
+        switch (op) {
+        case 0x00: /* nop */
+            break;
+        case 0x01: { /* set_loc */
+            uint64_t to = enc(r, ci->fde_enc, dbase, 1);
+            if (r->bad)
+                return 0;
+            if (to > target)
+                return 1;
+            loc = to;
+            break;
+        }
+        case 0x02: delta = u8(r); goto advance;
+        case 0x03: delta = fixed(r, 2); goto advance;
+        case 0x04: delta = fixed(r, 4); goto advance;
+        case 0x05: /* offset_extended */
+            reg = uleb(r);
+            if (!factored(r, uleb(r), ci->data_align, &off))
+                return 0;
+            set_rule(rw, reg, R_OFFSET, off, 0);
+            break;
+        case 0x06: /* restore_extended */
+            reg = uleb(r);
+            if (reg < BTP_CFI_NREG)
+                rw->r[reg] = pg->init.r[reg];
+            break;
+        case 0x07: set_rule(rw, uleb(r), R_UNDEF, 0, 0); break;
+        case 0x08: set_rule(rw, uleb(r), R_SAME, 0, 0); break;
+        case 0x09: { /* register */
+            reg = uleb(r);
+            uint64_t from = uleb(r);
+            if (from >= BTP_CFI_NREG)
+                set_rule(rw, reg, R_UNDEF, 0, 0);
+            else if (set_rule(rw, reg, R_REG, 0, 0) && reg < BTP_CFI_NREG)
+                rw->r[reg].reg = (uint8_t)from;
+            break;
+        }
+        case 0x0a: /* remember_state */
+            if (pg->depth >= REMEMBER_MAX)
+                return 0;
+            pg->saved[pg->depth++] = *rw;
+            break;
+        case 0x0b: /* restore_state */
+            if (pg->depth == 0)
+                return 0;
+            *rw = pg->saved[--pg->depth];
+            break;
+        case 0x0c: /* def_cfa */
+            reg = uleb(r);
+            off = (int64_t)uleb(r);
+            if (reg >= BTP_CFI_NREG || off < 0 || off > 0x7fffffff)
+                return 0;
+            rw->cfa.kind = R_REG;
+            rw->cfa.reg = (uint8_t)reg;
+            rw->cfa.v = (intptr_t)off;
+            break;
+        case 0x0d: /* def_cfa_register */
+            reg = uleb(r);
+            if (reg >= BTP_CFI_NREG || rw->cfa.kind != R_REG)
+                return 0;
+            rw->cfa.reg = (uint8_t)reg;
+            break;
+        case 0x0e: /* def_cfa_offset */
+            off = (int64_t)uleb(r);
+            if (rw->cfa.kind != R_REG || off < 0 || off > 0x7fffffff)
+                return 0;
+            rw->cfa.v = (intptr_t)off;
+            break;
+        case 0x0f: /* def_cfa_expression */
+            if (!block(r, &at, &len))
+                return 0;
+            rw->cfa.kind = R_EXPR;
+            rw->cfa.v = (intptr_t)at;
+            rw->cfa.len = len;
+            break;
+        case 0x10: /* expression */
+        case 0x16: /* val_expression */
+            reg = uleb(r);
+            if (!block(r, &at, &len))
+                return 0;
+            set_rule(rw, reg, op == 0x10 ? R_EXPR : R_VAL_EXPR, (int64_t)at, len);
+            break;
+        case 0x11: /* offset_extended_sf */
+            reg = uleb(r);
+            if (!sfactored(r, sleb(r), ci->data_align, &off))
+                return 0;
+            set_rule(rw, reg, R_OFFSET, off, 0);
+            break;
+        case 0x12: /* def_cfa_sf */
+            reg = uleb(r);
+            if (reg >= BTP_CFI_NREG || !sfactored(r, sleb(r), ci->data_align, &off))
+                return 0;
+            rw->cfa.kind = R_REG;
+            rw->cfa.reg = (uint8_t)reg;
+            rw->cfa.v = (intptr_t)off;
+            break;
+        case 0x13: /* def_cfa_offset_sf */
+            if (rw->cfa.kind != R_REG || !sfactored(r, sleb(r), ci->data_align, &off))
+                return 0;
+            rw->cfa.v = (intptr_t)off;
+            break;
+        case 0x14: /* val_offset */
+            reg = uleb(r);
+            if (!factored(r, uleb(r), ci->data_align, &off))
+                return 0;
+            set_rule(rw, reg, R_VAL_OFFSET, off, 0);
+            break;
+        case 0x15: /* val_offset_sf */
+            reg = uleb(r);
+            if (!sfactored(r, sleb(r), ci->data_align, &off))
+                return 0;
+            set_rule(rw, reg, R_VAL_OFFSET, off, 0);
+            break;
+        case 0x2d:
+#if defined(__aarch64__)
+            rw->ra_signed ^= 1; /* DW_CFA_AARCH64_negate_ra_state */
+            break;
+#else
+            return 0; /* DW_CFA_GNU_window_save (SPARC) */
+#endif
+        case 0x2e: /* GNU_args_size */
+            (void)uleb(r);
+            break;
+        case 0x2f: /* GNU_negative_offset_extended */
+            reg = uleb(r);
+            if (!factored(r, uleb(r), ci->data_align, &off))
+                return 0;
+            set_rule(rw, reg, R_OFFSET, -off, 0);
+            break;
+        default:
+            return 0;
+        }
+        continue;
+    advance:
+        if (r->bad)
+            return 0;
+        delta *= ci->code_align; /* both bounded: no overflow */
+        if (target - loc < delta || target < loc)
+            return 1; /* the current row covers the target */
+        loc += delta;
+    }
+    return !r->bad;
+}
+
+/* Parse the CIE at `at` (inside [img->lo, img->hi)). */
+static int parse_cie(const btp_cfi_image *img, uintptr_t at, cie *ci)
+{
+    rd r = {at, img->hi, at < img->lo};
+    uint64_t len = fixed(&r, 4);
+    if (len == 0xffffffffu)
+        len = fixed(&r, 8);
+    if (r.bad || len == 0 || !need(&r, (uintptr_t)len) || len > img->hi - r.p)
+        return 0;
+    r.end = r.p + (uintptr_t)len;
+    if (fixed(&r, 4) != 0) /* a CIE's id in .eh_frame */
+        return 0;
+    unsigned version = u8(&r);
+    if (version != 1 && version != 3 && version != 4)
+        return 0;
+    char aug[8];
+    size_t n = 0;
+    for (;;) {
+        char ch = (char)u8(&r);
+        if (r.bad || n == sizeof aug)
+            return 0;
+        aug[n++] = ch;
+        if (!ch)
+            break;
+    }
+    const char *a = aug;
+    if (a[0] == 'e' && a[1] == 'h') {
+        r.p += W; /* an old GCC's eh_ptr */
+        a += 2;
+    }
+    if (version == 4) {
+        if (u8(&r) != W || u8(&r) != 0)
+            return 0;
+    }
+    memset(ci, 0, sizeof *ci);
+    ci->code_align = uleb(&r);
+    ci->data_align = sleb(&r);
+    ci->ra = version == 1 ? u8(&r) : (unsigned)uleb(&r);
+    ci->fde_enc = PE_ABSPTR;
+    if (r.bad || ci->code_align == 0 || ci->code_align > ALIGN_MAX ||
+        ci->data_align > (int64_t)ALIGN_MAX || ci->data_align < -(int64_t)ALIGN_MAX ||
+        ci->ra >= BTP_CFI_NREG)
+        return 0;
+    if (a[0] == 'z') {
+        ci->z = 1;
+        uint64_t alen = uleb(&r);
+        if (r.bad || !need(&r, (uintptr_t)alen))
+            return 0;
+        uintptr_t aend = r.p + (uintptr_t)alen;
+        for (const char *c = a + 1; *c; c++) {
+            if (*c == 'R') {
+                ci->fde_enc = u8(&r);
+            } else if (*c == 'L') {
+                (void)u8(&r);
+            } else if (*c == 'P') {
+                uint8_t pe = u8(&r);
+                (void)enc(&r, (uint8_t)(pe & 0x7f), 0, 0);
+            } else if (*c == 'S') {
+                ci->signal = 1;
+            } else if (*c != 'B' && *c != 'G') {
+                break; /* unknown: the length lets us skip the rest */
+            }
+        }
+        if (r.bad || r.p > aend)
+            return 0;
+        r.p = aend;
+    } else if (a[0]) {
+        return 0; /* an augmentation we cannot skip */
+    }
+    ci->ins = r.p;
+    ci->ins_end = r.end;
+    return 1;
+}
+
+/* The FDE for `pc` through .eh_frame_hdr's sorted table: 1 and its
+ * address, or 0. */
+static int find_fde(const btp_cfi_image *img, uintptr_t pc, uintptr_t *fde)
+{
+    uintptr_t h = img->eh_hdr;
+    if (!h || h < img->lo || h >= img->hi)
+        return 0;
+    rd r = {h, img->hi, 0};
+    if (u8(&r) != 1)
+        return 0;
+    uint8_t ptr_enc = u8(&r), cnt_enc = u8(&r), tab_enc = u8(&r);
+    if (ptr_enc == PE_OMIT || cnt_enc == PE_OMIT || tab_enc == PE_OMIT)
+        return 0;
+    (void)enc(&r, ptr_enc, h, 1);
+    uint64_t count = enc(&r, cnt_enc, h, 1);
+    unsigned size;
+    switch (tab_enc) {
+    case PE_DATAREL | PE_SDATA4:
+    case PE_DATAREL | PE_UDATA4: size = 4; break;
+    case PE_DATAREL | PE_SDATA8:
+    case PE_DATAREL | PE_UDATA8: size = 8; break;
+    default: return 0; /* not a searchable table */
+    }
+    if (r.bad || count == 0 || count > (r.end - r.p) / (2 * size))
+        return 0;
+    uintptr_t table = r.p;
+    int sgn = (tab_enc & 0x08) != 0;
+#define ENTRY(i, k)                                                                            \
+    (size == 4 ? (sgn ? (uintptr_t)(int32_t)fixed(&(rd){table + (i) * 8 + (k) * 4, img->hi, 0}, 4) \
+                      : (uintptr_t)fixed(&(rd){table + (i) * 8 + (k) * 4, img->hi, 0}, 4))     \
+               : (uintptr_t)fixed(&(rd){table + (i) * 16 + (k) * 8, img->hi, 0}, 8))
+    /* The last entry whose initial location is <= pc. */
+    uint64_t lo = 0, hi = count;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (h + ENTRY(mid, 0) <= pc)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if (h + ENTRY(lo, 0) > pc)
+        return 0;
+    *fde = h + ENTRY(lo, 1);
+#undef ENTRY
+    return 1;
+}
+
+/* The row for `look` in its image: 1 with *rw, *ra_col, *signal filled;
+ * 0 when there is no FDE for it or the tables are malformed. */
+static int row_for(walk *wk, const btp_cfi_image *img, uintptr_t look, row *rw, unsigned *ra_col,
+                   uint8_t *signal)
+{
+    for (unsigned i = 0; i < CACHE_N; i++)
+        if (wk->cache[i].look == look) {
+            *rw = wk->cache[i].rw;
+            *ra_col = wk->cache[i].ra;
+            *signal = wk->cache[i].signal;
+            return 1;
+        }
+    uintptr_t fde;
+    if (!find_fde(img, look, &fde) || fde < img->lo || fde >= img->hi)
+        return 0;
+    rd r = {fde, img->hi, 0};
+    uint64_t len = fixed(&r, 4);
+    if (len == 0xffffffffu)
+        len = fixed(&r, 8);
+    if (r.bad || len == 0 || len > r.end - r.p)
+        return 0;
+    r.end = r.p + (uintptr_t)len;
+    uintptr_t id_at = r.p;
+    uint64_t cie_off = fixed(&r, 4);
+    if (r.bad || cie_off == 0 || cie_off > id_at - img->lo)
+        return 0;
+    cie ci;
+    if (!parse_cie(img, id_at - (uintptr_t)cie_off, &ci))
+        return 0;
+    uintptr_t begin = enc(&r, ci.fde_enc, img->dbase, 1);
+    uintptr_t range = enc(&r, (uint8_t)(ci.fde_enc & 0x0f), 0, 0);
+    if (r.bad || look < begin || look - begin >= range)
+        return 0;
+    if (ci.z) {
+        uint64_t alen = uleb(&r);
+        if (r.bad || !need(&r, (uintptr_t)alen))
+            return 0;
+        r.p += (uintptr_t)alen;
+    }
+    prog *pg = &wk->pg;
+    memset(&pg->cur, 0, sizeof pg->cur); /* every register: same value */
+    pg->cur.cfa.kind = R_NONE;
+    pg->depth = 0;
+    rd ri = {ci.ins, ci.ins_end, 0};
+    if (!run(&ri, &ci, pg, 0, UINT64_MAX, img->dbase))
+        return 0;
+    pg->init = pg->cur;
+    pg->depth = 0;
+    if (!run(&r, &ci, pg, begin, look, img->dbase) || pg->cur.cfa.kind == R_NONE)
+        return 0;
+    *rw = pg->cur;
+    *ra_col = ci.ra;
+    *signal = ci.signal;
+    cached *slot = &wk->cache[wk->next_slot++ % CACHE_N];
+    slot->look = look;
+    slot->rw = pg->cur;
+    slot->ra = ci.ra;
+    slot->signal = ci.signal;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* DWARF expressions                                                    */
+/* ------------------------------------------------------------------ */
+
+static int eval(const btp_cfi_env *env, const rule *e, const btp_cfi_regs *regs,
+                const uintptr_t *push, uintptr_t *out)
+{
+    uintptr_t st[EXPR_STACK];
+    unsigned n = 0;
+    if (push)
+        st[n++] = *push;
+    rd r = {(uintptr_t)e->v, (uintptr_t)e->v + e->len, 0};
+    for (unsigned steps = 0; r.p < r.end; steps++) {
+        if (steps >= EXPR_STEPS)
+            return 0;
+        uint8_t op = u8(&r);
+        uintptr_t a, b;
+        if (op >= 0x30 && op <= 0x4f) { /* lit0..31 */
+            if (n >= EXPR_STACK)
+                return 0;
+            st[n++] = op - 0x30u;
+            continue;
+        }
+        if ((op >= 0x70 && op <= 0x8f) || op == 0x92) { /* breg0..31, bregx */
+            uint64_t reg = op == 0x92 ? uleb(&r) : op - 0x70u;
+            int64_t off = sleb(&r);
+            if (r.bad || !has(regs, (unsigned)(reg < BTP_CFI_NREG ? reg : BTP_CFI_NREG)) ||
+                n >= EXPR_STACK)
+                return 0;
+            st[n++] = regs->r[reg] + (uintptr_t)off;
+            continue;
+        }
+        /* Constants: a = the operand, pushed below. */
+        switch (op) {
+        case 0x03: a = (uintptr_t)fixed(&r, (unsigned)W); goto push1;  /* addr */
+        case 0x08: a = u8(&r); goto push1;                              /* const1u */
+        case 0x09: a = (uintptr_t)(int8_t)u8(&r); goto push1;           /* const1s */
+        case 0x0a: a = (uintptr_t)fixed(&r, 2); goto push1;             /* const2u */
+        case 0x0b: a = (uintptr_t)(int16_t)fixed(&r, 2); goto push1;    /* const2s */
+        case 0x0c: a = (uintptr_t)fixed(&r, 4); goto push1;             /* const4u */
+        case 0x0d: a = (uintptr_t)(int32_t)fixed(&r, 4); goto push1;    /* const4s */
+        case 0x0e: a = (uintptr_t)fixed(&r, 8); goto push1;             /* const8u */
+        case 0x0f: a = (uintptr_t)fixed(&r, 8); goto push1;             /* const8s */
+        case 0x10: a = (uintptr_t)uleb(&r); goto push1;                 /* constu */
+        case 0x11: a = (uintptr_t)sleb(&r); goto push1;                 /* consts */
+        default: break;
+        }
+        /* Stack operations and unary operators. */
+        switch (op) {
+        case 0x12: /* dup */
+        case 0x14: /* over */
+            if (n < (op == 0x12 ? 1u : 2u))
+                return 0;
+            a = st[n - (op == 0x12 ? 1 : 2)];
+            goto push1;
+        case 0x15: /* pick */
+            b = u8(&r);
+            if (b >= n)
+                return 0;
+            a = st[n - 1 - b];
+            goto push1;
+        case 0x13: /* drop */
+            if (n < 1)
+                return 0;
+            n--;
+            continue;
+        case 0x16: /* swap */
+            if (n < 2)
+                return 0;
+            a = st[n - 1];
+            st[n - 1] = st[n - 2];
+            st[n - 2] = a;
+            continue;
+        case 0x17: /* rot */
+            if (n < 3)
+                return 0;
+            a = st[n - 1];
+            st[n - 1] = st[n - 2];
+            st[n - 2] = st[n - 3];
+            st[n - 3] = a;
+            continue;
+        case 0x06: /* deref */
+        case 0x94: { /* deref_size */
+            unsigned size = op == 0x06 ? (unsigned)W : u8(&r);
+            uintptr_t v;
+            if (n < 1 || size == 0 || size > W || !load(env, st[n - 1], &v))
+                return 0;
+            if (size < W)
+                v &= ((uintptr_t)1 << (8 * size)) - 1;
+            st[n - 1] = v;
+            continue;
+        }
+        case 0x19: /* abs */
+        case 0x1f: /* neg */
+        case 0x20: /* not */
+        case 0x23: /* plus_uconst */
+            if (n < 1)
+                return 0;
+            a = st[n - 1];
+            if (op == 0x19)
+                a = (intptr_t)a < 0 ? 0 - a : a;
+            else if (op == 0x1f)
+                a = 0 - a;
+            else if (op == 0x20)
+                a = ~a;
+            else
+                a += (uintptr_t)uleb(&r);
+            st[n - 1] = a;
+            continue;
+        case 0x96: /* nop */
+            continue;
+        case 0x2f: { /* skip */
+            int16_t d = (int16_t)fixed(&r, 2);
+            uintptr_t to = r.p + (uintptr_t)(intptr_t)d;
+            if (r.bad || to < (uintptr_t)e->v || to > r.end)
+                return 0;
+            r.p = to;
+            continue;
+        }
+        case 0x28: { /* bra */
+            int16_t d = (int16_t)fixed(&r, 2);
+            if (r.bad || n < 1)
+                return 0;
+            if (st[--n] != 0) {
+                uintptr_t to = r.p + (uintptr_t)(intptr_t)d;
+                if (to < (uintptr_t)e->v || to > r.end)
+                    return 0;
+                r.p = to;
+            }
+            continue;
+        }
+        default: break;
+        }
+        /* Binary operators: b = top, a = below it. */
+        if (n < 2)
+            return 0;
+        b = st[--n];
+        a = st[n - 1];
+        switch (op) {
+        case 0x1a: a &= b; break;
+        case 0x1b: if (b == 0) return 0; a = (uintptr_t)((intptr_t)a / (intptr_t)b); break;
+        case 0x1c: a -= b; break;
+        case 0x1d: if (b == 0) return 0; a %= b; break;
+        case 0x1e: a *= b; break;
+        case 0x21: a |= b; break;
+        case 0x22: a += b; break;
+        case 0x24: a = b >= 8 * W ? 0 : a << b; break;
+        case 0x25: a = b >= 8 * W ? 0 : a >> b; break;
+        case 0x26: a = b >= 8 * W ? (uintptr_t)((intptr_t)a < 0 ? -1 : 0)
+                                  : (uintptr_t)((intptr_t)a >> b); break;
+        case 0x27: a ^= b; break;
+        case 0x29: a = a == b; break;
+        case 0x2a: a = (intptr_t)a >= (intptr_t)b; break;
+        case 0x2b: a = (intptr_t)a > (intptr_t)b; break;
+        case 0x2c: a = (intptr_t)a <= (intptr_t)b; break;
+        case 0x2d: a = (intptr_t)a < (intptr_t)b; break;
+        case 0x2e: a = a != b; break;
+        default: return 0; /* not allowed in call frame information, or unknown */
+        }
+        st[n - 1] = a;
+        continue;
+    push1:
+        if (r.bad || n >= EXPR_STACK)
+            return 0;
+        st[n++] = a;
+    }
+    if (r.bad || n == 0)
+        return 0;
+    *out = st[n - 1];
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* One step                                                             */
+/* ------------------------------------------------------------------ */
+
+enum { STEP_OK, STEP_END, STEP_FAIL, STEP_NO_INFO };
+
+#if defined(__aarch64__)
+static uintptr_t strip_pac(uintptr_t a)
+{
+    register uintptr_t x30 __asm__("x30") = a;
+    __asm__("hint 7" : "+r"(x30)); /* xpaclri: a no-op where there is no PAC */
+    return x30;
+}
+#endif
+
+/* Apply row rw to cur, giving the caller's registers. */
+static int apply(const btp_cfi_env *env, const row *rw, unsigned ra, const btp_cfi_regs *cur,
+                 btp_cfi_regs *next, uintptr_t *cfa_out)
+{
+    uintptr_t cfa;
+    if (rw->cfa.kind == R_REG) {
+        if (!has(cur, rw->cfa.reg))
+            return STEP_FAIL;
+        cfa = cur->r[rw->cfa.reg] + (uintptr_t)rw->cfa.v;
+    } else if (rw->cfa.kind != R_EXPR || !eval(env, &rw->cfa, cur, NULL, &cfa)) {
+        return STEP_FAIL;
+    }
+    *next = *cur;
+    for (unsigned i = 0; i < BTP_CFI_NREG; i++) {
+        const rule *u = &rw->r[i];
+        uintptr_t a, v;
+        switch (u->kind) {
+        case R_SAME: continue;
+        case R_UNDEF: next->valid &= ~bit(i); continue;
+        case R_OFFSET:
+            if (!load(env, cfa + (uintptr_t)u->v, &v))
+                return STEP_FAIL;
+            break;
+        case R_VAL_OFFSET: v = cfa + (uintptr_t)u->v; break;
+        case R_REG:
+            if (!has(cur, u->reg)) {
+                next->valid &= ~bit(i);
+                continue;
+            }
+            v = cur->r[u->reg];
+            break;
+        case R_EXPR:
+            if (!eval(env, u, cur, &cfa, &a) || !load(env, a, &v))
+                return STEP_FAIL;
+            break;
+        case R_VAL_EXPR:
+            if (!eval(env, u, cur, &cfa, &v))
+                return STEP_FAIL;
+            break;
+        default: return STEP_FAIL;
+        }
+        next->r[i] = v;
+        next->valid |= bit(i);
+    }
+    if (rw->r[ra].kind == R_UNDEF)
+        return STEP_END; /* the outermost frame (_start, a thread's start) */
+    if (!(next->valid & bit(ra)))
+        return STEP_FAIL;
+    next->pc = next->r[ra];
+#if defined(__aarch64__)
+    if (rw->ra_signed)
+        next->pc = strip_pac(next->pc);
+#endif
+    /* The CFA is the caller's stack pointer unless a rule says otherwise
+     * (a signal frame restores it from the saved context). */
+    if (rw->r[BTP_CFI_SP].kind == R_SAME) {
+        next->r[BTP_CFI_SP] = cfa;
+        next->valid |= bit(BTP_CFI_SP);
+    }
+    *cfa_out = cfa;
+    return STEP_OK;
+}
+
+/* Bytes [a - n, a) of code, if the image holding a - 1 lets us read them. */
+static int code_before(const btp_cfi_image *img, uintptr_t a, unsigned n, uint8_t *out)
+{
+    if (a < img->text_lo + n || a > img->text_hi)
+        return 0;
+    memcpy(out, (const void *)(a - n), n);
+    return 1;
+}
+
+/* Does `ra` look like the return address of a call: inside an image's text
+ * and just after a call instruction? Used where no unwind table vouches for
+ * a frame (a pc outside any image, code without FDEs). */
+static int after_call(const btp_cfi_env *env, uintptr_t ra)
+{
+    btp_cfi_image img;
+    if (ra < 2 || !env->find(env->ctx, ra - 1, &img))
+        return 0;
+#if defined(__x86_64__) || defined(__i386__)
+    uint8_t b[8];
+    unsigned have = 8;
+    while (have >= 2 && !code_before(&img, ra, have, b))
+        have--;
+    if (have < 2)
+        return 0;
+    const uint8_t *end = b + have; /* end[-k] is the byte at ra - k */
+    if (have >= 5 && end[-5] == 0xe8)
+        return 1; /* call rel32 */
+    /* call r/m (FF /2): the length its ModRM byte implies must end exactly
+     * at ra. */
+    for (unsigned k = 2; k <= have; k++) {
+        const uint8_t *op = end - k;
+        if (op[0] != 0xff || ((op[1] >> 3) & 7) != 2)
+            continue;
+        unsigned mod = op[1] >> 6, rm = op[1] & 7, len = 2;
+        if (mod != 3 && rm == 4)
+            len++; /* SIB */
+        if (mod == 1)
+            len += 1;
+        else if (mod == 2 || (mod == 0 && rm == 5))
+            len += 4;
+        else if (mod == 0 && rm == 4 && k >= 3 && (op[2] & 7) == 5)
+            len += 4; /* SIB without base: disp32 */
+        if (len == k)
+            return 1; /* (a REX prefix before the opcode changes nothing here) */
+    }
+    return 0;
+#elif defined(__aarch64__)
+    uint8_t b[4];
+    uint32_t ins;
+    if (!code_before(&img, ra, 4, b))
+        return 0;
+    memcpy(&ins, b, 4);
+    return (ins & 0xfc000000u) == 0x94000000u ||  /* bl */
+           (ins & 0xfffffc1fu) == 0xd63f0000u ||  /* blr */
+           (ins & 0xfefff800u) == 0xd63f0800u;    /* blraa, blrab, blraaz, blrabz */
+#else
+    return 0;
+#endif
+}
+
+/* Frame 0's pc is outside every image (a call through a NULL or wild
+ * function pointer): the caller's return address is where the call left
+ * it, on top of the stack (x86) or in the link register (aarch64). */
+static int from_stack_top(const btp_cfi_env *env, const btp_cfi_regs *cur, btp_cfi_regs *next,
+                          uintptr_t *cfa)
+{
+    if (!has(cur, BTP_CFI_SP))
+        return STEP_FAIL;
+    uintptr_t sp = cur->r[BTP_CFI_SP], ra;
+#if defined(__aarch64__)
+    if (!has(cur, BTP_CFI_LR))
+        return STEP_FAIL;
+    ra = strip_pac(cur->r[BTP_CFI_LR]);
+    *cfa = sp;
+#else
+    if (!load(env, sp, &ra))
+        return STEP_FAIL;
+    *cfa = sp + W;
+#endif
+    if (!after_call(env, ra))
+        return STEP_FAIL;
+    *next = *cur;
+    next->pc = ra;
+#if !defined(__aarch64__)
+    next->r[BTP_CFI_SP] = sp + W;
+#endif
+    return STEP_OK;
+}
+
+/* No FDE covers the pc (code without unwind tables): follow the frame
+ * pointer if it looks like one and leads to a call's return address. */
+static int fp_step(const btp_cfi_env *env, const btp_cfi_regs *cur, btp_cfi_regs *next,
+                   uintptr_t *cfa)
+{
+    if (!has(cur, BTP_CFI_FP))
+        return STEP_FAIL;
+    uintptr_t fp = cur->r[BTP_CFI_FP], saved, ra;
+    if (fp % W != 0 || (has(cur, BTP_CFI_SP) && fp < cur->r[BTP_CFI_SP]) ||
+        !load(env, fp, &saved) || !load(env, fp + W, &ra))
+        return STEP_FAIL;
+#if defined(__aarch64__)
+    ra = strip_pac(ra);
+#endif
+    if (!after_call(env, ra))
+        return STEP_FAIL;
+    /* Where the function kept the other registers is unknown. */
+    next->valid = bit(BTP_CFI_FP);
+    next->r[BTP_CFI_FP] = saved;
+    next->pc = ra;
+    *cfa = fp + 2 * W;
+#if !defined(__aarch64__)
+    /* x86: the record sits right under the caller's stack pointer. On
+     * aarch64 it sits at the bottom of the frame: sp stays unknown. */
+    next->r[BTP_CFI_SP] = fp + 2 * W;
+    next->valid |= bit(BTP_CFI_SP);
+#endif
+    return STEP_OK;
+}
+
+#if defined(__aarch64__)
+/*
+ * aarch64 describes its signal trampoline (the vDSO's
+ * __kernel_rt_sigreturn: mov x8, #139; svc #0) without rules for the
+ * interrupted registers, so unwinders recognise it by its code, as
+ * libgcc does: the signal frame (siginfo, then the ucontext with the
+ * interrupted registers) lies at the stack pointer.
+ */
+static int sigreturn_step(const btp_cfi_env *env, const btp_cfi_image *img,
+                          const btp_cfi_regs *cur, btp_cfi_regs *next, uintptr_t *cfa)
+{
+    uint32_t ins[2];
+    int readable = img ? cur->pc >= img->text_lo && cur->pc <= img->text_hi - 8
+                       : env->code_ok && env->code_ok(env->ctx, cur->pc, 8);
+    if (!readable || !has(cur, BTP_CFI_SP))
+        return STEP_NO_INFO;
+    memcpy(ins, (const void *)cur->pc, sizeof ins);
+    if (ins[0] != 0xd2801168u || ins[1] != 0xd4000001u)
+        return STEP_NO_INFO;
+    uintptr_t mc = cur->r[BTP_CFI_SP] + sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext);
+    uintptr_t v;
+    memset(next, 0, sizeof *next);
+    for (unsigned i = 0; i < 31; i++) {
+        if (!load(env, mc + offsetof(mcontext_t, regs) + i * W, &v))
+            return STEP_FAIL;
+        next->r[i] = v;
+    }
+    if (!load(env, mc + offsetof(mcontext_t, sp), &next->r[BTP_CFI_SP]) ||
+        !load(env, mc + offsetof(mcontext_t, pc), &next->pc))
+        return STEP_FAIL;
+    next->valid = bit(BTP_CFI_NREG) - 1;
+    *cfa = next->r[BTP_CFI_SP];
+    return STEP_OK;
+}
+#endif
+
+btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_cfi_env *env)
+{
+#if !BTP_CFI_SUPPORTED
+    (void)c;
+    (void)start;
+    (void)env;
+    return BTP_E_UNSUPPORTED;
+#else
+    walk wk;
+    memset(wk.cache, 0, sizeof wk.cache);
+    wk.next_slot = 0;
+    btp_cfi_regs cur = *start, next;
+    int exact = 1, first = 1;
+    for (;;) {
+        if (!btp_collector_push(c, cur.pc))
+            return BTP_OK;
+        /* A return address is looked up inside its call (the call may be
+         * a function's last instruction); an interrupted pc as it is. */
+        uintptr_t look = exact ? cur.pc : cur.pc - 1;
+        btp_cfi_image img;
+        uintptr_t cfa = 0;
+        uint8_t signal = 0;
+        int st = STEP_NO_INFO;
+        memset(&next, 0, sizeof next);
+        int found = cur.pc != 0 && env->find(env->ctx, look, &img);
+#if defined(__aarch64__)
+        if (cur.pc != 0 && !first) {
+            st = sigreturn_step(env, found ? &img : NULL, &cur, &next, &cfa);
+            signal = st == STEP_OK;
+        }
+#endif
+        if (st != STEP_NO_INFO) {
+            /* the signal trampoline, done above */
+        } else if (!found) {
+            if (!first)
+                return BTP_OK; /* a return address into no image: nothing vouches for more */
+            st = from_stack_top(env, &cur, &next, &cfa);
+        } else {
+            row rw;
+            unsigned ra;
+            if (row_for(&wk, &img, look, &rw, &ra, &signal))
+                st = apply(env, &rw, ra, &cur, &next, &cfa);
+            else
+                st = fp_step(env, &cur, &next, &cfa);
+        }
+        if (st != STEP_OK || next.pc == 0)
+            return BTP_OK;
+        /* The CFA moves up the stack; it may move to a stack not walked yet
+         * only in a signal frame (from the alternate signal stack to the
+         * thread's). Anything else is a cycle or garbage: the walk ends. */
+        if (!btp_collector_cfa(c, cfa, signal))
+            return BTP_OK;
+        exact = signal;
+        first = 0;
+        cur = next;
+    }
+#endif
+}
+
+btp_status btp_cfi_regs_from_context(const void *ucontext, btp_cfi_regs *out)
+{
+    const ucontext_t *uc = ucontext;
+    memset(out, 0, sizeof *out);
+#if defined(__linux__) && defined(__x86_64__)
+    static const int map[BTP_CFI_NREG] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+                                          REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
+                                          REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+    for (unsigned i = 0; i < BTP_CFI_NREG; i++)
+        out->r[i] = (uintptr_t)uc->uc_mcontext.gregs[map[i]];
+    out->pc = out->r[16];
+    out->valid = bit(BTP_CFI_NREG) - 1;
+    return BTP_OK;
+#elif defined(__linux__) && defined(__i386__)
+    static const int map[BTP_CFI_NREG] = {REG_EAX, REG_ECX, REG_EDX, REG_EBX, REG_ESP,
+                                          REG_EBP, REG_ESI, REG_EDI, REG_EIP};
+    for (unsigned i = 0; i < BTP_CFI_NREG; i++)
+        out->r[i] = (uintptr_t)uc->uc_mcontext.gregs[map[i]];
+    out->pc = out->r[8];
+    out->valid = bit(BTP_CFI_NREG) - 1;
+    return BTP_OK;
+#elif defined(__linux__) && defined(__aarch64__)
+    for (unsigned i = 0; i < 31; i++)
+        out->r[i] = (uintptr_t)uc->uc_mcontext.regs[i];
+    out->r[BTP_CFI_SP] = (uintptr_t)uc->uc_mcontext.sp;
+    out->pc = (uintptr_t)uc->uc_mcontext.pc;
+    out->valid = bit(BTP_CFI_NREG) - 1;
+    return BTP_OK;
+#else
+    (void)uc;
+    return BTP_E_UNSUPPORTED;
+#endif
+}

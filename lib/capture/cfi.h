@@ -1,0 +1,160 @@
+/*
+ * The cfi method: a DWARF call-frame-information unwinder of our own that
+ * walks .eh_frame through .eh_frame_hdr's search table, reading only memory
+ * its environment has vouched for (see spec/capture.md).
+ *
+ * The walker knows nothing about where memory is: an environment says
+ * which image holds an address (and where that image's unwind tables and
+ * code may be read), and which other addresses (stacks) may be read. The
+ * crash handler's environment is built from /proc/self/maps at crash time;
+ * an ordinary capture's from the dynamic loader (_dl_find_object) and the
+ * thread's stack bounds.
+ */
+#ifndef BTPACK_CAPTURE_CFI_H
+#define BTPACK_CAPTURE_CFI_H
+
+#include "capture_internal.h"
+
+/* DWARF register numbers of the registers the walker tracks. */
+#if defined(__x86_64__)
+#define BTP_CFI_NREG 17 /* rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
+#define BTP_CFI_SP 7
+#define BTP_CFI_FP 6
+#define BTP_CFI_SUPPORTED 1
+#elif defined(__i386__)
+#define BTP_CFI_NREG 9 /* eax ecx edx ebx esp ebp esi edi eip */
+#define BTP_CFI_SP 4
+#define BTP_CFI_FP 5
+#define BTP_CFI_SUPPORTED 1
+#elif defined(__aarch64__)
+#define BTP_CFI_NREG 32 /* x0..x30, sp */
+#define BTP_CFI_SP 31
+#define BTP_CFI_FP 29
+#define BTP_CFI_LR 30
+#define BTP_CFI_SUPPORTED 1
+#else
+#define BTP_CFI_NREG 1
+#define BTP_CFI_SP 0
+#define BTP_CFI_FP 0
+#define BTP_CFI_SUPPORTED 0
+#endif
+
+/* A register set: the pc and the registers known (bit i of `valid`). */
+typedef struct btp_cfi_regs {
+    uintptr_t pc;
+    uintptr_t r[BTP_CFI_NREG];
+    uint64_t valid;
+} btp_cfi_regs;
+
+/* An image as the walker needs it. */
+typedef struct btp_cfi_image {
+    uintptr_t eh_hdr;           /* .eh_frame_hdr; 0: none */
+    uintptr_t lo, hi;           /* unwind tables may be read in [lo, hi) */
+    uintptr_t text_lo, text_hi; /* code may be read in [text_lo, text_hi) */
+    uintptr_t dbase;            /* base of DW_EH_PE_datarel in FDEs (i386); 0: none */
+} btp_cfi_image;
+
+typedef struct btp_cfi_env {
+    /* The image whose text holds `pc`; 1 if there is one. */
+    int (*find)(void *ctx, uintptr_t pc, btp_cfi_image *out);
+    /* Non-zero if [addr, addr + len) is stack (or other data) that may be
+     * read. */
+    int (*stack_ok)(void *ctx, uintptr_t addr, size_t len);
+    /* Non-zero if [addr, addr + len) is code that may be read, for a pc
+     * in no image (aarch64's signal trampoline under some emulators and C
+     * libraries); NULL: none may. */
+    int (*code_ok)(void *ctx, uintptr_t addr, size_t len);
+    void *ctx;
+} btp_cfi_env;
+
+/* The registers of a signal's ucontext_t. BTP_OK or BTP_E_UNSUPPORTED. */
+btp_status btp_cfi_regs_from_context(const void *ucontext, btp_cfi_regs *out);
+
+/*
+ * Walk from `start` (its pc is exact: an interrupted or current
+ * instruction, not a return address), pushing each frame's address into c
+ * until the outermost frame, a frame that cannot be unwound, or the
+ * collector says stop. Never reads memory the environment has not vouched
+ * for; no allocation, no locks, no libc beyond memcpy. Returns BTP_OK (the
+ * frames found, at least the pc), or BTP_E_UNSUPPORTED on an architecture
+ * without a register map.
+ */
+btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_cfi_env *env);
+
+/* The environment of an ordinary capture (not the crash handler): images
+ * from the dynamic loader, stacks from the thread's bounds (see
+ * capture.h for what BTP_CAPTURE_ASYNC_SIGNAL_SAFE changes). */
+typedef struct btp_cfi_self {
+    btp_stack_bounds stack[2];
+    unsigned n_stack;
+    unsigned flags;
+    const btp_stack_bounds *given; /* opt->bounds */
+} btp_cfi_self;
+
+void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_bounds *given,
+                      unsigned flags);
+
+/* The cfi method for the current thread (frame 0 is this function's own
+ * position; the collector's anchor drops it and the library's other
+ * frames), or from a signal's ucontext with the ordinary environment. */
+btp_status btp_capture_cfi(btp_collector *c, const void *uc, const btp_capture_options *opt);
+
+/* Capture the calling function's registers (frame 0 is the caller itself). */
+#if defined(__x86_64__)
+#define BTP_CFI_REGS_HERE(rs)                                                                 \
+    do {                                                                                      \
+        __asm__ volatile("movq %%rbx, 24(%0)\n\t"                                             \
+                         "movq %%rbp, 48(%0)\n\t"                                             \
+                         "movq %%rsp, 56(%0)\n\t"                                             \
+                         "movq %%r12, 96(%0)\n\t"                                             \
+                         "movq %%r13, 104(%0)\n\t"                                            \
+                         "movq %%r14, 112(%0)\n\t"                                            \
+                         "movq %%r15, 120(%0)\n\t"                                            \
+                         "leaq 1f(%%rip), %%rcx\n\t"                                          \
+                         "1: movq %%rcx, 128(%0)\n\t"                                         \
+                         :                                                                    \
+                         : "r"((rs)->r)                                                       \
+                         : "rcx", "memory");                                                  \
+        (rs)->pc = (rs)->r[16];                                                               \
+        (rs)->valid = (1u << 3) | (1u << 6) | (1u << 7) | (0xfu << 12);                       \
+    } while (0)
+#elif defined(__i386__)
+#define BTP_CFI_REGS_HERE(rs)                                                                 \
+    do {                                                                                      \
+        __asm__ volatile("movl %%ebx, 12(%0)\n\t"                                             \
+                         "movl %%esp, 16(%0)\n\t"                                             \
+                         "movl %%ebp, 20(%0)\n\t"                                             \
+                         "movl %%esi, 24(%0)\n\t"                                             \
+                         "movl %%edi, 28(%0)\n\t"                                             \
+                         "call 1f\n\t"                                                        \
+                         "1: popl %%ecx\n\t"                                                  \
+                         "movl %%ecx, 32(%0)\n\t"                                             \
+                         :                                                                    \
+                         : "r"((rs)->r)                                                       \
+                         : "ecx", "memory");                                                  \
+        (rs)->pc = (rs)->r[8];                                                                \
+        (rs)->valid = (1u << 3) | (1u << 4) | (1u << 5) | (1u << 6) | (1u << 7);              \
+    } while (0)
+#elif defined(__aarch64__)
+#define BTP_CFI_REGS_HERE(rs)                                                                 \
+    do {                                                                                      \
+        __asm__ volatile("stp x19, x20, [%0, #152]\n\t"                                       \
+                         "stp x21, x22, [%0, #168]\n\t"                                       \
+                         "stp x23, x24, [%0, #184]\n\t"                                       \
+                         "stp x25, x26, [%0, #200]\n\t"                                       \
+                         "stp x27, x28, [%0, #216]\n\t"                                       \
+                         "stp x29, x30, [%0, #232]\n\t"                                       \
+                         "mov x9, sp\n\t"                                                     \
+                         "str x9, [%0, #248]\n\t"                                             \
+                         "adr x9, 1f\n\t"                                                     \
+                         "1: str x9, [%0, #-8]\n\t"                                           \
+                         :                                                                    \
+                         : "r"((rs)->r)                                                       \
+                         : "x9", "memory");                                                   \
+        (rs)->valid = 0x3ff80000u | (1u << 31); /* x19..x29, sp */                             \
+    } while (0)
+#else
+#define BTP_CFI_REGS_HERE(rs) ((rs)->pc = 0, (rs)->valid = 0)
+#endif
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * The cfi method outside the crash handler: images from the dynamic loader
+ * (_dl_find_object where the C library has it: lock-free and documented
+ * async-signal-safe; else dl_iterate_phdr, which takes the loader's lock),
+ * stacks from the thread's bounds and the alternate signal stack.
+ */
+#include "capture/cfi.h"
+
+#include "capture/elf_mem.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+
+#if BTP_HAVE_DL_FIND_OBJECT
+
+static int self_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
+{
+    (void)ctx;
+    struct dl_find_object d;
+    if (_dl_find_object((void *)pc, &d) != 0)
+        return 0;
+    memset(out, 0, sizeof *out);
+    out->lo = out->text_lo = (uintptr_t)d.dlfo_map_start;
+    out->hi = out->text_hi = (uintptr_t)d.dlfo_map_end;
+    out->eh_hdr = (uintptr_t)d.dlfo_eh_frame;
+#if DLFO_STRUCT_HAS_EH_DBASE
+    out->dbase = (uintptr_t)d.dlfo_eh_dbase;
+#endif
+    return out->hi > out->lo;
+}
+
+#else
+
+typedef struct find_pc {
+    uintptr_t pc;
+    btp_cfi_image *out;
+    int found;
+} find_pc;
+
+static int on_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    find_pc *f = data;
+    (void)size;
+    btp_elf_mem e;
+    if (!btp_elf_mem_from_phdrs(&e, (uintptr_t)info->dlpi_addr, (uintptr_t)info->dlpi_phdr,
+                                info->dlpi_phnum, NULL, NULL))
+        return 0;
+    for (unsigned i = 0; i < e.n_segs; i++)
+        if (f->pc >= e.seg_lo[i] && f->pc < e.seg_hi[i]) {
+            memset(f->out, 0, sizeof *f->out);
+            f->out->eh_hdr = e.eh_hdr;
+            f->out->lo = f->out->text_lo = e.seg_lo[0];
+            f->out->hi = f->out->text_hi = e.seg_hi[e.n_segs - 1];
+            f->found = 1;
+            return 1;
+        }
+    return 0;
+}
+
+static int self_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
+{
+    (void)ctx;
+    find_pc f = {pc, out, 0};
+    dl_iterate_phdr(on_object, &f);
+    return f.found;
+}
+
+#endif
+
+static int self_stack_ok(void *ctx, uintptr_t a, size_t n)
+{
+    btp_cfi_self *s = ctx;
+    if (a + n < a)
+        return 0;
+    for (unsigned i = 0; i < s->n_stack; i++)
+        if (a >= s->stack[i].lo && a + n <= s->stack[i].hi)
+            return 1;
+    /* At most two regions: the stack the walk starts on and, from a signal
+     * handler on the alternate stack, the thread's own. */
+    btp_stack_bounds b;
+    if (s->given || s->n_stack >= 2 || !btp_capture_stack_region(a, s->flags, &b) ||
+        a < b.lo || a + n > b.hi)
+        return 0;
+    s->stack[s->n_stack++] = b;
+    return 1;
+}
+
+static int self_code_ok(void *ctx, uintptr_t a, size_t n)
+{
+    (void)ctx;
+    btp_stack_bounds b;
+    return a + n >= a && btp_code_region_of(a, &b) == BTP_OK && a + n <= b.hi;
+}
+
+void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_bounds *given,
+                      unsigned flags)
+{
+    memset(self, 0, sizeof *self);
+    self->flags = flags;
+    if (given) {
+        self->given = given;
+        self->stack[0] = *given;
+        self->n_stack = 1;
+    }
+    env->find = self_find;
+    env->stack_ok = self_stack_ok;
+    env->code_ok = self_code_ok;
+    env->ctx = self;
+}
+
+__attribute__((noinline)) btp_status btp_capture_cfi(btp_collector *c, const void *uc,
+                                                      const btp_capture_options *opt)
+{
+    btp_cfi_regs regs;
+    if (uc) {
+        if (btp_cfi_regs_from_context(uc, &regs) != BTP_OK)
+            return BTP_E_NO_METHOD;
+    } else {
+        BTP_CFI_REGS_HERE(&regs);
+    }
+    btp_cfi_self self;
+    btp_cfi_env env;
+    btp_cfi_self_env(&self, &env, opt ? opt->bounds : NULL, opt ? opt->flags : 0);
+    btp_status st = btp_cfi_walk(c, &regs, &env);
+    __asm__ volatile("" : "+r"(st) : : "memory"); /* not a tail call: our frame is walked */
+    return st == BTP_E_UNSUPPORTED ? BTP_E_NO_METHOD : st;
+}
