@@ -42,8 +42,7 @@ static const char dump_help[] =
     "\n"
     "examples (the worked example of the CBF notes; a one-image map):\n"
     "  echo 02111000201021ff00357fff000010f0446103e829202080111010880901 | btpack dump\n"
-    "  printf '\\002\\000\\001\\011\\020\\000\\020\\000\\000\\201\\200\\006z.so.1\\000' |\n"
-    "      btpack dump --from cif\n";
+    "  printf '\\2\\0\\1\\11\\20\\0\\20\\0\\0\\201\\200\\6z.so.1\\0' | btpack dump --from cif\n";
 
 void dump_line(size_t off, const uint8_t *p, size_t n, const char *mn, const char *operand,
                const char *addr)

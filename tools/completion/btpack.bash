@@ -96,6 +96,10 @@ _btpack()
     --max-frames | --top | --alloc-size)
         return # a number
         ;;
+    --thread)
+        COMPREPLY=($(compgen -W "crashed all 0 1 2 3" -- "$cur"))
+        return
+        ;;
     --addr2line)
         COMPREPLY=($(compgen -c -- "$cur"))
         return
