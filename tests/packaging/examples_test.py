@@ -45,6 +45,7 @@ EXPECT = {
     "--keep-going damaged.btlog": {"status": 1},
     # The example crashes on purpose and leaves its record behind.
     "crash_example segv crash.txt": {"signal": signal.SIGSEGV, "writes": "crash.txt"},
+    "crash_example abort crash.txt": {"signal": signal.SIGABRT, "writes": "crash.txt"},
 }
 
 
