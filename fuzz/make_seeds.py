@@ -310,6 +310,26 @@ def crash_seeds():
         c.add(bytes([k & 9]) + rec.encode())
     c.add(bytes([0]) + b"btpack-crash v2 signal=6\ncbf 02111000201021ff00\nthread 1\nend\n")
     return c
+def swift_seeds():
+    """CIF maps (the vectors recorded from Swift's runtime, behind the
+    arena/table option byte), Swift Backtrace JSON captured from the
+    runtime, and its JSON crash logs (tests/data/swift/)."""
+    cif, js, logs = Corpus("cif"), Corpus("cli_swift"), Corpus("cli_swift_crashlog")
+    for i, v in enumerate(jsonl("cif-swift.jsonl")):
+        blob = bytes.fromhex(v["hex"])
+        if len(blob) < 4096:
+            cif.add(bytes([(i * 37) & 0xff]) + blob)
+    swift = os.path.join(DATA, "swift")
+    with open(os.path.join(swift, "capture.jsonl"), "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    for k, line in enumerate(lines):
+        js.add(bytes([4 | (k & 1) | (k & 2) << 2]) + line)
+    js.add(bytes([4]) + b"".join(lines))
+    for name in sorted(os.listdir(swift)):
+        if name.startswith("crash-"):
+            with open(os.path.join(swift, name), "rb") as f:
+                logs.add(bytes([4]) + f.read())
+    return [cif, js, logs]
 
 
 # (seed, word bits, records, block bytes, dictionary cap, zlib): several
@@ -341,7 +361,7 @@ def log_seeds(build):
 
 def main():
     made = [cbf_seeds(), cbf_encode_seeds(), base64_seeds(), *lws_seeds(), *cli_seeds(),
-            *image_seeds(), crash_seeds()]
+            *image_seeds(), crash_seeds(), *swift_seeds()]
     if len(sys.argv) > 1:
         made += log_seeds(sys.argv[1])
     for c in made:

@@ -39,7 +39,8 @@ ARG = {"--from": "hex", "--to": "json", "--word-bits": "32", "--max-frames": "10
        "--alloc-size": "1", "--top": "3", "--maps": "/dev/null", "-o": "/dev/null",
        "--output": "/dev/null", "--elf": "/dev/null", "--addr2line": "addr2line",
        "--backend": "addr2line", "--debug-dir": "/nonexistent", "--method": "fp",
-       "--zlib": "9", "--preload": "/dev/null"}
+       "--zlib": "9", "--preload": "/dev/null",
+       "--thread": "all"}
 
 def main(argv):
     if len(argv) != 3:
@@ -118,7 +119,7 @@ def main(argv):
             check(p.returncode != 2, "btpack %s %s <TAB> offers %s, a usage error: %s"
                   % (cmd, opt, fmt, p.stderr.decode(errors="replace").strip()))
     if "dump" in commands:
-        expect(["dump", "--from", ""], ["hex", "b64", "cbf"])
+        expect(["dump", "--from", ""], ["hex", "b64", "cbf", "cif"])
     expect(["convert", "--from", "lws"], [f for f in formats if f.startswith("lws")])
     expect(["convert", "--word-bits", ""], ["16", "32", "64"])
     if os.path.exists(BASH_COMPLETION):  # its _init_completion -s splits --opt=value

@@ -102,6 +102,10 @@ FIXTURES = {
                                            "segv", p], capture_output=True),
     # Any ELF serves heapmap (its addresses then symbolize as ??).
     "myapp": lambda p: os.symlink(BTPACK, p),
+    # A crash log swift-backtrace wrote (two threads), and Swift Backtrace
+    # JSON as Swift's JSONEncoder wrote it (tests/data/swift/README.md).
+    "crash.log": link("tests/data/swift/crash-threads.log"),
+    "backtraces.jsonl": link("tests/data/swift/capture.jsonl"),
 }
 
 def readme_examples():
