@@ -30,6 +30,8 @@ btpack_ensure_deps() {
     btpack_want 'pkg-config --exists libunwind' libunwind-dev  # optional capture method
     btpack_want 'pkg-config --exists libdw' libdw-dev          # btpack symbolize in-process
     btpack_want 'command -v readelf && command -v strip' binutils  # symbolize tests
+    # symbolize: libstdc++'s __cxa_demangle for C++ names, and the C++ test program
+    btpack_want 'command -v c++' g++
     # Packaging tests: man pages, bash completion, the ABI check.
     btpack_want 'command -v groff' groff-base
     btpack_want 'pkg-config --exists bash-completion' bash-completion

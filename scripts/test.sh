@@ -20,7 +20,9 @@ for arg in "$@"; do
     esac
 done
 
-btpack_ensure_deps
+# The whole suite includes the heap map rendered in a real browser: install
+# Chromium too (BTPACK_DEPS_CHROMIUM=0 leaves it out; that test then skips).
+BTPACK_DEPS_CHROMIUM=${BTPACK_DEPS_CHROMIUM:-1} btpack_ensure_deps
 
 opts=(--werror)
 if [ "$sanitize" = 1 ]; then

@@ -5,12 +5,18 @@ not grow with the input: the same stream at a quarter of the size and at
 full size may differ by at most GROWTH, and the peak stays under CEILING.
 
 - log: 1 GiB of a valid trace log (metadata blocks of 1 MiB comments and,
-  every 32 MiB, a real block of records), through `stats` and `convert`;
+  every 32 MiB, a real block of records), through `stats` and `convert`,
+  and a quarter of it through `heap report`;
+- CSV heap records: 64 MiB through `heap report`;
 - cbf: 256 MiB of CBF (streams of 100,000 `rep` instructions, and small
   streams), through `convert` and `stats`;
 - trace: 256 MiB of comment lines;
 - json: memory per line a small multiple of the line (one line of 8 MiB
-  of 0s; one of 600,000 frames), at most LINE_FACTOR times it;
+  of 0s; one of 600,000 frames), at most LINE_FACTOR times it; swift the
+  same (its line read in place); swift-crashlog, whose reader builds a
+  line's tree, at most TREE_FACTOR times it (its values are bounded by the
+  line's length);
+- writers stream a long run out: a crash log of a 4,000,000-frame `rep`;
 - the hostile files of tests/data/hostile/: each stops with the error
   that names its limit, within CEILING (or, rep-1e8.hex, reads as one run).
 
@@ -38,6 +44,9 @@ MIB = 1 << 20
 GROWTH = 16 * MIB     # what the peak may grow from a quarter of the input to all of it
 CEILING = 160 * MIB   # sanitizer builds hold more: still far below the input
 LINE_FACTOR = 4       # JSON: peak over the floor at most this many times the line
+TREE_FACTOR = 16      # swift-crashlog: the same for a line read into a tree
+if "ASAN_OPTIONS" in os.environ:
+    TREE_FACTOR = 24  # each of the tree's small allocations carries a redzone there
 
 
 def record_block():
@@ -103,6 +112,14 @@ def comments():
     return b"# " + b"c" * (MIB - 3) + b"\n"
 
 
+def csv_heap():
+    """CSV heap records among other text: allocations and their frees."""
+    pairs = b"".join(b"m,%d,0x%x\nuart: tick\nf,,0x%x\n" % (16 + i % 64, 0x50000000 + 64 * i,
+                                                            0x50000000 + 64 * i)
+                     for i in range(1000))
+    return pairs * (MIB // len(pairs))
+
+
 def peak(args, pieces):
     """Run btpack on what pieces yields through a pipe: (status, peak RSS
     in bytes, bytes fed, seconds)."""
@@ -131,6 +148,9 @@ CASES = [
     ("small cbf stats", ["stats", "--from", "cbf"], lambda n: repeat(cbf_small(), n), 32 * MIB),
     ("trace comments -> trace", ["convert", "--from", "trace", "--to", "trace"],
      lambda n: repeat(comments(), n), 256 * MIB),
+    # the format told from the first bytes of the pipe
+    ("log heap report", ["heap", "report"], lambda n: log_stream(n), 256 * MIB),
+    ("csv heap report", ["heap", "report"], lambda n: repeat(csv_heap(), n), 64 * MIB),
 ]
 
 for name, args, gen, size in CASES:
@@ -151,11 +171,14 @@ for name, args, gen, size in CASES:
 # written to files piece by piece, so that this script stays small: a
 # child's peak counts what the forked interpreter held. The floor is the
 # peak on a tiny line.
-def json_zeros(f):
-    f.write(b'{"frames":[0')
-    for _ in range(128):
-        f.write(b",0" * (MIB // 32))
-    f.write(b"]}\n")
+def zeros(head):
+    """A writer of one line: head, then an array of 8 MiB of 0s, closed."""
+    def make(f):
+        f.write(head + b"[0")
+        for _ in range(128):
+            f.write(b",0" * (MIB // 32))
+        f.write(b"]}\n")
+    return make
 
 
 def json_frames(f):
@@ -181,18 +204,34 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(tiny, "wb") as f:
         f.write(b'{"frames":[]}\n')
     _, floor, _, _ = peak_file(["convert", "--from", "json", "--to", "hex"], tiny)
-    for name, make, want_rc in [("json line of 0s", json_zeros, 1),
-                                ("json line of frames", json_frames, 0)]:
+    for name, fmt, make, want_rc, factor in [
+            ("json line of 0s", "json", zeros(b'{"frames":'), 1, LINE_FACTOR),
+            ("json line of frames", "json", json_frames, 0, LINE_FACTOR),
+            ("swift line of 0s", "swift",
+             zeros(b'{"architecture":"x86_64","backtrace":"AiEVAAA","other":'), 0, LINE_FACTOR),
+            ("swift-crashlog line of 0s", "swift-crashlog",
+             zeros(b'{"kind":"crashReport","architecture":"x86_64","threads":[],"other":'), 1,
+             TREE_FACTOR)]:
         path = os.path.join(tmp, "line.json")
         with open(path, "wb") as f:
             make(f)
         size = os.path.getsize(path)
-        rc, top, t, err = peak_file(["convert", "--from", "json", "--to", "hex"], path)
-        print("%-24s %5.1f MiB: peak %6.1f MiB (floor %.1f), %.1f s" %
+        rc, top, t, err = peak_file(["convert", "--from", fmt, "--to", "hex"], path)
+        print("%-26s %5.1f MiB: peak %6.1f MiB (floor %.1f), %.1f s" %
               (name, size / MIB, top / MIB, floor / MIB, t))
         check(rc == want_rc, "%s: exit %d %s" % (name, rc, err[:200]))
-        check(top - floor <= LINE_FACTOR * size, "%s: %.1f MiB over the floor for a %.1f MiB "
+        check(top - floor <= factor * size, "%s: %.1f MiB over the floor for a %.1f MiB "
               "line" % (name, (top - floor) / MIB, size / MIB))
+    # a crash log written as it comes: 4,000,000 frames (252 MB of text) of
+    # one `rep` stream out
+    rep4m = os.path.join(tmp, "rep4m.hex")
+    with open(rep4m, "wb") as f:
+        f.write(b"0218108f00000000003d08ff00\n")
+    rc, top, t, err = peak_file(["convert", "--from", "hex", "--to", "swift-crashlog",
+                                 "--max-frames", "4000000", rep4m], os.devnull)
+    print("%-26s peak %6.1f MiB, %.1f s" % ("crash log of a 4M rep", top / MIB, t))
+    check(rc == 0 and top <= CEILING, "crash log of a 4M rep: exit %d, peak %.1f MiB %s" %
+          (rc, top / MIB, err[:200]))
 # Small files that claim gigabytes: stopped, with the limit named.
 HOSTILE_CASES = [
     (["stats", "expand-frames.btlog"], 1, "--max-expansion"),

@@ -277,44 +277,42 @@ static void test_map_from_log(void)
     CHECK(!strcmp(path_at(&lm, 0x400800), ""), "maps blocks unused when there are images");
     log_map_free(&lm);
 
-    static const char *const maps[] = {
-        "maps", "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n",
-        "maps", "7f0000000000-7f0000001000 r-xp 00000000 08:01 2 /lib/y.so\n",
+    /* where the map comes from: (metadata, status, images, an address and
+     * the path it is in, "" for none) */
+    static const struct {
+        const char *what;
+        const char *meta[6];
+        size_t n_meta;
+        btp_status st;
+        size_t images;
+        uint64_t addr[2];
+        const char *path[2];
+    } cases[] = {
+        {"maps blocks merged when there are no images",
+         {"maps", "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n", "maps",
+          "7f0000000000-7f0000001000 r-xp 00000000 08:01 2 /lib/y.so\n"},
+         4, BTP_OK, 2, {0x400800, 0x7f0000000800}, {"/bin/x", "/lib/y.so"}},
+        {"images replace maps met before them",
+         {"maps", "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n", "images",
+          "image 0x1000 0x2000 - /a.so\n"},
+         4, BTP_OK, 1, {0x1100, 0x400800}, {"/a.so", ""}},
+        {"a bad block: its status, no map (later blocks unused)",
+         {"images", "image 0x1000 0x2000 - /a.so\n", "images",
+          "image 0x3000 0x2000 - /backwards.so\n", "images", "image 0x5000 0x6000 - /c.so\n"},
+         6, BTP_E_IMAGE_SYNTAX, 0, {0x1100, 0x5800}, {"", ""}},
+        {"no map", {"comment", "# nothing here\n"}, 2, BTP_END, 0, {0x1100, 0}, {"", ""}},
     };
-    CHECK(log_with(&sb, maps, 4) == 0, "log");
-    CHECK(stream_map(&sb, &lm, UINT64_MAX, &released) == BTP_OK && n_images(&lm) == 2 &&
-              !strcmp(path_at(&lm, 0x400800), "/bin/x") &&
-              !strcmp(path_at(&lm, 0x7f0000000800), "/lib/y.so"),
-          "maps blocks merged when there are no images");
-    log_map_free(&lm);
-
-    /* maps first, images later: the images replace what the maps gave */
-    static const char *const later[] = {
-        "maps", "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n",
-        "images", "image 0x1000 0x2000 - /a.so\n",
-    };
-    CHECK(log_with(&sb, later, 4) == 0, "log");
-    CHECK(stream_map(&sb, &lm, UINT64_MAX, &released) == BTP_OK && n_images(&lm) == 1 &&
-              !strcmp(path_at(&lm, 0x1100), "/a.so") && !strcmp(path_at(&lm, 0x400800), ""),
-          "images replace maps met before them");
-    log_map_free(&lm);
-
-    static const char *const bad[] = {
-        "images", "image 0x1000 0x2000 - /a.so\n",
-        "images", "image 0x3000 0x2000 - /backwards.so\n",
-        "images", "image 0x5000 0x6000 - /c.so\n",
-    };
-    CHECK(log_with(&sb, bad, 6) == 0, "log");
-    CHECK(stream_map(&sb, &lm, UINT64_MAX, &released) == BTP_E_IMAGE_SYNTAX &&
-              lm.st == BTP_E_IMAGE_SYNTAX && !log_map_get(&lm) && lm.err_off == 13,
-          "a bad block: its status and offset, no map (later blocks unused)");
-    log_map_free(&lm);
-
-    static const char *const none[] = {"comment", "# nothing here\n"};
-    CHECK(log_with(&sb, none, 2) == 0, "log");
-    CHECK(stream_map(&sb, &lm, UINT64_MAX, &released) == BTP_END && !log_map_get(&lm),
-          "no map");
-    log_map_free(&lm);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK(log_with(&sb, cases[i].meta, cases[i].n_meta) == 0, "log");
+        btp_status st = stream_map(&sb, &lm, UINT64_MAX, &released);
+        CHECK(st == cases[i].st && lm.st == cases[i].st && n_images(&lm) == cases[i].images &&
+                  !strcmp(path_at(&lm, cases[i].addr[0]), cases[i].path[0]) &&
+                  !strcmp(path_at(&lm, cases[i].addr[1]), cases[i].path[1]),
+              "%s: %s, %zu images", cases[i].what, btp_status_name(st), n_images(&lm));
+        CHECK(st != BTP_E_IMAGE_SYNTAX || lm.err_off == 13, "the bad field's offset: %zu",
+              lm.err_off);
+        log_map_free(&lm);
+    }
     sb_free(&sb);
 
     /* An image a later block overlaps is gone, even when a still later one

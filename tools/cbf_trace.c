@@ -35,7 +35,7 @@ int cbf_to_trace(reader *r, const uint8_t *p, size_t len, unsigned policy, uint6
     return 0;
 }
 
-int cbf_from_trace(writer *w, const trace *t, strbuf *out)
+int cbf_from_trace(writer *w, const trace *t, unsigned flags, strbuf *out)
 {
     /* A trace without repeats takes the one-shot encoder's fast path; runs
      * go to the streaming encoder whole, so a run of 2^40 costs a few
@@ -49,11 +49,12 @@ int cbf_from_trace(writer *w, const trace *t, strbuf *out)
         btp_status st;
         if (t->n_runs == t->n) {
             const btp_frame *f = trace_frames(t);
-            st = f ? btp_cbf_encode(f, t->n, t->truncated, t->word_bits, 0, buf, cap, &len, NULL)
+            st = f ? btp_cbf_encode(f, t->n, t->truncated, t->word_bits, flags, buf, cap, &len,
+                                    NULL)
                    : BTP_E_OUT_OF_MEMORY;
         } else {
             btp_cbf_encoder e;
-            st = btp_cbf_encoder_init(&e, buf, cap, t->word_bits, 0);
+            st = btp_cbf_encoder_init(&e, buf, cap, t->word_bits, flags);
             for (size_t i = 0; st == BTP_OK && i < t->n_runs; i++)
                 st = btp_cbf_encoder_add(&e, t->runs[i].frame, t->runs[i].count);
             if (st == BTP_OK)

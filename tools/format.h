@@ -42,7 +42,17 @@ typedef struct cli_options {
      * flush what is due while the input waits. */
     input_idle_fn idle;
     void *idle_ctx;
+    int thread_given;    /* --thread was given */
+    int thread_sel;      /* --thread (crash logs): CLI_THREADS_* */
+    size_t thread_index; /* --thread N */
 } cli_options;
+
+/* Which threads of a crash log become traces. */
+enum {
+    CLI_THREADS_ALL = 0,     /* every thread, the crashed one first (default) */
+    CLI_THREADS_CRASHED = 1, /* the crashed thread */
+    CLI_THREADS_INDEX = 2    /* thread number thread_index (0-based, log order) */
+};
 
 #define CLI_DEFAULT_MAX_FRAMES ((size_t)1 << 20)
 #define COMMENTS_AT_MOST ((size_t)1 << 20) /* comment bytes held before the writer takes them */
@@ -199,11 +209,23 @@ btp_status log_open_reader(reader *r, btp_log_reader **out);
  * records and their bytes, the limit to raise; sets r->fatal when reading
  * cannot go on, r->not_a_record. Returns -1. */
 int log_status(reader *r, btp_log_reader *lr, btp_status st);
+/* For commands that read a log's records themselves (stats, heap): the
+ * next record of a reader from log_open_reader(). Metadata items go to
+ * `meta` (may be NULL) with the number of records before them, as they
+ * come, and are then released. Damage is reported (diag(), as log_status()
+ * words it; a log cut short as a warning with `cut_note` after it when
+ * that is given). Returns BTP_OK with *rec, BTP_END, or the error's status
+ * once reported (r->fatal: reading cannot go on). */
+typedef void (*log_meta_fn)(void *ctx, const char *key, const void *data, size_t len,
+                            uint64_t record);
+btp_status log_next_record(reader *r, btp_log_reader *lr, btp_log_record *rec, log_meta_fn meta,
+                           void *ctx, const char *cut_note);
 
 /* The policy for a single stream per record under the options. */
 unsigned cbf_policy(const cli_options *opt);
 
-/* Append the minimal CBF encoding of t to out. Returns 0 or -1 (wr_error). */
-int cbf_from_trace(writer *w, const trace *t, strbuf *out);
+/* Append the CBF encoding of t to out: the minimal one, or as `flags`
+ * (BTP_CBF_ENC_*) ask. Returns 0 or -1 (wr_error). */
+int cbf_from_trace(writer *w, const trace *t, unsigned flags, strbuf *out);
 
 #endif

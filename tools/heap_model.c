@@ -214,8 +214,9 @@ static void take_clock(heap_model *m, const char *d, size_t len, uint64_t rec)
 }
 
 /* A metadata item of the log, as it streams by. */
-static void take_meta(heap_model *m, const char *key, const void *d, size_t len, uint64_t rec)
+static void take_meta(void *ctx, const char *key, const void *d, size_t len, uint64_t rec)
 {
+    heap_model *m = ctx;
     char **note = !strcmp(key, "tracer")       ? &m->tracer
                   : !strcmp(key, "tracer-end") ? &m->tracer_end
                   : !strcmp(key, "exec")       ? &m->exec_note
@@ -242,41 +243,20 @@ static int load_log(heap_model *m, input *in, const cli_options *opt)
     int rc = EXIT_OK;
     btp_log_record rec;
     for (;;) {
-        btp_status st = btp_log_reader_next(r, &rec);
+        btp_status st = log_next_record(&rd, r, &rec, take_meta, m,
+                                        "(the process crashed, was killed, or is still "
+                                        "running): reporting the records before it");
         if (st == BTP_END) {
             m->complete = 1;
             break;
         }
+        /* a log cut short is what a crash or a kill leaves: not an error */
+        if (st == BTP_E_TRUNCATED_FILE && !rd.in_failed)
+            break;
         if (st != BTP_OK) {
-            rd.fatal = 0;
-            log_status(&rd, r, st);
-            if (rd.in_failed) {
-                rc = EXIT_BAD_INPUT;
-                break;
-            }
-            if (st == BTP_E_TRUNCATED_FILE) {
-                /* A crash, a kill or a recording still going on: every
-                 * complete block was read; say so, do not fail. */
-                diag(DIAG_WARNING, m->name, &rd.err_loc, "%s (the process crashed, was killed, "
-                     "or is still running): reporting the records before it", rd.msg);
-                break;
-            }
             rc = EXIT_BAD_INPUT;
-            diag(rd.fatal ? DIAG_ERROR : DIAG_WARNING, m->name, &rd.err_loc, "%s", rd.msg);
             if (rd.fatal)
                 break;
-            continue;
-        }
-        if (rec.kind == BTP_LOG_META) {
-            /* used as it comes, then forgotten: memory does not grow with
-             * the log's metadata */
-            const char *key;
-            const void *d;
-            size_t len;
-            uint64_t at;
-            if (btp_log_reader_meta(r, rec.meta, &key, &d, &len, &at) == BTP_OK)
-                take_meta(m, key, d, len, at);
-            btp_log_reader_meta_release(r, rec.meta + 1);
             continue;
         }
         if (rec.flags & BTP_LOG_REC_PTR_UNKNOWN) {

@@ -361,6 +361,25 @@ int json_end(json_cursor *c)
     return c->pos == c->len ? 0 : fail(c, c->pos, "unexpected text after the value");
 }
 
+int json_members(json_cursor *c, json_member_fn fn, void *ctx)
+{
+    int is_object = json_peek(c) == '{', more;
+    if (is_object) {
+        const char *key;
+        size_t klen;
+        if (json_enter(c) < 0)
+            return -1;
+        while ((more = json_next(c, &key, &klen)) == 1)
+            if (fn(ctx, c, key, klen) < 0)
+                return -1;
+        if (more < 0)
+            return -1;
+    } else if (json_skip(c) < 0) {
+        return -1;
+    }
+    return json_end(c) < 0 ? -1 : is_object;
+}
+
 int json_text_u64(const char *text, size_t n, uint64_t *out)
 {
     uint64_t x = 0;
@@ -539,6 +558,11 @@ json_value *json_parse_limited(const char *text, size_t len, size_t max_values, 
         *err = b.c.err;
     json_cursor_free(&b.c);
     return v;
+}
+
+json_value *json_parse_line(const char *text, size_t len, json_error *err)
+{
+    return json_parse_limited(text, len, len / 8 + 64, err);
 }
 
 json_type json_type_of(const json_value *v)

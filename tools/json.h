@@ -57,6 +57,11 @@ json_value *json_parse(const char *text, size_t len, json_error *err);
 /* json_parse() with another limit on the number of values (>= 1). */
 json_value *json_parse_limited(const char *text, size_t len, size_t max_values, json_error *err);
 
+/* json_parse() of one line of input, its values limited by its length (one
+ * per 8 bytes, and 64; real JSON Lines have one per 20 to 40), so that the
+ * tree costs a small multiple of the line whatever the line holds. */
+json_value *json_parse_line(const char *text, size_t len, json_error *err);
+
 /* ---- cursor ----------------------------------------------------------- */
 
 typedef struct json_cursor {
@@ -105,6 +110,14 @@ int json_skip(json_cursor *c);
 /* After the value: only white space may follow. 0 or -1. */
 int json_end(json_cursor *c);
 
+/* Read a text that should hold one object: each member's key (valid until
+ * the next string is read) goes to fn, which reads or skips its value and
+ * returns 0, or -1 on a syntax error. Returns 1 for an object, 0 for
+ * another value (checked and skipped), -1 on a syntax error (c->err); the
+ * text is checked to its end (json_end) either way. */
+typedef int (*json_member_fn)(void *ctx, json_cursor *c, const char *key, size_t klen);
+int json_members(json_cursor *c, json_member_fn fn, void *ctx);
+
 /* The value of a number's text that is a non-negative integer written
  * without fraction or exponent and fits 64 bits: 0 with *out, else -1. */
 int json_text_u64(const char *text, size_t n, uint64_t *out);
@@ -147,5 +160,25 @@ const char *json_str(const json_value *v, size_t *len_out);
 
 /* 1 for true, 0 for false, -1 if v is not a boolean. */
 int json_bool(const json_value *v);
+
+/* Writing (json_write.c). */
+struct strbuf;
+
+enum {
+    /* Write '/' as "\/", as Foundation's JSONEncoder does by default. */
+    JSON_ESCAPE_SLASH = 1u << 0
+};
+
+/*
+ * Append s[0..n) as a JSON string with its quotes: '"' and '\' escaped,
+ * \b \f \n \r \t, other bytes below 0x20 as \u00xx (lower-case hex), the
+ * rest as is, as Foundation and swift-backtrace write them. Bytes that are
+ * not UTF-8 become U+FFFD (JSON text must be UTF-8).
+ */
+void json_put_string(struct strbuf *sb, const char *s, size_t n, unsigned flags);
+
+/* 1 if s[0..n) is well-formed UTF-8 (what JSON text must be; the parser
+ * does not check raw bytes itself). */
+int json_utf8_valid(const char *s, size_t n);
 
 #endif

@@ -54,6 +54,13 @@ static int by_bytes(const void *a, const void *b)
                                 : (x->count < y->count) - (x->count > y->count);
 }
 
+/* The stored image map, taken as the metadata streams by. */
+static void take_meta(void *ctx, const char *key, const void *data, size_t len, uint64_t record)
+{
+    (void)record;
+    site_syms_take(ctx, key, data, len);
+}
+
 int log_stats(input *in, const cli_options *opt, const char *elf, size_t top)
 {
     const char *name = in->name;
@@ -72,29 +79,13 @@ int log_stats(input *in, const cli_options *opt, const char *elf, size_t top)
     btp_status st;
     btp_log_record rec;
     for (;;) {
-        st = btp_log_reader_next(r, &rec);
+        st = log_next_record(&rd, r, &rec, take_meta, &sy, NULL);
         if (st == BTP_END)
             break;
         if (st != BTP_OK) {
-            rd.fatal = 0;
-            log_status(&rd, r, st);
             rc = EXIT_BAD_INPUT;
-            if (rd.in_failed)
-                break;
-            diag(rd.fatal ? DIAG_ERROR : DIAG_WARNING, name, &rd.err_loc, "%s", rd.msg);
             if (rd.fatal)
                 break;
-            continue;
-        }
-        if (rec.kind == BTP_LOG_META) {
-            /* the image map taken as it comes, the item then forgotten, so
-             * that memory does not grow with the log */
-            const char *key;
-            const void *data;
-            size_t len;
-            if (btp_log_reader_meta(r, rec.meta, &key, &data, &len, NULL) == BTP_OK)
-                site_syms_take(&sy, key, data, len);
-            btp_log_reader_meta_release(r, rec.meta + 1);
             continue;
         }
         if (rec.flags) {

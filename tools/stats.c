@@ -11,7 +11,8 @@
 
 static const char stats_help[] =
     "usage: btpack stats [--from FMT] [--word-bits N] [--strict] [--keep-going]\n"
-    "                    [--max-frames N] [--elf FILE] [--top N] [IN]\n"
+    "                    [--max-frames N] [--thread N|crashed|all] [--elf FILE]\n"
+    "                    [--top N] [IN]\n"
     "\n"
     "Read traces and print: traces, frames, truncated traces, the bytes their\n"
     "minimal CBF encoding takes (total, per frame, per trace) next to raw words,\n"
@@ -207,6 +208,7 @@ int cmd_stats(int argc, char **argv)
         {"max-nodes", required_argument, NULL, 'N'},
         {"max-live", required_argument, NULL, 'L'},
         {"max-expansion", required_argument, NULL, 'X'},
+        {"thread", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {"elf", required_argument, NULL, 'E'},
         {"top", required_argument, NULL, 'T'},
@@ -254,6 +256,8 @@ int cmd_stats(int argc, char **argv)
     }
     if (argc - optind > 1)
         return cli_usage_error("stats", "one input at most, got %d", argc - optind);
+    if (cli_check_thread_option("stats", &opt, from))
+        return EXIT_USAGE;
     const char *path = optind < argc ? argv[optind] : NULL;
     if (!from_given && path && strcmp(path, "-") != 0) {
         FILE *f = fopen(path, "rb");

@@ -51,7 +51,8 @@ static const char symbolize_help[] =
     "  --backend NAME    libdw (in-process DWARF; the default when built in) or\n"
     "                    addr2line (one process per file); this build has: %s\n"
     "  --addr2line PROG  the addr2line back end, running PROG\n"
-    "  --word-bits N, --strict, --keep-going, --max-frames N: as for convert\n"
+    "  --word-bits N, --strict, --keep-going, --max-frames N, --thread N|crashed|all:\n"
+    "                    as for convert\n"
     "\n"
     "input formats:\n";
 
@@ -295,6 +296,7 @@ int cmd_symbolize(int argc, char **argv)
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
         {"max-frames", required_argument, NULL, 'm'},
+        {"thread", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -372,6 +374,8 @@ int cmd_symbolize(int argc, char **argv)
                                              : OUT_MARKUP;
     if (!from)
         from = sniff(path);
+    if (cli_check_thread_option("symbolize", &opt, from))
+        return EXIT_USAGE;
     if (out == OUT_MARKUP)
         so.images_only = 1; /* the consumer symbolizes */
 

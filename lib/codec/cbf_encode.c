@@ -12,21 +12,6 @@
  */
 #include "cbf_internal.h"
 
-/* Number of leading zero bits of x (x != 0). */
-static unsigned clz64(uint64_t x)
-{
-#if defined(__GNUC__)
-    return (unsigned)__builtin_clzll(x);
-#else
-    unsigned n = 0;
-    while (!(x >> 63)) {
-        x <<= 1;
-        n++;
-    }
-    return n;
-#endif
-}
-
 /* Fewest bytes n (1..word bytes) whose big-endian value, sign-extended to
  * the word, equals v (v already reduced to the word). Computed in closed
  * form (one count of leading zeros) rather than by trying each n: this runs
@@ -38,14 +23,14 @@ static unsigned signed_bytes(uint64_t v, unsigned word_bits)
     uint64_t sign = (uint64_t)1 << (word_bits - 1);
     uint64_t ext = (v ^ sign) - sign;           /* sign-extended to 64 bits */
     uint64_t mag = ext ^ (0 - (ext >> 63));     /* ~ext when negative */
-    unsigned n = (72 - clz64(mag | 1)) / 8;     /* (magnitude bits + sign + 7) / 8 */
+    unsigned n = (72 - btp_clz64(mag | 1)) / 8;     /* (magnitude bits + sign + 7) / 8 */
     return n < word_bits / 8 ? n : word_bits / 8;
 }
 
 /* Fewest bytes (>= 1) holding the unsigned value v. */
 static unsigned unsigned_bytes(uint64_t v)
 {
-    return (71 - clz64(v | 1)) / 8;
+    return (71 - btp_clz64(v | 1)) / 8;
 }
 
 /* Append one instruction: opcode then the low n bytes of v, big-endian.
@@ -338,9 +323,9 @@ static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, const 
     if (!nonzero)
         rel_edge |= 1;
     /* 64-bit indexes: no widening of t on the way to the table. */
-    uint64_t t = 63 ^ (uint64_t)clz64(rel_edge);
+    uint64_t t = 63 ^ (uint64_t)btp_clz64(rel_edge);
     if (abs_edge < rel_edge) {
-        uint64_t ta = 63 ^ (uint64_t)clz64(abs_edge | 1);
+        uint64_t ta = 63 ^ (uint64_t)btp_clz64(abs_edge | 1);
         if ((ta >> 3) < (t >> 3))
             return put_shape(p, &shapes[ta], CBF_OP_ABSOLUTE, value);
     }

@@ -40,7 +40,8 @@ ARG = {"--from": "hex", "--to": "json", "--word-bits": "32", "--max-frames": "10
        "--output": "/dev/null", "--elf": "/dev/null", "--addr2line": "addr2line",
        "--backend": "addr2line", "--debug-dir": "/nonexistent", "--method": "fp",
        "--zlib": "9", "--preload": "/dev/null", "--flush-interval": "0.5",
-       "--max-nodes": "1000", "--max-live": "1000", "--max-expansion": "0"}
+       "--max-nodes": "1000", "--max-live": "1000", "--max-expansion": "0",
+       "--thread": "all"}
 
 def main(argv):
     if len(argv) != 3:
@@ -119,7 +120,7 @@ def main(argv):
             check(p.returncode != 2, "btpack %s %s <TAB> offers %s, a usage error: %s"
                   % (cmd, opt, fmt, p.stderr.decode(errors="replace").strip()))
     if "dump" in commands:
-        expect(["dump", "--from", ""], ["hex", "b64", "cbf"])
+        expect(["dump", "--from", ""], ["hex", "b64", "cbf", "cif"])
     expect(["convert", "--from", "lws"], [f for f in formats if f.startswith("lws")])
     expect(["convert", "--word-bits", ""], ["16", "32", "64"])
     if os.path.exists(BASH_COMPLETION):  # its _init_completion -s splits --opt=value

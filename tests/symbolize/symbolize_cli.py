@@ -233,6 +233,13 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 1 and [frames_of(l)[0].get("image") for l in out.splitlines()] ==
           ["/bin/true", "/bin/false"],
           "each record's own images: %s %s" % (out, err))
+    # ... and so in the formats that carry image maps from line to line
+    for fmt in ("swift", "swift-crashlog"):
+        conv = subprocess.run([BTPACK, "convert", "--keep-going", "--from", "crash", "--to", fmt],
+                              input=recs.encode(), capture_output=True).stdout
+        rc, out, err = run(["symbolize", "--to", "json", "--from", fmt, "-"], conv)
+        check(rc == 0 and [frames_of(l)[0].get("image") for l in out.splitlines()] ==
+              ["/bin/true", "/bin/false"], "%s: each line's own images: %s %s" % (fmt, out, err))
     rc, out, err = run(["symbolize", "--to", "yaml", rec])
     check(rc == 2 and "--to" in err, "bad --to: %s" % err)
     rc, out, err = run(["symbolize", "--backend", "nope", rec])

@@ -126,6 +126,10 @@ _btpack()
         COMPREPLY=($(compgen -W "fp cfi libgcc libunwind glibc" -- "$cur"))
         return
         ;;
+    --thread)
+        COMPREPLY=($(compgen -W "crashed all 0 1 2 3" -- "$cur"))
+        return
+        ;;
     --addr2line)
         COMPREPLY=($(compgen -c -- "$cur"))
         return

@@ -40,7 +40,7 @@ static int cbf_read_next(reader *r, trace *t)
 
 static int cbf_write(writer *w, const trace *t, strbuf *out)
 {
-    return cbf_from_trace(w, t, out);
+    return cbf_from_trace(w, t, 0, out);
 }
 
 const format fmt_cbf = {

@@ -110,6 +110,51 @@ static int read_frame(reader *r, json_cursor *c, size_t i, trace *t)
     return rd_add_frame(r, t, fr, 1);
 }
 
+/* The scalar members of a line, and where its frames are. Members: 0
+ * absent, 1 present and good, 2 present and bad (the first of a key counts). */
+typedef struct line_members {
+    int wb, fr, tr, sz;
+    uint64_t u, alloc_size, frames_at;
+    int truncated;
+} line_members;
+
+static int take_member(void *ctx, json_cursor *c, const char *key, size_t klen)
+{
+    line_members *m = ctx;
+    int k = klen == 9 && memcmp(key, "word_bits", 9) == 0      ? (m->wb ? 0 : 1)
+            : klen == 6 && memcmp(key, "frames", 6) == 0       ? (m->fr ? 0 : 2)
+            : klen == 9 && memcmp(key, "truncated", 9) == 0    ? (m->tr ? 0 : 3)
+            : klen == 10 && memcmp(key, "alloc_size", 10) == 0 ? (m->sz ? 0 : 4)
+                                                               : 0;
+    int got = 0;
+    if (k == 1 || k == 4) {
+        got = read_u64(c, k == 1 ? &m->u : &m->alloc_size);
+        if (k == 1 && got == 1 && (m->u > 64 || !btp_word_bits_valid((unsigned)m->u)))
+            got = 0;
+        if (k == 1)
+            m->wb = got ? 1 : 2;
+        else
+            m->sz = got ? 1 : 2;
+    } else if (k == 2) {
+        m->fr = json_peek(c) == '[' ? 1 : 2;
+        m->frames_at = c->pos;
+        got = json_skip(c) < 0 ? -1 : 1;
+    } else if (k == 3) {
+        json_type type;
+        int b = 0;
+        int ch = json_peek(c);
+        if (ch == 't' || ch == 'f' || ch == 'n')
+            got = json_literal(c, &type, &b) < 0 ? -1 : type == JSON_BOOL;
+        else
+            got = json_skip(c) < 0 ? -1 : 0;
+        m->tr = got ? 1 : 2;
+        m->truncated = b;
+    } else {
+        got = json_skip(c) < 0 ? -1 : 1;
+    }
+    return got < 0 ? -1 : 0;
+}
+
 /*
  * A line is read twice with a cursor, building nothing: first the whole
  * object is checked and its scalar members taken (word_bits must be known
@@ -120,78 +165,31 @@ static int json_read_line(reader *r, const char *line, size_t len, trace *t)
 {
     json_cursor c;
     json_cursor_init(&c, line, len);
-    int rc = -1, is_object = json_peek(&c) == '{';
-    /* members: 0 absent, 1 present and good, 2 present and bad */
-    int wb = 0, fr = 0, tr = 0, sz = 0, more = 0;
-    uint64_t u = r->word_bits, alloc_size = 0, frames_at = 0;
-    int truncated = 0;
-    if (is_object) {
-        const char *key;
-        size_t klen;
-        if (json_enter(&c) < 0)
-            goto syntax;
-        while ((more = json_next(&c, &key, &klen)) == 1) {
-            int k = klen == 9 && memcmp(key, "word_bits", 9) == 0    ? (wb ? 0 : 1)
-                    : klen == 6 && memcmp(key, "frames", 6) == 0     ? (fr ? 0 : 2)
-                    : klen == 9 && memcmp(key, "truncated", 9) == 0  ? (tr ? 0 : 3)
-                    : klen == 10 && memcmp(key, "alloc_size", 10) == 0 ? (sz ? 0 : 4)
-                                                                       : 0;
-            int got = 0;
-            if (k == 1 || k == 4) {
-                got = read_u64(&c, k == 1 ? &u : &alloc_size);
-                if (k == 1 && got == 1 && (u > 64 || !btp_word_bits_valid((unsigned)u)))
-                    got = 0;
-                if (k == 1)
-                    wb = got ? 1 : 2;
-                else
-                    sz = got ? 1 : 2;
-            } else if (k == 2) {
-                fr = json_peek(&c) == '[' ? 1 : 2;
-                frames_at = c.pos;
-                got = json_skip(&c) < 0 ? -1 : 1;
-            } else if (k == 3) {
-                json_type type;
-                int b = 0;
-                int ch = json_peek(&c);
-                if (ch == 't' || ch == 'f' || ch == 'n')
-                    got = json_literal(&c, &type, &b) < 0 ? -1 : type == JSON_BOOL;
-                else
-                    got = json_skip(&c) < 0 ? -1 : 0;
-                tr = got ? 1 : 2;
-                truncated = b;
-            } else {
-                got = json_skip(&c) < 0 ? -1 : 1;
-            }
-            if (got < 0)
-                goto syntax;
-        }
-        if (more < 0)
-            goto syntax;
-    } else if (json_skip(&c) < 0) {
-        goto syntax;
-    }
-    if (json_end(&c) < 0)
+    int rc = -1, more;
+    line_members m = {.u = r->word_bits};
+    int is_object = json_members(&c, take_member, &m);
+    if (is_object < 0)
         goto syntax;
     if (!is_object)
         rd_error(r, "a trace must be a JSON object");
-    else if (wb == 2)
+    else if (m.wb == 2)
         rd_error(r, "\"word_bits\" must be 16, 32 or 64");
-    else if (fr != 1)
+    else if (m.fr != 1)
         rd_error(r, "\"frames\" must be an array");
-    else if (tr == 2)
+    else if (m.tr == 2)
         rd_error(r, "\"truncated\" must be true or false");
-    else if (sz == 2)
+    else if (m.sz == 2)
         rd_error(r, "\"alloc_size\" must be an integer 0..2^64-1");
     else {
-        trace_reset(t, (unsigned)u);
+        trace_reset(t, (unsigned)m.u);
         t->loc = r->loc;
-        t->truncated = truncated;
-        t->has_alloc_size = sz == 1;
-        t->alloc_size = alloc_size;
+        t->truncated = m.truncated;
+        t->has_alloc_size = m.sz == 1;
+        t->alloc_size = m.alloc_size;
         /* second pass: the frames, straight into the trace */
         json_cursor_free(&c);
         json_cursor_init(&c, line, len);
-        c.pos = (size_t)frames_at;
+        c.pos = (size_t)m.frames_at;
         if (json_enter(&c) < 0)
             goto syntax;
         size_t i = 0;

@@ -133,6 +133,34 @@ int log_status(reader *r, btp_log_reader *lr, btp_status st)
                        st == BTP_E_NO_ZLIB ? " (rebuild btpack with zlib to read it)" : "");
 }
 
+btp_status log_next_record(reader *r, btp_log_reader *lr, btp_log_record *rec, log_meta_fn meta,
+                           void *ctx, const char *cut_note)
+{
+    btp_status st;
+    while ((st = btp_log_reader_next(lr, rec)) == BTP_OK && rec->kind == BTP_LOG_META) {
+        /* used as it comes, then forgotten: memory does not grow with the
+         * log's metadata */
+        const char *key;
+        const void *data;
+        size_t len;
+        uint64_t at;
+        if (meta && btp_log_reader_meta(lr, rec->meta, &key, &data, &len, &at) == BTP_OK)
+            meta(ctx, key, data, len, at);
+        btp_log_reader_meta_release(lr, rec->meta + 1);
+    }
+    if (st == BTP_OK || st == BTP_END)
+        return st;
+    r->fatal = 0;
+    log_status(r, lr, st);
+    if (r->in_failed)
+        return st; /* the input said why */
+    if (st == BTP_E_TRUNCATED_FILE && cut_note)
+        diag(DIAG_WARNING, r->name, &r->err_loc, "%s %s", r->msg, cut_note);
+    else
+        diag(r->fatal ? DIAG_ERROR : DIAG_WARNING, r->name, &r->err_loc, "%s", r->msg);
+    return st;
+}
+
 btp_status log_open_reader(reader *r, btp_log_reader **out)
 {
     btp_log_reader_options o;
