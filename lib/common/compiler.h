@@ -2,11 +2,38 @@
 #ifndef BTPACK_COMPILER_H
 #define BTPACK_COMPILER_H
 
+/* BTP_CODEC_SMALL: 1 compiles the codecs without their fast paths, for
+ * code size (the Meson option codec_size; the default on bare metal). The
+ * fast paths only ever take inputs the general paths handle too and give
+ * the same bytes, results and error offsets, so both builds pass the same
+ * tests; the general paths are what the small build keeps. */
+#ifndef BTP_CODEC_SMALL
+#define BTP_CODEC_SMALL 0
+#endif
+
+/* 1 where counting leading zeros is a call into libgcc (several hundred
+ * bytes with its table) because the core has no instruction for it:
+ * ARMv6-M, RISC-V without Zbb. The small build then counts by a loop. */
+#if (defined(__arm__) && !defined(__ARM_FEATURE_CLZ)) || (defined(__riscv) && !defined(__riscv_zbb))
+#define BTP_CLZ_IS_CALL 1
+#else
+#define BTP_CLZ_IS_CALL 0
+#endif
+
 /* Forces inlining where a constant argument must specialise the body. */
 #if defined(__GNUC__)
 #define BTP_ALWAYS_INLINE __attribute__((always_inline)) inline
 #else
 #define BTP_ALWAYS_INLINE inline
+#endif
+
+/* Inlining that is for speed only (a constant argument specialises a hot
+ * body): forced, except in the small build, which leaves it to the
+ * compiler's choice for size. */
+#if BTP_CODEC_SMALL
+#define BTP_INLINE_FAST inline
+#else
+#define BTP_INLINE_FAST BTP_ALWAYS_INLINE
 #endif
 
 /* Keeps a hot loop out of its caller, so that the caller's variables do not

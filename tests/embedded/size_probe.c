@@ -59,7 +59,10 @@ void btp_cm_on_fault(uint32_t frame, const btp_cm_entry *entry)
 
 int probe_main(void)
 {
-#if PROBE == PROBE_CBF_ENCODE
+#if PROBE == 9
+    size_t len;
+    probe_sink = btp_cbf_encode_chain32((const uint32_t *)in, in[0], 0, 0, buf, sizeof buf, &len, 0);
+#elif PROBE == PROBE_CBF_ENCODE
     btp_cbf_encoder e;
     size_t len;
     btp_cbf_encoder_init(&e, buf, sizeof buf, 32, 0);
