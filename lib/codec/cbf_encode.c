@@ -346,47 +346,46 @@ btp_status btp_cbf_encode_chain32(const uint32_t *addrs, size_t n, int truncated
                                   void *buf, size_t cap, size_t *len_out, size_t *needed_out)
 {
     btp_cbf_encoder e;
+    btp_status st = BTP_E_INVALID_ARGUMENT;
     if (len_out)
         *len_out = 0;
-    if (needed_out)
-        *needed_out = 0;
-    if ((n && !addrs) || !start(&e, buf, cap, flags))
-        return BTP_E_INVALID_ARGUMENT;
-    emit(&e, cbf_info_byte(32), 0, 0);
-    uint32_t prev = 0;
-    /* 0: before the pc, 1: after it, 2: after a return address (a pc is
-     * never repeated by one). */
-    unsigned state = 0;
-    const uint32_t *p = addrs, *const end = addrs + n;
-    while (p < end) {
-        uint32_t a = *p, v;
-        unsigned op, k;
-        if (state == 2 && a == prev) {
-            /* A run of repeats: one rep, of at most the word's maximum
-             * (a longer run, possible only where size_t is wider than 32
-             * bits, takes several as in flush_full_reps). */
-            const uint32_t *q = p + 1;
-            while (q < end && *q == a && !(SIZE_MAX > 0xffffffffu && q - p == 0xffffffff))
-                q++;
-            v = (uint32_t)(q - p);
-            p = q;
-            k = v <= CBF_REP_INLINE_MAX ? 0 : unsigned_bytes(v);
-            op = CBF_OP_REP | (k ? CBF_OP_REP_EXT | (k - 1) : v - 1);
-        } else {
-            /* address_instr's choice. */
-            uint32_t delta = a - prev;
-            unsigned abs_n = signed_bytes(a, 32), rel_n = signed_bytes(delta, 32);
-            int absolute = abs_n < rel_n || (!state && !(flags & BTP_CBF_ENC_SWIFT));
-            k = absolute ? abs_n : rel_n;
-            v = absolute ? a : delta;
-            op = (state ? CBF_OP_RA : CBF_OP_PC) | (absolute ? CBF_OP_ABSOLUTE : 0) | (k - 1);
-            state = state ? 2 : 1;
-            prev = a;
-            p++;
+    /* start first: it sets e.needed (0), which is reported either way. */
+    if (start(&e, buf, cap, flags) && (addrs || !n)) {
+        emit(&e, cbf_info_byte(32), 0, 0);
+        uint32_t prev = 0;
+        /* 0: before the pc, 1: after it, 2: after a return address (a pc
+         * is never repeated by one). */
+        unsigned state = 0;
+        const uint32_t *p = addrs, *const end = addrs + n;
+        while (p < end) {
+            uint32_t a = *p, v;
+            unsigned op, k;
+            if (state == 2 && a == prev) {
+                /* A run of repeats: one rep, of at most the word's maximum
+                 * (a longer run, possible only where size_t is wider than
+                 * 32 bits, takes several as in flush_full_reps). */
+                const uint32_t *q = p + 1;
+                while (q < end && *q == a && !(SIZE_MAX > 0xffffffffu && q - p == 0xffffffff))
+                    q++;
+                v = (uint32_t)(q - p);
+                p = q;
+                op = rep_instr(v, &k);
+            } else {
+                /* address_instr's choice. */
+                uint32_t delta = a - prev;
+                unsigned abs_n = signed_bytes(a, 32), rel_n = signed_bytes(delta, 32);
+                int absolute = abs_n < rel_n || (!state && !(flags & BTP_CBF_ENC_SWIFT));
+                k = absolute ? abs_n : rel_n;
+                v = absolute ? a : delta;
+                op = (state ? CBF_OP_RA : CBF_OP_PC) | (absolute ? CBF_OP_ABSOLUTE : 0) | (k - 1);
+                state = state ? 2 : 1;
+                prev = a;
+                p++;
+            }
+            emit(&e, (uint8_t)op, v, k);
         }
-        emit(&e, (uint8_t)op, v, k);
+        st = close_stream(&e, truncated, len_out);
     }
-    btp_status st = close_stream(&e, truncated, len_out);
     if (needed_out)
         *needed_out = e.needed;
     return st;
