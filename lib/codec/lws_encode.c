@@ -174,9 +174,7 @@ static void copy_bytes(void *dst, const uint8_t *src, size_t n)
 {
     uint8_t *d = dst;
     for (size_t i = 0; i < n; i++) {
-#if defined(__GNUC__)
-        __asm__("" : "+r"(i)); /* hides the loop's shape from the optimizer */
-#endif
+        BTP_OPAQUE(i);
         d[i] = src[i];
     }
 }

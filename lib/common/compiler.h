@@ -36,6 +36,15 @@
 #define BTP_INLINE_FAST BTP_ALWAYS_INLINE
 #endif
 
+/* Hides a loop counter's value from the optimizer, so that a copying loop
+ * in code that must call no libc is not turned into a call to memcpy or
+ * memmove. */
+#if defined(__GNUC__)
+#define BTP_OPAQUE(x) __asm__("" : "+r"(x))
+#else
+#define BTP_OPAQUE(x) ((void)0)
+#endif
+
 /* Keeps a hot loop out of its caller, so that the caller's variables do not
  * compete with the loop's for registers. */
 #if defined(__GNUC__)
