@@ -34,44 +34,45 @@ static inline unsigned clz64(uint64_t x)
 #endif
 }
 
-/* Fewest bytes n (1..word bytes) whose big-endian value, sign-extended to
- * the word, equals v (v already reduced to the word). Computed in closed
- * form (one count of leading zeros) rather than by trying each n. Fold a
- * negative value onto its complement in the word; the bits of that (fewer
- * than the word's) plus a sign bit, rounded up to bytes, is n. Always
- * inlined: with a constant word size of 32 bits or less it is 32-bit
- * arithmetic. */
-static BTP_ALWAYS_INLINE unsigned signed_bytes(uint64_t v, const unsigned word_bits)
+/* Fewest bytes (>= 1) holding the bits of v, and a sign bit above them
+ * when `sign` (0 or 1) is 1. Always inlined, so that a 32-bit value costs
+ * 32-bit arithmetic; where counting leading zeros is a libgcc call the
+ * small build counts bytes by a loop instead. */
+static BTP_ALWAYS_INLINE unsigned byte_count(uint64_t v, const unsigned sign)
 {
-    uint64_t neg = 0 - (v >> (word_bits - 1) & 1);          /* all ones when negative */
-    uint64_t mag = (v ^ neg) & btp_word_mask(word_bits);    /* ~v when negative */
 #if BTP_CODEC_SMALL && BTP_CLZ_IS_CALL
     unsigned n = 1;
-    for (; mag > 0x7f; mag >>= 8)
+    for (; v > (0xffu >> sign); v >>= 8)
         n++;
     return n;
 #else
-    return (72 - clz64(mag | 1)) / 8;                       /* (bits + sign + 7) / 8 */
+    return (71 + sign - clz64(v | 1)) / 8; /* (bits + sign + 7) / 8 */
 #endif
+}
+
+/* Fewest bytes (>= 1) holding the unsigned value v. */
+static BTP_ALWAYS_INLINE unsigned unsigned_bytes(uint64_t v)
+{
+    return byte_count(v, 0);
+}
+
+/* Fewest bytes n (1..word bytes) whose big-endian value, sign-extended to
+ * the word, equals v (v already reduced to the word). Computed in closed
+ * form (one count of leading zeros) rather than by trying each n: fold a
+ * negative value onto its complement in the word; its bits (fewer than
+ * the word's) and a sign bit, rounded up to bytes, are n. With a constant
+ * word size of 32 bits or less it is 32-bit arithmetic. */
+static BTP_ALWAYS_INLINE unsigned signed_bytes(uint64_t v, const unsigned word_bits)
+{
+    uint64_t neg = 0 - (v >> (word_bits - 1) & 1);       /* all ones when negative */
+    uint64_t mag = (v ^ neg) & btp_word_mask(word_bits); /* ~v when negative */
+    return byte_count(mag, 1);
 }
 
 /* signed_bytes for a word size known only at run time: one copy. */
 static unsigned operand_bytes(uint64_t v, unsigned word_bits)
 {
     return signed_bytes(v, word_bits);
-}
-
-/* Fewest bytes (>= 1) holding the unsigned value v. */
-static BTP_ALWAYS_INLINE unsigned unsigned_bytes(uint64_t v)
-{
-#if BTP_CODEC_SMALL && BTP_CLZ_IS_CALL
-    unsigned n = 1;
-    for (; v > 0xff; v >>= 8)
-        n++;
-    return n;
-#else
-    return (71 - clz64(v | 1)) / 8;
-#endif
 }
 
 /* Append one instruction: opcode then the low n bytes of v, big-endian.
