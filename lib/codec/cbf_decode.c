@@ -399,11 +399,12 @@ static size_t omit_offset(const btp_cbf_decoder *d, size_t at)
  * n frames (n may be 0) decode_whole wrote, with pos and prev as it left
  * them (and `last`, the frame before pos, when n > 0). Kept out of the
  * fast path so that its state does not compete with the fast loop for
- * registers. For an address array an omit is BTP_E_UNREPRESENTABLE. */
+ * registers (CBF_REST_INLINE). For an address array an omit is
+ * BTP_E_UNREPRESENTABLE. */
 static CBF_REST_INLINE btp_status decode_rest(const void *buf, size_t len, unsigned policy,
-                                           frame_out out, const int addrs, size_t max_frames,
-                                           btp_cbf_info *info, size_t n, size_t pos,
-                                           uint64_t prev, btp_frame last)
+                                              frame_out out, const int addrs, size_t max_frames,
+                                              btp_cbf_info *info, size_t n, size_t pos,
+                                              uint64_t prev, btp_frame last)
 {
     btp_cbf_decoder d;
     btp_cbf_run run;
@@ -621,9 +622,11 @@ static inline int whole_ok(const uint8_t *b, size_t len, const void *out, size_t
 #endif
 
 /* Both one-shot decoders: the fast path for a usual stream, else the
- * decoder. */
-static BTP_ALWAYS_INLINE btp_status decode_any(const void *buf, size_t len, unsigned policy, frame_out o,
-                                    int addrs, size_t max_frames, btp_cbf_info *info)
+ * decoder (always, in the small build). Always inlined, so that each
+ * decoder's copy knows what it writes. */
+static BTP_ALWAYS_INLINE btp_status decode_any(const void *buf, size_t len, unsigned policy,
+                                               frame_out o, int addrs, size_t max_frames,
+                                               btp_cbf_info *info)
 {
 #if !BTP_CODEC_SMALL
     const uint8_t *b = buf;

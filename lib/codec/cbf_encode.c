@@ -12,7 +12,8 @@
  */
 #include "cbf_internal.h"
 
-/* Inline for speed; in the small build one copy. */
+/* The instruction writer: inlined for speed, one copy in the small build
+ * (it is called from a few places; inlined, each pays for it). */
 #if BTP_CODEC_SMALL
 #define CBF_INLINE_FAST BTP_NOINLINE
 #else
@@ -207,11 +208,9 @@ static inline void emit_frame(btp_cbf_encoder *e, btp_frame f)
     e->seen_address = 1;
 }
 
-/* The bodies of btp_cbf_encoder_init and _finish, static so that
- * btp_cbf_encode inlines them: it calls them once per trace, and on short
- * traces the calls were a noticeable part of the cost. */
-/* What every stream starts with: the output's fields of enc set and
- * checked. Returns 0 when the buffer and flags do not go together. */
+/* What every stream starts with (btp_cbf_encoder_init and
+ * btp_cbf_encode_chain32): the output's fields of enc set and checked.
+ * Returns 0 when the buffer and flags do not go together. */
 static int start(btp_cbf_encoder *enc, void *buf, size_t cap, unsigned flags)
 {
     int truncating = (flags & BTP_CBF_ENC_TRUNCATE_ON_FULL) != 0;
@@ -225,6 +224,9 @@ static int start(btp_cbf_encoder *enc, void *buf, size_t cap, unsigned flags)
     return !(cap && !buf) && !(truncating && cap < 2);
 }
 
+/* The bodies of btp_cbf_encoder_init and _finish, static so that
+ * btp_cbf_encode inlines them: it calls them once per trace, and on short
+ * traces the calls were a noticeable part of the cost. */
 static inline btp_status init(btp_cbf_encoder *enc, void *buf, size_t cap, unsigned word_bits,
                               unsigned flags)
 {
@@ -336,12 +338,15 @@ size_t btp_cbf_encoder_needed(const btp_cbf_encoder *enc)
 
 /*
  * btp_cbf_encode_chain32: what add() and finish() write for these frames,
- * in 32-bit arithmetic. The choices are address_instr's and emit_rep's
- * (signed_bytes and unsigned_bytes at 32 bits); the stream's start, every
- * instruction (room, `trunc` when full, the size needed) and its end go
- * through the encoder's own start, emit and close_stream, so only the
- * sequencing is this function's. tests/test_cbf_encode.c checks it
- * against btp_cbf_encode byte for byte.
+ * in 32-bit arithmetic, for fault handlers on small cores (under 512
+ * bytes of Thumb-2 built for size, a third of the streaming encoder). The
+ * rep is rep_instr's, the address address_instr's rule (relative unless
+ * absolute is strictly shorter, the first absolute unless in Swift mode)
+ * on signed_bytes at 32 bits; the stream's start, every instruction (room,
+ * `trunc` when full, the size needed) and its end go through the
+ * encoder's own start, emit and close_stream. tests/test_cbf_chain32.c
+ * and the cbf_encode fuzzer check it against btp_cbf_encode byte for
+ * byte.
  */
 btp_status btp_cbf_encode_chain32(const uint32_t *addrs, size_t n, int truncated, unsigned flags,
                                   void *buf, size_t cap, size_t *len_out, size_t *needed_out)
@@ -482,9 +487,9 @@ static inline uint8_t *put_rep(uint8_t *p, uint64_t copies)
 #endif
 
 /*
- * Where the fast paths read frames from: an array of btp_frame, or a plain
- * array of addresses that all have one kind (btp_cbf_encode_addrs). The
- * always-inlined readers take `addrs` as a constant, so each copy of a
+ * Where the one-shot encoders read frames from: an array of btp_frame, or
+ * a plain array of addresses that all have one kind (btp_cbf_encode_addrs).
+ * The always-inlined readers take `addrs` as a constant, so each copy of a
  * fast path reads its own form with no test of which.
  */
 typedef struct frame_src {

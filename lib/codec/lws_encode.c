@@ -26,14 +26,14 @@ static BTP_ALWAYS_INLINE unsigned extra_bit(uint64_t v, const unsigned word_bits
 }
 
 /* A field of nominal width `width` (<= 63) holding v, then its extra bit. */
-static BTP_INLINE_FAST void put_field(bit_writer *w, uint64_t v, unsigned width,
+static BTP_ALWAYS_INLINE void put_field(bit_writer *w, uint64_t v, unsigned width,
                                         const unsigned word_bits)
 {
     bw_put64(w, v << 1 | extra_bit(v, word_bits), width + 1);
 }
 
 /* A count and value pair; v must fit 63 bits. */
-static BTP_INLINE_FAST void put_counted(bit_writer *w, uint64_t v, const unsigned word_bits)
+static BTP_ALWAYS_INLINE void put_counted(bit_writer *w, uint64_t v, const unsigned word_bits)
 {
     unsigned n = lws_sigbits(v);
     put_field(w, n, LWS_W_COUNT, word_bits);
@@ -142,8 +142,8 @@ static BTP_ALWAYS_INLINE lws_choice choose_lws(const btp_frame *f, size_t i)
  * 2^31, so their extra bits are 0: a literal's kind and count are one
  * 9-bit field, a delta's kind, reference, sign and count one of 15 bits,
  * and that with the value one write when they fit in 57 bits (a 47-bit
- * literal does). */
-static BTP_INLINE_FAST void put_frame(bit_writer *w, size_t i, uint64_t value, lws_choice c,
+ * literal does; the small build makes two, which is less code). */
+static BTP_ALWAYS_INLINE void put_frame(bit_writer *w, size_t i, uint64_t value, lws_choice c,
                                         const unsigned word_bits)
 {
     uint64_t head, v;
@@ -183,7 +183,7 @@ static void copy_bytes(void *dst, const uint8_t *src, size_t n)
  * in each copy (no test of it per extra bit). out has room for the
  * largest blob and the writer's slack. Returns the blob's length, or 0
  * with *err_frame set when a frame cannot be written. */
-static BTP_INLINE_FAST size_t encode_w(const btp_frame *frames, size_t n, uint64_t alloc_size,
+static BTP_ALWAYS_INLINE size_t encode_w(const btp_frame *frames, size_t n, uint64_t alloc_size,
                                          unsigned flags, uint8_t *out, size_t *err_frame,
                                          const unsigned word_bits)
 {

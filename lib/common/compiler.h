@@ -27,15 +27,6 @@
 #define BTP_ALWAYS_INLINE inline
 #endif
 
-/* Inlining that is for speed only (a constant argument specialises a hot
- * body): forced, except in the small build, which leaves it to the
- * compiler's choice for size. */
-#if BTP_CODEC_SMALL
-#define BTP_INLINE_FAST inline
-#else
-#define BTP_INLINE_FAST BTP_ALWAYS_INLINE
-#endif
-
 /* Hides a loop counter's value from the optimizer, so that a copying loop
  * in code that must call no libc is not turned into a call to memcpy or
  * memmove. */
