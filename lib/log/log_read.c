@@ -6,6 +6,7 @@
 #include "crc32.h"
 #include "log_format.h"
 #include "log_model.h"
+#include "log_rc.h"
 
 typedef struct meta_item {
     char *key;
@@ -69,6 +70,7 @@ struct btp_log_reader {
     uint64_t work;           /* nodes built, records decoded, frames handed out */
     calltree tree;
     log_model model;
+    log_rc_model ptr_model; /* PTRS_RANGE: the block's delta model */
     uint8_t *raw;
     size_t raw_cap;
     drec *recs;
@@ -340,8 +342,11 @@ static btp_status push_live(btp_log_reader *r, uint64_t ptr, uint64_t size, uint
 }
 
 /* Decode every record of a record block into r->recs. */
-static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
+static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, int ptrs_range)
 {
+    log_rc_dec dec = {0, 0, 0};
+    if (ptrs_range)
+        log_rc_model_init(&r->ptr_model);
     log_model *m = &r->model;
     log_model_block(m);
     m->block_seq0 = r->seq;
@@ -436,10 +441,14 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
             d->ptr = e.ptr;
             known = e.known;
         } else {
-            uint64_t delta = log_rd_varint(&sec[BTP_LOG_SEC_PTRS]);
+            uint64_t delta;
+            if (ptrs_range)
+                delta = log_rc_get_delta(&dec, &r->ptr_model, &sec[BTP_LOG_SEC_PTRS]);
+            else
+                delta = (uint64_t)log_unzigzag(log_rd_varint(&sec[BTP_LOG_SEC_PTRS]));
             if (sec[BTP_LOG_SEC_PTRS].bad)
                 return BTP_E_CORRUPT;
-            d->ptr = base + (uint64_t)log_unzigzag(delta);
+            d->ptr = base + delta;
             known = base_known;
             base = m->prev_ptr = d->ptr;
             base_known = m->prev_known = known;
@@ -548,7 +557,7 @@ static btp_status load_records(btp_log_reader *r, const log_block_header *h, con
                          r->tree.n_stacks - stacks0 != h->stacks_added))
         st = BTP_E_CORRUPT;
     if (st == BTP_OK)
-        st = read_records(r, sec, h->records);
+        st = read_records(r, sec, h->records, (h->flags & LOG_BF_PTRS_RANGE) != 0);
     if (st != BTP_OK) { /* forget the half-read block */
         r->tree.n_nodes = nodes0;
         r->tree.n_stacks = stacks0;

