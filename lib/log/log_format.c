@@ -128,7 +128,7 @@ btp_status log_block_header_parse(const uint8_t *in, unsigned version, log_block
     if (h->kind < LOG_BLOCK_META || h->kind > LOG_BLOCK_END || (h->flags & ~LOG_BF_KNOWN) ||
         in[7] != 0)
         return BTP_E_BAD_LOG_VERSION;
-    if ((h->flags & LOG_BF_PTRS_RANGE) && (version == 1 || h->kind != LOG_BLOCK_RECORDS))
+    if ((h->flags & LOG_BF_MODEL2) && (version == 1 || h->kind != LOG_BLOCK_RECORDS))
         return BTP_E_BAD_LOG_VERSION;
     if (version == 1) {
         if (in[6] != 0 || get32(in + 64) != 0)

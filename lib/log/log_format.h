@@ -28,8 +28,9 @@ enum {
 enum {
     LOG_BF_ZLIB = 1u << 0,          /* payload is a zlib stream */
     LOG_BF_SEGMENT_START = 1u << 1, /* fresh dictionary and live table */
-    LOG_BF_PTRS_RANGE = 1u << 2,    /* RECORDS: PTRS is range-coded (log_rc.h) */
-    LOG_BF_KNOWN = LOG_BF_ZLIB | LOG_BF_SEGMENT_START | LOG_BF_PTRS_RANGE
+    LOG_BF_MODEL2 = 1u << 2,        /* RECORDS: stack 0 = the next new one, PTRS
+                                       range-coded (log_rc.h) */
+    LOG_BF_KNOWN = LOG_BF_ZLIB | LOG_BF_SEGMENT_START | LOG_BF_MODEL2
 };
 
 /* Record tags (one byte per record, spec/log.md "Record tags"). */

@@ -342,8 +342,25 @@ static btp_status push_live(btp_log_reader *r, uint64_t ptr, uint64_t size, uint
 }
 
 /* Decode every record of a record block into r->recs. */
-static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, int ptrs_range)
+/* A stack reference from STACKS. With MODEL2, 0 is the block's next stack
+ * not referenced yet (*next_new, the order in which DICT defines them) and
+ * any other v is stack v - 1. BTP_OK or BTP_E_CORRUPT. */
+static btp_status read_stack(btp_log_reader *r, log_rd *s, int model2, uint32_t *next_new,
+                             uint32_t *sid)
 {
+    uint64_t v = log_rd_varint(s);
+    if (model2)
+        v = v == 0 ? (*next_new)++ : v - 1;
+    if (s->bad || v >= r->tree.n_stacks)
+        return BTP_E_CORRUPT;
+    *sid = (uint32_t)v;
+    return BTP_OK;
+}
+
+static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, int model2,
+                               uint32_t next_new)
+{
+    int ptrs_range = model2;
     log_rc_dec dec = {0, 0, 0};
     if (ptrs_range)
         log_rc_model_init(&r->ptr_model);
@@ -367,11 +384,9 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
         unsigned tag = (unsigned)log_rd_byte(&sec[BTP_LOG_SEC_TAGS]);
         memset(d, 0, sizeof *d);
         if (tag == TAG_TRACE || tag == TAG_TRACE_TRUNC) {
-            uint64_t sid = log_rd_varint(&sec[BTP_LOG_SEC_STACKS]);
-            if (sec[BTP_LOG_SEC_STACKS].bad || sid >= r->tree.n_stacks)
+            if (read_stack(r, &sec[BTP_LOG_SEC_STACKS], model2, &next_new, &d->stack) != BTP_OK)
                 return BTP_E_CORRUPT;
             d->kind = BTP_LOG_TRACE;
-            d->stack = (uint32_t)sid;
             d->truncated = tag == TAG_TRACE_TRUNC;
             continue;
         }
@@ -412,10 +427,8 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
             continue;
         }
         d->kind = BTP_LOG_ALLOC;
-        uint64_t sid = log_rd_varint(&sec[BTP_LOG_SEC_STACKS]);
-        if (sec[BTP_LOG_SEC_STACKS].bad || sid >= r->tree.n_stacks)
+        if (read_stack(r, &sec[BTP_LOG_SEC_STACKS], model2, &next_new, &d->stack) != BTP_OK)
             return BTP_E_CORRUPT;
-        d->stack = (uint32_t)sid;
         const stack_memo *last = log_model_memo(m, d->stack);
         uint64_t base = last ? last->ptr : m->prev_ptr;
         int base_known = last ? last->ptr_known : m->prev_known;
@@ -465,6 +478,8 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
     for (int i = 0; i < BTP_LOG_SEC_COUNT; i++)
         if (sec[i].bad || sec[i].pos != sec[i].len)
             return BTP_E_CORRUPT;
+    if (model2 && next_new != r->tree.n_stacks) /* a new stack nothing referenced */
+        return BTP_E_CORRUPT;
     return BTP_OK;
 }
 
@@ -557,7 +572,7 @@ static btp_status load_records(btp_log_reader *r, const log_block_header *h, con
                          r->tree.n_stacks - stacks0 != h->stacks_added))
         st = BTP_E_CORRUPT;
     if (st == BTP_OK)
-        st = read_records(r, sec, h->records, (h->flags & LOG_BF_PTRS_RANGE) != 0);
+        st = read_records(r, sec, h->records, (h->flags & LOG_BF_MODEL2) != 0, stacks0);
     if (st != BTP_OK) { /* forget the half-read block */
         r->tree.n_nodes = nodes0;
         r->tree.n_stacks = stacks0;

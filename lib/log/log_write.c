@@ -216,7 +216,7 @@ btp_status btp_log_writer_flush(btp_log_writer *w)
         return w->error = BTP_E_OUT_OF_MEMORY;
     log_block_header h = {0};
     h.kind = LOG_BLOCK_RECORDS;
-    h.flags = LOG_BF_PTRS_RANGE | (w->segment_start ? LOG_BF_SEGMENT_START : 0);
+    h.flags = LOG_BF_MODEL2 | (w->segment_start ? LOG_BF_SEGMENT_START : 0);
     h.first_record = w->records - w->block_records;
     h.records = w->block_records;
     h.stacks_before = w->stacks_before;
@@ -355,7 +355,8 @@ static btp_status new_segment(btp_log_writer *w)
 }
 
 /* Stack number of frames[0..n), adding it to the dictionary section if new. */
-static btp_status stack_id(btp_log_writer *w, const btp_frame *frames, size_t n, uint32_t *sid)
+static btp_status stack_id(btp_log_writer *w, const btp_frame *frames, size_t n, uint32_t *sid,
+                           int *fresh_stack)
 {
     size_t matched;
     uint32_t node = calltree_find(&w->tree, frames, n, &matched);
@@ -392,7 +393,20 @@ static btp_status stack_id(btp_log_writer *w, const btp_frame *frames, size_t n,
             return w->error = st;
     if ((st = calltree_add_stack(&w->tree, node, sid)) != BTP_OK)
         return w->error = st;
+    *fresh_stack = 1;
     return BTP_OK;
+}
+
+/* Stack number of frames[0..n), adding it to the dictionary section if new;
+ * its reference (0: a stack this call defined, else the number + 1) goes to
+ * STACKS. */
+static btp_status stack_ref(btp_log_writer *w, const btp_frame *frames, size_t n, uint32_t *sid)
+{
+    int fresh = 0;
+    btp_status st = stack_id(w, frames, n, sid, &fresh);
+    if (st == BTP_OK)
+        log_buf_varint(&w->sec[BTP_LOG_SEC_STACKS], fresh ? 0 : *sid + 1u);
+    return st;
 }
 
 static btp_status check_frames(const btp_log_writer *w, const btp_frame *frames, size_t n)
@@ -465,7 +479,7 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
     if (st != BTP_OK)
         return st;
     uint32_t sid;
-    if ((st = stack_id(w, frames, n, &sid)) != BTP_OK)
+    if ((st = stack_ref(w, frames, n, &sid)) != BTP_OK)
         return st;
     log_model *m = &w->model;
     unsigned tag = 0;
@@ -477,7 +491,6 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
         tag |= TAG_SIZE_SAME;
     else
         log_buf_varint(&w->sec[BTP_LOG_SEC_SIZES], size);
-    log_buf_varint(&w->sec[BTP_LOG_SEC_STACKS], sid);
     bin *b = log_model_bin(m, log_size_class(size, m->word_bits), 0);
     int k = b ? bin_find(b, ptr) : -1;
     if (k >= 0 && k < TAG_BIN_MAX) {
@@ -516,9 +529,8 @@ btp_status btp_log_writer_trace(btp_log_writer *w, const btp_frame *frames, size
         return w->error;
     btp_status st = check_frames(w, frames, n);
     uint32_t sid;
-    if (st != BTP_OK || (st = stack_id(w, frames, n, &sid)) != BTP_OK)
+    if (st != BTP_OK || (st = stack_ref(w, frames, n, &sid)) != BTP_OK)
         return st;
-    log_buf_varint(&w->sec[BTP_LOG_SEC_STACKS], sid);
     log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], truncated ? TAG_TRACE_TRUNC : TAG_TRACE);
     return end_record(w);
 }
