@@ -37,6 +37,11 @@ static const char convert_help_output[] =
     "  --maps FILE       (to log) store FILE, the /proc/PID/maps of the traced\n"
     "                    process, so that addresses can be symbolized later\n"
     "  --no-zlib         (to log) store blocks uncompressed\n"
+    "  --block-size N    (to log) flush a block when its records take N bytes\n"
+    "                    before compression (1..2097152; default 2097152 with\n"
+    "                    no flush interval, as for a file, else 131072): larger\n"
+    "                    blocks are smaller on disk, smaller ones lose less to\n"
+    "                    damage\n"
     "  --flush-interval S  output held back (a log's block, buffered text) is\n"
     "                    written within S seconds (default 1 when IN is a pipe\n"
     "                    or terminal, 0 for a file; 0: only when a buffer or\n"
@@ -197,6 +202,7 @@ int cmd_convert(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"maps", required_argument, NULL, 'M'},
         {"no-zlib", no_argument, NULL, 'Z'},
+        {"block-size", required_argument, NULL, 'B'},
         {"force", no_argument, NULL, 'F'},
         {"keep-partial", no_argument, NULL, 'P'},
         {"flush-interval", required_argument, NULL, 'I'},
@@ -244,6 +250,13 @@ int cmd_convert(int argc, char **argv)
             break;
         case 'Z':
             opt.no_zlib = 1;
+            break;
+        case 'B':
+            if (cli_count_arg("convert", "--block-size", optarg, &opt.log_block_bytes) < 0)
+                return EXIT_USAGE;
+            if (opt.log_block_bytes < 1 || opt.log_block_bytes > BTP_LOG_MAX_BLOCK / 2)
+                return cli_usage_error("convert", "--block-size: %zu is not 1..%u",
+                                       opt.log_block_bytes, BTP_LOG_MAX_BLOCK / 2);
             break;
         case 'F':
             out_flags |= OUTPUT_FORCE;

@@ -25,6 +25,9 @@ typedef struct cli_options {
     /* Allocation logs: */
     const char *maps_path; /* --maps: /proc/PID/maps text to store in a log */
     int no_zlib;           /* --no-zlib: store log blocks uncompressed */
+    size_t log_block_bytes; /* --block-size: a log's raw block payload (0: 2 MiB when
+                              the input is all there, no flush interval; else the
+                              library's default) */
     strbuf *comments;      /* set when the writer keeps comment lines (format.comments):
                               readers append the comment lines they meet (with their
                               newlines); the writer takes them before its next record,

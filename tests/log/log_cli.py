@@ -73,6 +73,14 @@ def test_corpora(tmp):
         if zlib:
             check(os.path.getsize(log + ".raw") > size, "%s: --no-zlib stores more bytes" % name)
         os.unlink(log + ".raw")
+        if name == "sqlite3_i386" and zlib:
+            # A version 2 log written before MODEL2 (pointer deltas as LEB128,
+            # stack numbers as they are): the first 1500 lines of this corpus
+            old = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "log",
+                               "v2-before-model2.btlog")
+            want = b"".join(text.splitlines(keepends=True)[:1500])
+            rc, back, err = conv("log", "trace", old)
+            check(rc == 0 and back == want, "a log from before MODEL2 reads back: %s" % err)
         if name == "sqlite3_i386":
             for to in fmts:
                 if to in ("log", "trace"):
@@ -164,7 +172,8 @@ def test_damage(tmp):
     src = os.path.join(CORPUS, "py311_regrtest.trace.xz")
     with lzma.open(src) as f:
         lines = [l for l in f.read().splitlines(True) if not l.startswith(b"#")]
-    rc, log, err = conv("trace", "log", "--no-zlib", src)
+    # blocks of 128 KiB (a file otherwise gets 2 MiB ones: one block here)
+    rc, log, err = conv("trace", "log", "--no-zlib", "--block-size", "131072", src)
     check(rc == 0, "py311 -> log: %s" % err)
     # cut in the middle: complete blocks come out, then the error, exit 1
     cut = log[:len(log) // 2]
@@ -232,9 +241,15 @@ def test_promises(tmp):
 
     # a whole block cut out
     src = os.path.join(CORPUS, "py311_regrtest.trace.xz")
-    rc, log, err = conv("trace", "log", "--no-zlib", src)
+    rc, log, err = conv("trace", "log", "--no-zlib", "--block-size", "131072", src)
     blocks = [b for b in blocks_of(log) if b[2] == 2]
     check(rc == 0 and len(blocks) >= 3, "blocks: %s" % blocks)
+    rc, one, err = conv("trace", "log", "--no-zlib", src)
+    check(rc == 0 and len([b for b in blocks_of(one) if b[2] == 2]) == 1,
+          "a file's records in 2 MiB blocks: %s" % err)
+    for bad_size in ("0", "2097153", "x"):
+        rc, _, err = conv("trace", "log", "--block-size", bad_size, data=SMALL)
+        check(rc == 2 and "--block-size" in err, "--block-size %s: %s" % (bad_size, err))
     b = blocks[1]
     cut = log[:b[0]] + log[b[1]:]
     rc, out, err = conv("log", "trace", data=cut)

@@ -307,7 +307,9 @@ static int start(writer *w, log_wstate *s, unsigned word_bits)
      * block, and each block's coders learn afresh (1.05-1.1x smaller on the
      * bundled corpora than 128 KiB blocks). A live writer keeps the default
      * blocks, so that a crash loses less. */
-    if (!o.flush_interval_ms)
+    if (w->opt->log_block_bytes)
+        o.block_bytes = w->opt->log_block_bytes;
+    else if (!o.flush_interval_ms)
         o.block_bytes = BTP_LOG_MAX_BLOCK / 2;
     if (w->opt->no_zlib || !btp_log_have_zlib())
         o.flags |= BTP_LOG_WRITE_NO_ZLIB;
