@@ -49,6 +49,7 @@ static size_t n_frames, cap_frames;
 static int log_error(btp_status st)
 {
     switch (st) {
+    case BTP_E_BAD_MAGIC: /* keep-going: a damaged file header, read past */
     case BTP_E_TRUNCATED_FILE:
     case BTP_E_CHECKSUM:
     case BTP_E_CORRUPT:
