@@ -6,8 +6,14 @@
 #include "cm_mem.h"
 
 #define RECORD_MAX_FRAMES 64u
+/* Most bytes of text handed to the sink at once. */
+#define LINE_BYTES 64u
 
-static btp_status put(btp_cm_sink sink, void *ctx, const void *bytes, size_t n)
+/* put and bad_args are forced inline: called out of line (from several
+ * record functions) they would cost a fault path that links one record
+ * function more than they save. */
+__attribute__((always_inline)) static inline btp_status put(btp_cm_sink sink, void *ctx,
+                                                            const void *bytes, size_t n)
 {
     return sink(ctx, bytes, n) == 0 ? BTP_OK : BTP_E_IO;
 }
@@ -20,7 +26,8 @@ static btp_status encode_cbf(const uint32_t *addrs, size_t n, int truncated, uin
     return btp_cbf_encode_chain32(addrs, n, truncated, 0, buf, cap, len, NULL);
 }
 
-static int bad_args(const uint32_t *addrs, size_t n, btp_cm_sink sink)
+__attribute__((always_inline)) static inline int bad_args(const uint32_t *addrs, size_t n,
+                                                          btp_cm_sink sink)
 {
     return !sink || (!addrs && n) || n > RECORD_MAX_FRAMES;
 }
@@ -36,59 +43,14 @@ btp_status btp_cm_record_cbf(const uint32_t *addrs, size_t n, int truncated, btp
     return st == BTP_OK ? put(sink, ctx, buf, len) : st;
 }
 
-/* Text written through a sink in pieces of up to 64 bytes: a record line
- * costs 64 bytes of stack however long it is. The first failed write ends
- * it (later puts do nothing). */
-typedef struct line_out {
-    btp_cm_sink sink;
-    void *ctx;
-    btp_status st;
-    size_t k;
-    char b[64];
-} line_out;
-
-static void lo_char(line_out *o, char c)
-{
-    if (o->k == sizeof o->b) {
-        if (o->st == BTP_OK)
-            o->st = put(o->sink, o->ctx, o->b, o->k);
-        o->k = 0;
-    }
-    o->b[o->k++] = c;
-}
-
-static void lo_str(line_out *o, const char *s)
-{
-    while (*s)
-        lo_char(o, *s++);
-}
-
 static const char digits[] = "0123456789abcdef";
 
-/* "0x" and v in hex, without leading zeros. */
-static void lo_hex32(line_out *o, uint32_t v)
-{
-    int shift = 28;
-    lo_str(o, "0x");
-    while (shift > 0 && !(v >> shift))
-        shift -= 4;
-    for (; shift >= 0; shift -= 4)
-        lo_char(o, digits[(v >> shift) & 15u]);
-}
-
-static void lo_dec32(line_out *o, uint32_t v)
-{
-    char d[10];
-    int k = 0;
-    do
-        d[k++] = (char)('0' + v % 10u);
-    while ((v /= 10u) != 0);
-    while (k)
-        lo_char(o, d[--k]);
-}
-
-/* The chain as CBF in hex digits, then the newline; flushes the line. */
-static btp_status lo_cbf_end(line_out *o, const uint32_t *addrs, size_t n, int truncated)
+/* Finish a text record: line[0..k) holds its start (k <= 24); append the
+ * chain as CBF in hex digits and a newline, writing through the sink in
+ * pieces of up to 64 bytes (a record line costs 64 bytes of stack however
+ * long it is). */
+static btp_status hex_line(char *line, size_t k, const uint32_t *addrs, size_t n, int truncated,
+                           btp_cm_sink sink, void *ctx)
 {
     uint8_t buf[BTP_CM_CBF_MAX(RECORD_MAX_FRAMES)];
     size_t len;
@@ -96,48 +58,66 @@ static btp_status lo_cbf_end(line_out *o, const uint32_t *addrs, size_t n, int t
     if (st != BTP_OK)
         return st;
     for (size_t i = 0; i < len; i++) {
-        lo_char(o, digits[buf[i] >> 4]);
-        lo_char(o, digits[buf[i] & 15u]);
+        if (k + 2 > LINE_BYTES) {
+            if (put(sink, ctx, line, k) != BTP_OK)
+                return BTP_E_IO;
+            k = 0;
+        }
+        line[k++] = digits[buf[i] >> 4];
+        line[k++] = digits[buf[i] & 15];
     }
-    lo_char(o, '\n');
-    if (o->st == BTP_OK)
-        o->st = put(o->sink, o->ctx, o->b, o->k);
-    return o->st;
+    line[k++] = '\n';
+    return put(sink, ctx, line, k);
 }
 
 btp_status btp_cm_record_cbf_line(const uint32_t *addrs, size_t n, int truncated,
                                   btp_cm_sink sink, void *ctx)
 {
+    char line[LINE_BYTES];
     if (bad_args(addrs, n, sink))
         return BTP_E_INVALID_ARGUMENT;
-    line_out o = {sink, ctx, BTP_OK, 0, {0}};
-    lo_str(&o, "cbf ");
-    return lo_cbf_end(&o, addrs, n, truncated);
+    line[0] = 'c', line[1] = 'b', line[2] = 'f', line[3] = ' ';
+    return hex_line(line, 4, addrs, n, truncated, sink, ctx);
+}
+
+/* "0x" and v in hex without leading zeros at line + k; the new length. */
+static size_t put_hex32(char *line, size_t k, uint32_t v)
+{
+    int shift = 28;
+    line[k++] = '0';
+    line[k++] = 'x';
+    while (shift > 0 && !(v >> shift))
+        shift -= 4;
+    for (; shift >= 0; shift -= 4)
+        line[k++] = digits[(v >> shift) & 15u];
+    return k;
 }
 
 btp_status btp_cm_record_alloc_line(uint32_t size, uint32_t ptr, const uint32_t *addrs, size_t n,
                                     int truncated, btp_cm_sink sink, void *ctx)
 {
+    char line[LINE_BYTES];
     if (bad_args(addrs, n, sink))
         return BTP_E_INVALID_ARGUMENT;
-    line_out o = {sink, ctx, BTP_OK, 0, {0}};
-    lo_str(&o, "m,");
-    lo_dec32(&o, size);
-    lo_char(&o, ',');
-    lo_hex32(&o, ptr);
-    lo_char(&o, ',');
-    return lo_cbf_end(&o, addrs, n, truncated);
+    line[0] = 'm', line[1] = ',';
+    /* The size in hex too: decimal would need a division, a libgcc call
+     * on ARMv6-M (the reader takes 0x sizes as hex). */
+    size_t k = put_hex32(line, 2, size);
+    line[k++] = ',';
+    k = put_hex32(line, k, ptr); /* at most 2 + 10 + 1 + 10 = 23 bytes so far */
+    line[k++] = ',';
+    return hex_line(line, k, addrs, n, truncated, sink, ctx);
 }
 
 btp_status btp_cm_record_free_line(uint32_t ptr, btp_cm_sink sink, void *ctx)
 {
+    char line[16];
     if (!sink)
         return BTP_E_INVALID_ARGUMENT;
-    line_out o = {sink, ctx, BTP_OK, 0, {0}};
-    lo_str(&o, "f,,");
-    lo_hex32(&o, ptr);
-    lo_char(&o, '\n');
-    return put(sink, ctx, o.b, o.k);
+    line[0] = 'f', line[1] = ',', line[2] = ',';
+    size_t k = put_hex32(line, 3, ptr);
+    line[k++] = '\n';
+    return put(sink, ctx, line, k);
 }
 
 btp_status btp_cm_record_lws_line(const uint32_t *addrs, size_t n, btp_cm_sink sink, void *ctx)

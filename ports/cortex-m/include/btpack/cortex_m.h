@@ -243,8 +243,8 @@ BTP_API btp_status btp_cm_record_lws_line(const uint32_t *addrs, size_t n, btp_c
  * the lines seed-style malloc/free instrumentation writes with the
  * allocating chain added, which `btpack heap report` (and `heap map`)
  * read among other console text:
- *  btp_cm_record_alloc_line: "m,SIZE,0xPTR,HEX\n", an allocation of SIZE
- *    bytes (decimal) at PTR (hex; 0 for a failed one) and the chain
+ *  btp_cm_record_alloc_line: "m,0xSIZE,0xPTR,HEX\n", an allocation of SIZE
+ *    bytes at PTR (both hex; PTR 0 for a failed one) and the chain
  *    addrs[0..n) (as btp_cm_capture gives it; n <= 64) as CBF in hex, the
  *    bytes btp_cm_record_cbf writes;
  *  btp_cm_record_free_line: "f,,0xPTR\n", a free.
