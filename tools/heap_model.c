@@ -532,8 +532,8 @@ static int load_text(heap_model *m, input *in, const cli_options *opt, heap_inpu
     if (got_line < 0 && rc == EXIT_OK)
         rc = EXIT_BAD_INPUT; /* reported by the line reader */
 out:
-    lines_free(&lr);
     free(csv_frames);
+    lines_free(&lr);
     return rc;
 }
 
