@@ -5,6 +5,7 @@
 #include "capture_internal.h"
 
 #include "capture/cfi.h"
+#include "common/reserved.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -296,6 +297,8 @@ void btp_capture_preload(btp_capture_method method)
 static btp_status resolve(const btp_capture_options *opt, btp_capture_method *m)
 {
     *m = opt ? opt->method : BTP_CAPTURE_DEFAULT;
+    if (opt && !btp_reserved_clear(opt->reserved))
+        return BTP_E_UNSUPPORTED;
     if (*m == BTP_CAPTURE_DEFAULT)
         *m = btp_capture_method_default();
     if (!btp_capture_method_name(*m))
