@@ -193,6 +193,7 @@ static int collect(void *ctx, trace *t)
     copy->image_map = copy_map(t->image_map);
     copy->arch = dup_str(t->arch);
     copy->thread_name = dup_str(t->thread_name);
+    copy->input = "fuzz"; /* the reader's name goes with its input */
     copy->runs = NULL;
     copy->flat = NULL;
     copy->flat_cap = 0;
@@ -237,13 +238,13 @@ static int same_trace(const trace *a, const trace *b)
 /* Put bytes in a memory file and run the CLI's reader on it. */
 static int read_file(int fd, const void *data, size_t len, traces *out)
 {
-    char path[64];
+    char path[64], *paths[1] = {path};
     FUZZ_CHECK(ftruncate(fd, 0) == 0 && (len == 0 || pwrite(fd, data, len, 0) == (ssize_t)len),
                "memory file");
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     FILE *saved = stderr;
     stderr = devnull;
-    int rc = read_traces(fmt, &opt, path, collect, out);
+    int rc = read_traces(fmt, &opt, paths, 1, collect, out);
     stderr = saved;
     return rc;
 }
@@ -279,7 +280,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* Write what was read, as `btpack convert` would (a trace the format
      * cannot express is refused and left out). */
-    writer w = {.fmt = fmt, .opt = &opt, .in_name = "fuzz"};
+    writer w = {.fmt = fmt, .opt = &opt};
     strbuf out = STRBUF_INIT, one = STRBUF_INIT;
     FILE *saved = stderr;
     stderr = devnull;

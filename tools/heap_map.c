@@ -381,6 +381,8 @@ int heap_map(int argc, char **argv)
     }
     if (argc - optind > 1)
         return cli_usage_error("heap map", "one input at a time");
+    if (ro.elf && cli_check_elf(ro.elf) < 0)
+        return EXIT_BAD_INPUT;
     size_t ol = out ? strlen(out) : 0;
     int svg = ol > 4 && strcmp(out + ol - 4, ".svg") == 0;
     heap_model m;
@@ -436,7 +438,7 @@ int heap_map(int argc, char **argv)
     if (!svg && !by_class)
         site_syms_resolve(&m.sy, shown, n_shown);
     output o;
-    if (output_open(&o, out, optind < argc ? argv[optind] : NULL, 0) != 0) {
+    if (output_open(&o, out, argv + optind, argc - optind, 0) != 0) {
         rc = EXIT_BAD_INPUT;
     } else {
         int wrc = svg ? write_svg(&m, &L, rank, &o) : write_html(&m, &L, rank, &o);

@@ -372,6 +372,9 @@ static int parse_csv(const char *s, size_t n, char *kind, uint64_t *size, int *h
     return 1;
 }
 
+static const char bad_csv[] =
+    "malformed heap record (expected m,SIZE,PTR  c,SIZE,PTR  or f,,PTR)";
+
 static int load_text(heap_model *m, input *in, const cli_options *opt, heap_input kind)
 {
     int rc = EXIT_OK;
@@ -395,8 +398,10 @@ static int load_text(heap_model *m, input *in, const cli_options *opt, heap_inpu
                 btp_status st = btp_lws_m_decode(line + start, rl, m->word_bits, frames,
                                                  BTP_LWS_MAX_FRAMES, &info);
                 if (st != BTP_OK) {
-                    diag(opt->keep_going ? DIAG_WARNING : DIAG_ERROR, m->name, &loc,
-                         "bad ~m# record: %s", btp_strerror(st));
+                    if (opt->keep_going)
+                        diag_repeat(m->name, &loc, "bad ~m# record: %s", btp_strerror(st));
+                    else
+                        diag(DIAG_ERROR, m->name, &loc, "bad ~m# record: %s", btp_strerror(st));
                     m->bad_lines++;
                     rc = EXIT_BAD_INPUT;
                     if (!opt->keep_going)
@@ -423,8 +428,10 @@ static int load_text(heap_model *m, input *in, const cli_options *opt, heap_inpu
         if (got == 0)
             continue; /* other log text */
         if (got < 0) {
-            diag(opt->keep_going ? DIAG_WARNING : DIAG_ERROR, m->name, &loc,
-                 "malformed heap record (expected m,SIZE,PTR  c,SIZE,PTR  or f,,PTR)");
+            if (opt->keep_going)
+                diag_repeat(m->name, &loc, "%s", bad_csv);
+            else
+                diag(DIAG_ERROR, m->name, &loc, "%s", bad_csv);
             m->bad_lines++;
             rc = EXIT_BAD_INPUT;
             if (!opt->keep_going)
@@ -477,6 +484,7 @@ int heap_model_load(heap_model *m, const char *path, heap_input kind, const cli_
     m->kind = kind;
     if (hn >= 0)
         rc = kind == HEAP_IN_LOG ? load_log(m, &in, opt) : load_text(m, &in, opt, kind);
+    diag_repeat_summary();
     input_close(&in);
     return rc;
 }

@@ -163,6 +163,8 @@ int heap_report(int argc, char **argv)
     }
     if (argc - optind > 1)
         return cli_usage_error("heap report", "one input at a time");
+    if (ro.elf && cli_check_elf(ro.elf) < 0)
+        return EXIT_BAD_INPUT;
     const char *path = optind < argc ? argv[optind] : NULL;
     heap_model m;
     int rc = heap_model_load(&m, path, ro.from, &ro.cli, ro.elf, 0);

@@ -55,6 +55,7 @@ static int fill_raw(input *in)
     if (got == 0)
         in->eof = 1;
     in->raw_len += (size_t)got;
+    in->bytes_in += (uint64_t)got;
     return 0;
 }
 
@@ -73,6 +74,9 @@ int input_open(input *in, const char *path)
         }
         in->owns_fd = 1;
     }
+    struct stat st;
+    if (fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode))
+        in->size = (uint64_t)st.st_size;
     /* enough to tell xz by its magic, however slowly a pipe delivers it */
     while (in->raw_len < sizeof xz_magic && !in->eof)
         if (fill_raw(in) < 0)
@@ -169,7 +173,7 @@ long input_read(input *in, void *buf, size_t n)
         if (in->peek_pos == in->peek_len) {
             free(in->peeked);
             in->peeked = NULL;
-            in->peek_len = in->peek_pos = 0;
+            in->peek_len = in->peek_pos = in->peek_cap = 0;
         }
         return (long)k;
     }
@@ -191,6 +195,7 @@ long input_peek(input *in, size_t n, const void **data)
         in->peeked = p;
         in->peek_pos = 0;
         in->peek_len = have;
+        in->peek_cap = n;
         while (in->peek_len < n) {
             long got = read_source(in, p + in->peek_len, n - in->peek_len);
             if (got < 0)
@@ -202,6 +207,35 @@ long input_peek(input *in, size_t n, const void **data)
     }
     *data = in->peeked + in->peek_pos;
     return (long)(in->peek_len - in->peek_pos < n ? in->peek_len - in->peek_pos : n);
+}
+
+long input_peek_more(input *in, size_t max, const void **data)
+{
+    size_t have = in->peek_len - in->peek_pos;
+    if (have < max) {
+        if (in->peek_cap < max) {
+            uint8_t *p = malloc(max);
+            if (!p) {
+                diag(DIAG_ERROR, in->name, NULL, "out of memory");
+                return -1;
+            }
+            if (have)
+                memcpy(p, in->peeked + in->peek_pos, have);
+            free(in->peeked);
+            in->peeked = p;
+            in->peek_cap = max;
+        } else if (in->peek_pos) {
+            memmove(in->peeked, in->peeked + in->peek_pos, have);
+        }
+        in->peek_pos = 0;
+        in->peek_len = have;
+        long got = read_source(in, in->peeked + have, max - have);
+        if (got < 0)
+            return -1;
+        in->peek_len += (size_t)got;
+    }
+    *data = in->peeked + in->peek_pos;
+    return (long)(in->peek_len - in->peek_pos);
 }
 
 int input_read_all(input *in, strbuf *out)
@@ -236,7 +270,7 @@ void input_close(input *in)
     in->lzma = NULL;
     free(in->peeked);
     in->peeked = NULL;
-    in->peek_len = in->peek_pos = 0;
+    in->peek_len = in->peek_pos = in->peek_cap = 0;
     if (in->owns_fd)
         close(in->fd);
     in->owns_fd = 0;
