@@ -78,8 +78,9 @@ static const char convert_examples[] =
     "  btpack convert --from addrs --to b64 --word-bits 32 stacks.txt\n"
     "  btpack convert --from lws --to lws-b device.log   (every ~m# record in a log)\n"
     "  btpack convert --from lws --to json --word-bits 32 esp32.log\n"
-    "  btpack convert --from trace --to log --maps app.maps -o app.btlog app.trace.xz\n"
-    "  btpack convert --from log --to trace app.btlog\n"
+    "  btpack convert --from trace --to log --maps tests/data/corpus/sqlite3_i386.maps \\\n"
+    "      -o sqlite3.btlog tests/data/corpus/sqlite3_i386.trace.xz\n"
+    "  btpack convert --from log --to trace sqlite3.btlog\n"
     "  btpack convert --from swift-crashlog --to swift --thread crashed crash.log\n"
     "  btpack convert --from swift --to addrs backtraces.jsonl\n";
 

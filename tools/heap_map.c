@@ -38,7 +38,7 @@ static const char map_help[] =
 static const char map_examples[] =
     "\n"
     "examples:\n"
-    "  btpack heap map -o app.html app.btlog\n"
+    "  btpack heap map -o heap.html tests/data/log/synthetic-zlib.btlog\n"
     "  btpack heap map -o uart.svg uart.log\n";
 
 #define GAP ((uint64_t)1 << 20) /* address gaps larger than this are cut out */

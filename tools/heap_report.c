@@ -37,8 +37,8 @@ static const char report_help[] =
 static const char report_examples[] =
     "\n"
     "examples:\n"
-    "  btpack heap report app.btlog\n"
-    "  btpack heap report --json app.btlog | python3 -m json.tool\n"
+    "  btpack heap report tests/data/log/synthetic-zlib.btlog\n"
+    "  btpack heap report --json tests/data/log/synthetic-zlib.btlog | python3 -m json.tool\n"
     "  btpack heap report --elf ./firmware.elf uart.log\n";
 
 int heap_read_option(const char *cmd, int ch, const char *arg, heap_read_opts *o)
