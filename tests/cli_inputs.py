@@ -257,6 +257,14 @@ def test_keep_going_summary(d):
     rc, out, err = run(["convert", "--keep-going", "--from", "hex", "--to", "hex", mixed])
     check(err.count("digit; trace skipped\n") == 3 and err.count("(3); trace skipped\n") == 3
           and err.count("1 more warning like") == 2, "two causes: %s" % err)
+    # --max-warnings: as many as asked, 0 for all (scripts that match each
+    # warning to its line)
+    for n, shown in (("0", 2994), ("10", 10), ("1", 1)):
+        rc, out, err = run(["convert", "--keep-going", "--max-warnings", n, "--from", "hex",
+                            "--to", "hex", bad])
+        check(rc == 1 and err.count("; trace skipped\n") == shown
+              and ("more warnings like" in err) == (n != "0"),
+              "--max-warnings %s: %d shown" % (n, err.count("; trace skipped\n")))
 
 
 def on_pty(args):

@@ -165,6 +165,15 @@ int cli_read_option(const char *cmd, int ch, const char *arg, cli_options *opt)
     case 'v':
         progress_enable(1);
         return 1;
+    case 'W': {
+        uint64_t v;
+        if (parse_dec_u64(arg, strlen(arg), &v) < 0) {
+            cli_usage_error(cmd, "--max-warnings needs a number (0: no limit), not '%s'", arg);
+            return -1;
+        }
+        diag_repeat_limit(v);
+        return 1;
+    }
     case 'm':
         return cli_count_arg(cmd, "--max-frames", arg, &opt->max_frames) < 0 ? -1 : 1;
     case 'R':

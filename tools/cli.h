@@ -53,7 +53,8 @@ int cli_check_thread_option(const char *cmd, const cli_options *opt, const forma
  * those it takes in its getopt_long table with these short codes and hands
  * every code its own switch does not know to cli_read_option(): 'w'
  * --word-bits N, 's' --strict, 'k' --keep-going, 'm' --max-frames N,
- * 'R' --thread N|crashed|all, 'v' -v/--progress; for trace logs 'N' --max-nodes N, 'L'
+ * 'R' --thread N|crashed|all, 'v' -v/--progress, 'W' --max-warnings N; for
+ * trace logs 'N' --max-nodes N, 'L'
  * --max-live N, 'X' --max-expansion N.
  * Returns 1 when `ch` was one of them (stored in *opt), 0 when it was not,
  * -1 on a bad value (usage error printed). */

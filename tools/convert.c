@@ -27,8 +27,8 @@ static const char convert_help[] =
     "  --strict          strict CBF decoding: first address absolute, no zero\n"
     "                    counts, no bytes after end/trunc on a hex/b64 line\n"
     "  --keep-going      skip bad traces with a warning; exit status 1 at the end\n"
-    "                    (the first 3 warnings of each cause per input are shown,\n"
-    "                    then one line with how many more there were and where)\n"
+    "  --max-warnings N  warnings of one cause shown per input (default 3; 0: all);\n"
+    "                    then one line says how many more there were and where\n"
     "  -v, --progress    while reading, show on stderr (when it is a terminal)\n"
     "                    bytes and records read and per second; a last line\n"
     "                    per input with the totals\n"
@@ -201,6 +201,7 @@ int cmd_convert(int argc, char **argv)
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
         {"progress", no_argument, NULL, 'v'},
+        {"max-warnings", required_argument, NULL, 'W'},
         {"max-frames", required_argument, NULL, 'm'},
         {"thread", required_argument, NULL, 'R'},
         {"alloc-size", required_argument, NULL, 'a'},

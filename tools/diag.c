@@ -41,6 +41,12 @@ typedef struct repeat {
 
 static repeat repeats[DIAG_REPEAT_CAUSES + 1]; /* the last: every other cause */
 static size_t n_repeats;
+static unsigned long long repeat_shown = DIAG_REPEAT_SHOWN; /* 0: no limit */
+
+void diag_repeat_limit(unsigned long long n)
+{
+    repeat_shown = n;
+}
 
 /* msg with every run of digits (and a 0x before hex digits) as one '#'. */
 static void cause_key(const char *msg, char *key, size_t cap)
@@ -85,7 +91,7 @@ void diag_repeat(const char *name, const src_loc *loc, const char *fmt, ...)
             snprintf(r->key, sizeof r->key, "%s", key);
         r->input = name;
     }
-    if (r->shown < DIAG_REPEAT_SHOWN) {
+    if (!repeat_shown || r->shown < repeat_shown) {
         r->shown++;
         diag(DIAG_WARNING, name, loc, "%s", msg);
         return;

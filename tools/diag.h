@@ -29,6 +29,8 @@ void diag(int level, const char *input, const src_loc *loc, const char *fmt, ...
  */
 #define DIAG_REPEAT_SHOWN 3
 #define DIAG_REPEAT_CAUSES 32
+/* Show up to n per cause instead (--max-warnings N); 0: all of them. */
+void diag_repeat_limit(unsigned long long n);
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif

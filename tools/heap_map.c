@@ -32,6 +32,7 @@ static const char map_help[] =
     "  --from FMT       log, csv or lws (default: detected)\n"
     "  --word-bits N    32 for lws records of 32-bit devices (default 64)\n"
     "  --keep-going     draw what damaged input still holds (exit status 1)\n"
+    "  --max-warnings N warnings of one cause shown (default 3; 0: all)\n"
     "  -h, --help       this help\n";
 
 /* after the log limits (cli_log_limits_help) */

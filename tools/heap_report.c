@@ -31,6 +31,7 @@ static const char report_help[] =
     "  --from FMT       log, csv or lws (default: detected)\n"
     "  --word-bits N    32 for lws records of 32-bit devices (default 64)\n"
     "  --keep-going     report damaged input with warnings and go on (exit status 1)\n"
+    "  --max-warnings N warnings of one cause shown (default 3; 0: all)\n"
     "  -h, --help       this help\n";
 
 /* after the log limits (cli_log_limits_help) */

@@ -30,6 +30,7 @@ static const char heapmap_help[] =
     "  --addr2line PROG   symbolize with this addr2line program instead\n"
     "  --keep-going       skip bad records with a warning (exit status 1 at the end)\n"
     "  -v, --progress     show progress on stderr when it is a terminal\n"
+    "  --max-warnings N   warnings of one cause shown (default 3; 0: all)\n"
     "  -h, --help         this help\n"
     "\n"
     "example:\n"
@@ -207,6 +208,7 @@ int cmd_heapmap(int argc, char **argv)
         {"addr2line", required_argument, NULL, 'a'},
         {"keep-going", no_argument, NULL, 'k'},
         {"progress", no_argument, NULL, 'v'},
+        {"max-warnings", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };

@@ -32,6 +32,7 @@ static const char stats_help[] =
 /* after the log limits (cli_log_limits_help) */
 static const char stats_help_more[] =
     "  -v, --progress    show progress on stderr when it is a terminal (as convert)\n"
+    "  --max-warnings N  warnings of one cause shown per input (as convert)\n"
     "  --elf FILE        also symbolize addresses outside the stored maps (or all,\n"
     "                    when the log has none) in FILE (which must be readable)\n"
     "  --top N           stacks to show in each list (default 10)\n"
@@ -209,6 +210,7 @@ int cmd_stats(int argc, char **argv)
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
         {"progress", no_argument, NULL, 'v'},
+        {"max-warnings", required_argument, NULL, 'W'},
         {"max-frames", required_argument, NULL, 'm'},
         {"max-nodes", required_argument, NULL, 'N'},
         {"max-live", required_argument, NULL, 'L'},

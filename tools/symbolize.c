@@ -51,8 +51,8 @@ static const char symbolize_help[] =
     "  --backend NAME    libdw (in-process DWARF; the default when built in) or\n"
     "                    addr2line (one process per file); this build has: %s\n"
     "  --addr2line PROG  the addr2line back end, running PROG\n"
-    "  --word-bits N, --strict, --keep-going, -v, --progress, --max-frames N,\n"
-    "  --thread N|crashed|all:\n"
+    "  --word-bits N, --strict, --keep-going, -v, --progress, --max-warnings N,\n"
+    "  --max-frames N, --thread N|crashed|all:\n"
     "                    as for convert\n"
     "\n"
     "input formats:\n";
@@ -264,6 +264,7 @@ int cmd_symbolize(int argc, char **argv)
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
         {"progress", no_argument, NULL, 'v'},
+        {"max-warnings", required_argument, NULL, 'W'},
         {"max-frames", required_argument, NULL, 'm'},
         {"thread", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
