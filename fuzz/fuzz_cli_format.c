@@ -1,7 +1,9 @@
 /*
  * Fuzz target: one CLI format's reader (FUZZ_FORMAT, set by the build: hex,
- * b64, json, addrs, trace, lws, lws-b, cbf, crash), through the CLI's own read loop
- * (read_traces: input, line reader, format, error reporting, --keep-going).
+ * b64, json, addrs, trace, lws, lws-b, cbf, crash, ...), through the CLI's own read loop
+ * (read_traces: input, line reader, format, error reporting, --keep-going);
+ * FUZZ_FORMAT "auto" gives no format: the input's own is told from its
+ * first bytes (format_detect()) and read, with the same properties.
  *
  * Input: byte 0 holds options (bit 0 --strict, bits 1-2 --word-bits 16, 32,
  * 64, 64, bit 3 --keep-going); the rest is the file the CLI reads. It is
@@ -46,6 +48,7 @@ typedef struct traces {
 } traces;
 
 static const format *fmt;
+static int detect;
 static cli_options opt;
 static int fd_in = -1, fd_out = -1;
 static FILE *devnull;
@@ -251,8 +254,9 @@ static int read_file(int fd, const void *data, size_t len, traces *out)
 
 static void init(void)
 {
-    fmt = format_find(FUZZ_FORMAT);
-    FUZZ_CHECK(fmt != NULL, "no format %s", FUZZ_FORMAT);
+    detect = strcmp(FUZZ_FORMAT, "auto") == 0; /* no --from: format_detect() */
+    fmt = detect ? NULL : format_find(FUZZ_FORMAT);
+    FUZZ_CHECK(fmt != NULL || detect, "no format %s", FUZZ_FORMAT);
     fd_in = memfd_create("fuzz-in", 0);
     fd_out = memfd_create("fuzz-out", 0);
     devnull = fopen("/dev/null", "w");
@@ -262,7 +266,7 @@ static void init(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const unsigned words[4] = {16, 32, 64, 64};
-    if (!fmt)
+    if (!fmt && !detect)
         init();
     if (size < 1)
         return 0;
@@ -275,7 +279,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     clear(&second);
     int rc = read_file(fd_in, data + 1, size - 1, &first);
     FUZZ_CHECK(rc == EXIT_OK || rc == EXIT_BAD_INPUT, "read_traces returned %d", rc);
-    if (!fmt->write || first.n == 0)
+    if (!fmt || !fmt->write || first.n == 0)
         return 0;
 
     /* Write what was read, as `btpack convert` would (a trace the format
