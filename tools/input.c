@@ -180,10 +180,13 @@ long input_read(input *in, void *buf, size_t n)
     return read_source(in, buf, n);
 }
 
-long input_peek(input *in, size_t n, const void **data)
+/* Make the peek buffer hold n bytes, the unread peeked bytes first (at
+ * peeked[0..peek_len), peek_pos 0). Returns 0, or -1 after printing an
+ * error. */
+static int peek_room(input *in, size_t n)
 {
     size_t have = in->peek_len - in->peek_pos;
-    if (have < n) {
+    if (in->peek_cap < n) {
         uint8_t *p = malloc(n);
         if (!p) {
             diag(DIAG_ERROR, in->name, NULL, "out of memory");
@@ -193,11 +196,22 @@ long input_peek(input *in, size_t n, const void **data)
             memcpy(p, in->peeked + in->peek_pos, have);
         free(in->peeked);
         in->peeked = p;
-        in->peek_pos = 0;
-        in->peek_len = have;
         in->peek_cap = n;
+    } else if (in->peek_pos) {
+        memmove(in->peeked, in->peeked + in->peek_pos, have);
+    }
+    in->peek_pos = 0;
+    in->peek_len = have;
+    return 0;
+}
+
+long input_peek(input *in, size_t n, const void **data)
+{
+    if (in->peek_len - in->peek_pos < n) {
+        if (peek_room(in, n) < 0)
+            return -1;
         while (in->peek_len < n) {
-            long got = read_source(in, p + in->peek_len, n - in->peek_len);
+            long got = read_source(in, in->peeked + in->peek_len, n - in->peek_len);
             if (got < 0)
                 return -1;
             if (got == 0)
@@ -211,25 +225,10 @@ long input_peek(input *in, size_t n, const void **data)
 
 long input_peek_more(input *in, size_t max, const void **data)
 {
-    size_t have = in->peek_len - in->peek_pos;
-    if (have < max) {
-        if (in->peek_cap < max) {
-            uint8_t *p = malloc(max);
-            if (!p) {
-                diag(DIAG_ERROR, in->name, NULL, "out of memory");
-                return -1;
-            }
-            if (have)
-                memcpy(p, in->peeked + in->peek_pos, have);
-            free(in->peeked);
-            in->peeked = p;
-            in->peek_cap = max;
-        } else if (in->peek_pos) {
-            memmove(in->peeked, in->peeked + in->peek_pos, have);
-        }
-        in->peek_pos = 0;
-        in->peek_len = have;
-        long got = read_source(in, in->peeked + have, max - have);
+    if (in->peek_len - in->peek_pos < max) {
+        if (peek_room(in, max) < 0)
+            return -1;
+        long got = read_source(in, in->peeked + in->peek_len, max - in->peek_len);
         if (got < 0)
             return -1;
         in->peek_len += (size_t)got;
