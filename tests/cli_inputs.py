@@ -137,8 +137,18 @@ def samples(d):
     return out
 
 
+def readable_formats():
+    """The formats `btpack --help` lists that can be read."""
+    rc, out, _ = run(["--help"])
+    lines = out.decode().split("\nformats:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    return [l.split()[0] for l in lines if "[output only]" not in l]
+
+
 def test_detection(d):
-    for fmt, path in samples(d):
+    made = samples(d)
+    for fmt in readable_formats():
+        check(fmt in [f for f, _ in made], "no detection test for the format %s" % fmt)
+    for fmt, path in made:
         want = run(["convert", "--from", fmt, "--to", "json", path])
         got = run(["convert", "--to", "json", path])
         check(got[0] == 0 and got[1] == want[1] and want[1],
@@ -166,6 +176,9 @@ def test_detection(d):
     lines = out.decode().split()
     check(rc == 0 and lines[:4] == HEX[:2] * 2 and len(lines) > 4,
           "inputs of three formats: %r %s" % (lines[:5], err))
+    # a device log with noise before its records
+    rc, out, err = run(["convert", "--to", "json"], stdin=b"\x07\xff\x00 boot\n" + lws_record())
+    check(rc == 0 and out.startswith(b'{"word_bits":64'), "lws after noise: %s" % err)
     # comments and blank lines before the first record
     got = run(["convert", "--to", "hex"], stdin=b"\n# stacks\n\npc:0x1000 0x1010 trunc\n")
     check(got[0] == 0 and got[1] == b"02191000201001\n", "addrs after comments: %r %s"

@@ -34,8 +34,9 @@ const char format_detect_help[] =
     "  hex digits only, starting 00, 01 or 02            hex\n"
     "  base64 only, starting with A (a CBF info byte)    b64\n"
     "  tokens 0xHEX, pc:0xHEX, async:0xHEX, omit:N, trunc addrs\n"
-    "Anything else (other binary data, JSON of neither kind, text with no such\n"
-    "line) is an error that asks for --from.\n";
+    "In other binary data (a device log with noise, say) only the lws, lws-b and\n"
+    "crash lines count. Anything else (other binary data, JSON of neither kind,\n"
+    "text with no such line) is an error that asks for --from.\n";
 
 /* What one line says. */
 typedef enum { LINE_BLANK, LINE_OTHER, LINE_COMMENT, LINE_FORMAT } line_verdict;
@@ -138,6 +139,12 @@ static line_verdict classify(const char *s, size_t n, int whole, const format **
     return !n ? LINE_BLANK : s[0] == '#' ? LINE_COMMENT : LINE_OTHER;
 }
 
+/* A format whose records are found among other text (and noise). */
+static int found_anywhere(const format *f)
+{
+    return !strcmp(f->name, "lws") || !strcmp(f->name, "lws-b") || !strcmp(f->name, "crash");
+}
+
 int detect_binary(const uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -175,9 +182,9 @@ const format *format_detect(input *in)
             goto more;
         if (p[0] <= 2)
             return format_find("cbf");
-        if (detect_binary(p, n < 4096 ? n : 4096))
-            return cannot_tell(in, "binary data that is neither CBF (first byte 00, 01 or 02) "
-                                   "nor a btpack trace log");
+        /* Other binary data: only records found anywhere in a line (a
+         * device log with noise on its serial line) can still tell. */
+        int binary = detect_binary(p, n < 4096 ? n : 4096);
         /* text: line by line */
         for (;;) {
             const char *s = (const char *)p + done;
@@ -187,7 +194,7 @@ const format *format_detect(input *in)
             size_t len = nl ? (size_t)(nl - s) : n - done;
             const format *f = NULL;
             line_verdict v = classify(s, len, nl != NULL || n < DETECT_MAX, &f);
-            if (v == LINE_FORMAT)
+            if (v == LINE_FORMAT && (!binary || found_anywhere(f)))
                 return f;
             comments |= v == LINE_COMMENT;
             other |= v == LINE_OTHER;
@@ -195,6 +202,9 @@ const format *format_detect(input *in)
                 break;
             done += len + 1;
         }
+        if (end && binary)
+            return cannot_tell(in, "binary data that is neither CBF (first byte 00, 01 or 02) "
+                                   "nor a btpack trace log");
         if (end) {
             /* blank lines and comments only: no records in any format */
             if (!other)
