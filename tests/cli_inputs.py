@@ -208,9 +208,12 @@ def test_detection(d):
           "end: %r" % line)
     # the rules are in --help
     rc, out, _ = run(["convert", "--help"])
+    rules = out.decode().split("\nWithout --from, the format is read from the input")
+    check(len(rules) == 2, "convert --help does not say how the format is told without --from")
     for fmt in ("log", "cbf", "lws", "lws-b", "crash", "swift-crashlog", "swift", "json", "trace",
                 "hex", "b64", "addrs"):
-        check(any(l.split()[-1:] == [fmt] for l in out.decode().splitlines()),
+        check(any(l.startswith("  ") and l.split()[:1] == [fmt] and len(l.split()) > 3
+                  for l in rules[-1].split("\n\n")[0].splitlines()),
               "convert --help: no detection rule for %s" % fmt)
 
 
