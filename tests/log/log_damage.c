@@ -19,15 +19,20 @@
 /* Cuts past the first 2 KiB (every byte of which is cut) come every
  * CUT_STRIDE bytes, and every block boundary is cut within +-CUT_EDGE. Each
  * cut reads the log up to it, so the work grows with the square of the
- * log; under sanitizers, which make every read several times dearer, the
- * stride is wider and the edges narrower (the same kinds of cut, fewer of
- * them; every block boundary is still cut, from memory and as a stream). */
+ * log. The plain build makes the full sweep; under sanitizers, which make
+ * every read several times dearer, it is a sample with a wider stride and
+ * narrower edges: the same kinds of cut (every byte of the file header and
+ * the first blocks, inside every block's header and payload, every block
+ * boundary and the byte on each side of it, from memory and as a stream),
+ * fewer of them. The test prints which sweep it made. */
 #ifdef BTP_TEST_SANITIZED
 #define CUT_STRIDE 61
 #define CUT_EDGE 1
+#define CUT_SWEEP "the sanitizer build's sample (the plain build cuts every 13 bytes, +-2 at block ends)"
 #else
 #define CUT_STRIDE 13
 #define CUT_EDGE 2
+#define CUT_SWEEP "the plain build's sweep"
 #endif
 
 static synth_rec want[N_RECORDS];
@@ -180,7 +185,7 @@ static int check_cut(const membuf *log, size_t cut, int stream)
     return 0;
 }
 
-static void test_truncation(const membuf *log)
+static void test_truncation(const membuf *log, const char *what)
 {
     unsigned long bad = 0, tried = 0;
     /* every byte of the start, then a stride, and every block boundary */
@@ -198,6 +203,9 @@ static void test_truncation(const membuf *log)
             }
         }
     CHECK(bad == 0, "%lu of %lu cuts wrong", bad, tried);
+    printf("cuts of the %s log (%zu bytes, %zu blocks): %lu, %s: every byte of the first "
+           "2048, every %d after, +-%d around each block end\n",
+           what, log->len, n_blocks, tried, CUT_SWEEP, CUT_STRIDE, CUT_EDGE);
 }
 
 /* Read everything in keep-going mode; count records exactly right, records
@@ -459,7 +467,7 @@ int main(int argc, char **argv)
     /* uncompressed, plain */
     make_log(&log, BTP_LOG_WRITE_NO_ZLIB, 1u << 20, 1u << 20);
     test_seek(&log);
-    test_truncation(&log);
+    test_truncation(&log, "uncompressed");
     test_flips(&log);
     test_missing_block(&log);
     /* small caps: several segments and evicted live allocations */
@@ -468,11 +476,11 @@ int main(int argc, char **argv)
     outcome o = read_all(&log, 0);
     CHECK(o.exact == N_RECORDS && o.last == BTP_END, "small caps: %s, %llu exact",
           btp_status_name(o.last), (unsigned long long)o.exact);
-    test_truncation(&log);
+    test_truncation(&log, "small-caps");
     test_flips(&log);
     if (btp_log_have_zlib()) {
         make_log(&log, 0, 1u << 20, 1u << 20);
-        test_truncation(&log);
+        test_truncation(&log, "compressed");
         test_flips(&log);
         if (argc > 2) { /* regenerate the stored compressed log */
             FILE *f = fopen(argv[2], "wb");
