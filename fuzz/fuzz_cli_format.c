@@ -85,7 +85,7 @@ static void check_trace(const trace *t)
     for (size_t i = 0; i < m->n_images; i++) {
         const btp_image *im = &m->images[i];
         FUZZ_CHECK(im->base <= im->end_of_text && im->end_of_text <= mask, "image %zu", i);
-        FUZZ_CHECK(im->build_id_len <= 64 && (!im->build_id_len || im->build_id), "build ID");
+        FUZZ_CHECK(im->build_id_len <= BTP_IMAGE_MAX_BUILD_ID && (!im->build_id_len || im->build_id), "build ID");
         /* strings are terminated (a sanitizer or the guard catches a run-off) */
         FUZZ_CHECK(!im->path || strlen(im->path) < ((size_t)1 << 20), "path");
         FUZZ_CHECK(!im->name || strlen(im->name) < ((size_t)1 << 20), "name");

@@ -178,11 +178,8 @@ static int convert_sink(void *ctx, trace *t)
             c->buf.len = mark;
             c->buf.data[mark] = 0;
         }
-        if (warn)
-            diag_repeat(t->input, &t->loc, "cannot write as %s: %s; trace skipped", c->to->name,
-                        c->w.msg);
-        else
-            diag(DIAG_ERROR, t->input, &t->loc, "cannot write as %s: %s", c->to->name, c->w.msg);
+        diag_bad(warn, t->input, &t->loc, "cannot write as %s: %s%s", c->to->name, c->w.msg,
+                 warn ? "; trace skipped" : "");
         if (emitted && flush_buf(c) < 0)
             return -1;
         return 1;

@@ -104,6 +104,19 @@ void diag_repeat(const char *name, const src_loc *loc, const char *fmt, ...)
     r->to = loc ? *loc : none;
 }
 
+void diag_bad(int keep_going, const char *name, const src_loc *loc, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (keep_going)
+        diag_repeat(name, loc, "%s", msg);
+    else
+        diag(DIAG_ERROR, name, loc, "%s", msg);
+}
+
 void diag_repeat_summary(void)
 {
     for (size_t i = 0; i <= DIAG_REPEAT_CAUSES; i++) {

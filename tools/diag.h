@@ -35,6 +35,12 @@ void diag_repeat_limit(unsigned long long n);
 __attribute__((format(printf, 3, 4)))
 #endif
 void diag_repeat(const char *input, const src_loc *loc, const char *fmt, ...);
+/* A bad record: an error, or with keep_going (--keep-going, the record is
+ * passed over) a warning through diag_repeat(). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+void diag_bad(int keep_going, const char *name, const src_loc *loc, const char *fmt, ...);
 /* Print the counts of the warnings diag_repeat() held back, and forget
  * them (each reader calls it when its input ends). */
 void diag_repeat_summary(void);

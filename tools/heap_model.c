@@ -337,8 +337,8 @@ static int is_word(char c)
 /* A CSV record at the end of the line s[0..n) (other text may come before
  * it, after a non-word character). Returns 1 with the fields, 0 when the
  * line holds no record, -1 when it starts like one but is malformed. */
-static int parse_csv(const char *s, size_t n, char *kind, uint64_t *size, int *has_size,
-                     uint64_t *ptr)
+static int parse_csv3(const char *s, size_t n, char *kind, uint64_t *size, int *has_size,
+                      uint64_t *ptr)
 {
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
         n--;
@@ -372,8 +372,70 @@ static int parse_csv(const char *s, size_t n, char *kind, uint64_t *size, int *h
     return 1;
 }
 
-static const char bad_csv[] =
-    "malformed heap record (expected m,SIZE,PTR  c,SIZE,PTR  or f,,PTR)";
+/* parse_csv3, and an allocation's stack as a fourth field (`m,SIZE,PTR,HEX`:
+ * the allocating chain as a CBF stream in hex digits, as devices write it
+ * with btp_cm_record_alloc_line): *stack and *stack_len name the digits, or
+ * are NULL/0. The fourth field is tried only when the line does not end in
+ * a three-field record. */
+static int parse_csv(const char *s, size_t n, char *kind, uint64_t *size, int *has_size,
+                     uint64_t *ptr, const char **stack, size_t *stack_len)
+{
+    *stack = NULL;
+    *stack_len = 0;
+    int got = parse_csv3(s, n, kind, size, has_size, ptr);
+    if (got == 1)
+        return 1;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        n--;
+    size_t b = n;
+    while (b > 0 && hexval(s[b - 1]) >= 0)
+        b--;
+    if (b == n || b == 0 || s[b - 1] != ',')
+        return got;
+    char k;
+    int has;
+    uint64_t sz, p;
+    if (parse_csv3(s, b - 1, &k, &sz, &has, &p) != 1 || k == 'f')
+        return got;
+    *kind = k, *size = sz, *has_size = has, *ptr = p;
+    *stack = s + b;
+    *stack_len = n - b;
+    return 1;
+}
+
+/* Most frames of a CSV record's stack, and bytes of its CBF stream. */
+#define CSV_STACK_FRAMES 1024u
+#define CSV_STACK_BYTES 4096u
+
+/* The frames of a CSV record's stack field (hex digits of one CBF stream).
+ * Returns 0 with *n set, or -1 with the cause in *why. */
+static int csv_stack(heap_model *m, const char *hex, size_t len, btp_frame *frames, size_t *n,
+                     const char **why)
+{
+    uint8_t bytes[CSV_STACK_BYTES];
+    if (len % 2) {
+        *why = "odd number of hex digits";
+        return -1;
+    }
+    if (len / 2 > sizeof bytes) {
+        *why = "longer than 4096 bytes";
+        return -1;
+    }
+    for (size_t i = 0; i < len; i += 2)
+        bytes[i / 2] = (uint8_t)(hexval(hex[i]) << 4 | hexval(hex[i + 1]));
+    btp_cbf_info info;
+    btp_status st = btp_cbf_decode(bytes, len / 2, BTP_CBF_POLICY_DEFAULT, frames,
+                                   CSV_STACK_FRAMES, &info);
+    if (st == BTP_OK && info.consumed != len / 2)
+        st = BTP_E_TRAILING_BYTES;
+    if (st != BTP_OK) {
+        *why = btp_strerror(st);
+        return -1;
+    }
+    m->word_bits = info.word_bits;
+    *n = info.frames;
+    return 0;
+}
 
 static int load_text(heap_model *m, input *in, const cli_options *opt, heap_input kind)
 {
@@ -383,6 +445,9 @@ static int load_text(heap_model *m, input *in, const cli_options *opt, heap_inpu
         return -1;
     uint64_t synthetic = 0x1000; /* lws: records laid out one after another */
     btp_frame frames[BTP_LWS_MAX_FRAMES];
+    btp_frame *csv_frames = NULL;
+    if (kind == HEAP_IN_CSV && !(csv_frames = malloc(CSV_STACK_FRAMES * sizeof *csv_frames)))
+        return -1;
     line_reader lr;
     lines_init(&lr, in);
     const char *line;
@@ -398,10 +463,8 @@ static int load_text(heap_model *m, input *in, const cli_options *opt, heap_inpu
                 btp_status st = btp_lws_m_decode(line + start, rl, m->word_bits, frames,
                                                  BTP_LWS_MAX_FRAMES, &info);
                 if (st != BTP_OK) {
-                    if (opt->keep_going)
-                        diag_repeat(m->name, &loc, "bad ~m# record: %s", btp_strerror(st));
-                    else
-                        diag(DIAG_ERROR, m->name, &loc, "bad ~m# record: %s", btp_strerror(st));
+                    diag_bad(opt->keep_going, m->name, &loc, "bad ~m# record: %s",
+                             btp_strerror(st));
                     m->bad_lines++;
                     rc = EXIT_BAD_INPUT;
                     if (!opt->keep_going)
@@ -424,25 +487,44 @@ static int load_text(heap_model *m, input *in, const cli_options *opt, heap_inpu
         char k;
         uint64_t size = 0, ptr = 0;
         int has_size = 0;
-        int got = parse_csv(line, len, &k, &size, &has_size, &ptr);
+        const char *stack;
+        size_t stack_len;
+        int got = parse_csv(line, len, &k, &size, &has_size, &ptr, &stack, &stack_len);
         if (got == 0)
             continue; /* other log text */
+        uint32_t site_ix = nostack;
+        const char *why = NULL;
+        size_t nf = 0;
+        if (got > 0 && stack && csv_stack(m, stack, stack_len, csv_frames, &nf, &why) < 0)
+            got = -1;
         if (got < 0) {
-            if (opt->keep_going)
-                diag_repeat(m->name, &loc, "%s", bad_csv);
+            if (why)
+                diag_bad(opt->keep_going, m->name, &loc,
+                         "bad stack in heap record (column %zu): %s", (size_t)(stack - line) + 1,
+                         why);
             else
-                diag(DIAG_ERROR, m->name, &loc, "%s", bad_csv);
+                diag_bad(opt->keep_going, m->name, &loc,
+                         "malformed heap record (expected m,SIZE,PTR[,STACK]  c,SIZE,PTR[,STACK]  "
+                         "or f,,PTR)");
             m->bad_lines++;
             rc = EXIT_BAD_INPUT;
             if (!opt->keep_going)
                 break;
             continue;
         }
+        if (stack) {
+            site_ix = sites_of_frames(&m->st, csv_frames, nf);
+            if (!site_ix) {
+                rc = -1;
+                break;
+            }
+            m->has_stacks |= nf > 0;
+        }
         if (k == 'f') {
             on_free(m, ptr, lineno);
         } else if (ptr == 0) {
             m->failed++;
-        } else if (on_alloc(m, ptr, size, nostack - 1, 0, lineno) < 0) {
+        } else if (on_alloc(m, ptr, size, site_ix - 1, 0, lineno) < 0) {
             rc = -1;
             break;
         }
@@ -450,6 +532,7 @@ static int load_text(heap_model *m, input *in, const cli_options *opt, heap_inpu
     if (got_line < 0 && rc == EXIT_OK)
         rc = EXIT_BAD_INPUT; /* reported by the line reader */
 out:
+    free(csv_frames);
     lines_free(&lr);
     return rc;
 }

@@ -21,8 +21,9 @@ static const char report_help[] =
     "IN (default stdin) is a trace log from `btpack heap record`, or a text log with\n"
     "CSV records (m,SIZE,PTR  c,SIZE,PTR  f,,PTR: frees get their size from the\n"
     "allocation; frees that match nothing and addresses allocated twice are counted,\n"
-    "not guessed) or libwebsockets ~m# records (live allocations with stacks, no\n"
-    "addresses or frees).\n"
+    "not guessed; an allocation may carry its stack as a fourth field, a CBF stream\n"
+    "in hex: m,SIZE,PTR,CBF, as btp_cm_record_alloc_line writes on a Cortex-M) or\n"
+    "libwebsockets ~m# records (live allocations with stacks, no addresses or frees).\n"
     "\n"
     "options:\n"
     "  --json           one JSON object instead of text (for scripts)\n"
@@ -40,7 +41,8 @@ static const char report_examples[] =
     "examples:\n"
     "  btpack heap report tests/data/log/synthetic-zlib.btlog\n"
     "  btpack heap report --json tests/data/log/synthetic-zlib.btlog | python3 -m json.tool\n"
-    "  btpack heap report --elf ./firmware.elf uart.log\n";
+    "  btpack heap report --elf ./firmware.elf uart.log\n"
+    "  printf 'm,0x64,0x20000958,011909ca2100de21012e00\\n' | btpack heap report\n";
 
 int heap_read_option(const char *cmd, int ch, const char *arg, heap_read_opts *o)
 {

@@ -162,6 +162,9 @@ static int read_images(reader *r, crash_rstate *s, crash_log *l, const json_valu
         const char *hex = json_str(bid, &len);
         if (bid && (!hex || len % 2))
             return rd_error(r, "image %zu: \"buildId\" must be a string of hex digit pairs", i);
+        if (len / 2 > BTP_IMAGE_MAX_BUILD_ID)
+            return rd_error(r, "image %zu: \"buildId\" of %zu bytes, longer than the %d btpack keeps",
+                            i, len / 2, BTP_IMAGE_MAX_BUILD_ID);
         out->build_id = len ? id : NULL;
         out->build_id_len = len / 2;
         for (size_t k = 0; k < len; k += 2) {
