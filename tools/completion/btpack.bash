@@ -119,7 +119,7 @@ _btpack()
         return
         ;;
     --max-frames | --top | --alloc-size | --zlib | --max-nodes | --max-live | --max-expansion | \
-        --flush-interval | --block-size)
+        --flush-interval | --block-size | --max-warnings)
         return # a number
         ;;
     --method)
