@@ -6,6 +6,25 @@
 
 #include "btp_config.h"
 
+#include <stdatomic.h>
+
+/* The C library's and libgcc_s's file names, for btp_capture_lookup(). */
+#if defined(__has_include)
+#if __has_include(<gnu/lib-names.h>)
+#include <gnu/lib-names.h>
+#endif
+#endif
+#ifdef LIBC_SO
+#define BTP_LIBC_SO LIBC_SO
+#else
+#define BTP_LIBC_SO "libc.so.6"
+#endif
+#ifdef LIBGCC_S_SO
+#define BTP_LIBGCC_S_SO LIBGCC_S_SO
+#else
+#define BTP_LIBGCC_S_SO "libgcc_s.so.1"
+#endif
+
 /* libunwind can start from a signal's ucontext_t where its context type is
  * that very struct (x86_64); elsewhere it unwinds through the signal frame
  * from where it is called, like libgcc. */
@@ -114,6 +133,11 @@ btp_status btp_capture_libunwind(btp_collector *c, const void *uc);
 btp_status btp_capture_glibc(btp_collector *c, const void *uc);
 /* Make the method's first call now (it may load libraries). */
 void btp_capture_preload(btp_capture_method method);
+/* `symbol` of the loaded library `soname` itself (not whichever library
+ * the process's lookup finds first), or NULL when that library is not
+ * loaded (a static program) or lacks it. Not async-signal-safe (dlopen
+ * with RTLD_NOLOAD, dlsym). */
+void *btp_capture_lookup(const char *soname, const char *symbol);
 /* Address of a function of the method's unwinder (for dladdr), or NULL. */
 const void *btp_capture_libgcc_symbol(void);
 const void *btp_capture_libunwind_symbol(void);
