@@ -272,6 +272,17 @@ static double time_row(row *r, long iters)
 /* The measurement, at the bottom of the chain                          */
 /* ------------------------------------------------------------------ */
 
+/* Rows measured: those printed and their peers. */
+static int wanted(const row *r)
+{
+    if (selected(r))
+        return 1;
+    for (size_t i = 0; i < NROWS; i++)
+        if (selected(&rows[i]) && rows[i].peer && strcmp(rows[i].peer, r->name) == 0)
+            return 1;
+    return 0;
+}
+
 #if BENCH_HAVE_CALLGRIND
 /* --ir: the instructions of 1000 captures per row (after a warm-up that
  * fills every cache), dumped as "capture <row> <frames> <captures>". */
@@ -279,7 +290,7 @@ static void count_instructions(void)
 {
     for (size_t i = 0; i < NROWS; i++) {
         row *r = &rows[i];
-        if (!r->available)
+        if (!r->available || !wanted(r))
             continue;
         long n = 1000;
         time_row(r, 10);
@@ -296,7 +307,7 @@ static void measure(void)
 {
     for (size_t i = 0; i < NROWS; i++) {
         row *r = &rows[i];
-        if (!r->available)
+        if (!r->available || !wanted(r))
             continue;
         r->frames = count_frames(r);
         if (r->frames == 0)
@@ -311,7 +322,7 @@ static void measure(void)
     /* Calibrate: iterations for about --ms milliseconds of each row. */
     for (size_t i = 0; i < NROWS; i++) {
         row *r = &rows[i];
-        if (!r->available)
+        if (!r->available || !wanted(r))
             continue;
         double per = time_row(r, 20);
         per = time_row(r, 20);
@@ -324,7 +335,7 @@ static void measure(void)
     }
     for (int round = 0; round < opt.rounds; round++)
         for (size_t i = 0; i < NROWS; i++)
-            if (rows[i].available)
+            if (rows[i].available && rows[i].ns)
                 rows[i].ns[round] = time_row(&rows[i], rows[i].iters);
 }
 
@@ -452,7 +463,7 @@ static int usage(FILE *f)
           "  --depth N    frames of the chain captured (default 30)\n"
           "  --rounds N   interleaved rounds (default 21)\n"
           "  --ms N       milliseconds per row per round (default 4)\n"
-          "  --rows LIST  print only these rows (all are measured: peers need theirs)\n"
+          "  --rows LIST  measure and print only these rows (and measure their peers)\n"
           "  --ir         count instructions under callgrind instead of timing\n"
           "               (bench/capture_ir.py runs and reads this)\n"
           "  --json       one JSON object per row\n"

@@ -100,6 +100,70 @@ __attribute__((no_sanitize_address)) static uintptr_t load(uintptr_t a)
     return *(const volatile uintptr_t *)a;
 }
 
+/* x rotated right by log2(WORD) bits. */
+static inline uintptr_t rotr_word(uintptr_t x)
+{
+    const unsigned k = WORD == 8 ? 3 : 2, bits = 8 * (unsigned)WORD;
+    return (x >> k) | (x << (bits - k));
+}
+
+/*
+ * The walk while frames go straight into the head: records from f on,
+ * their return addresses stored at *o (up to o_end). A record is read if it
+ * lies in the region (word-aligned, at or above lo_a, at most at lim) and
+ * above the last one read (*prev). The region test is one comparison:
+ * f - lo_a rotated right by the alignment's bits is f's word index from
+ * lo_a when f is aligned and at least lo_a, and at least 2^61 otherwise (a
+ * misaligned f puts its low bits at the top, one below lo_a wraps around);
+ * a zero frame pointer fails it too. Two records a pass: half the loop's
+ * own branches. Returns the record the general step goes on with (0: the
+ * chain ended).
+ */
+#define FAST_OK(f, last) (rotr_word((f) - lo_a) <= words && (f) > (last))
+__attribute__((no_sanitize_address)) static inline uintptr_t fast_records(
+    const btp_stack_bounds *r, uintptr_t f, uintptr_t *prev, btp_frame **op,
+    btp_frame *const o_end)
+{
+    const uintptr_t lo_a = (r->lo + WORD - 1) & ~(WORD - 1);
+    const uintptr_t lim = r->hi >= 2 * WORD ? (r->hi - 2 * WORD) & ~(WORD - 1) : 0;
+    if (lim < lo_a || lo_a < r->lo)
+        return f;
+    const uintptr_t words = (lim - lo_a) / WORD;
+    uintptr_t last = *prev;
+    btp_frame *o = *op;
+    for (;;) {
+        if (o_end - o < 2 || !FAST_OK(f, last))
+            break;
+        uintptr_t ra = load(f + WORD);
+        if (ra == 0)
+            break; /* the end (the general step sees it again) */
+        uintptr_t f1 = load(f);
+        o[0].value = (uint64_t)ra;
+        o[0].kind = BTP_FRAME_RA;
+        last = f;
+        f = f1;
+        if (!FAST_OK(f, last)) {
+            o += 1;
+            break;
+        }
+        ra = load(f + WORD);
+        if (ra == 0) {
+            o += 1;
+            break;
+        }
+        f1 = load(f);
+        o[1].value = (uint64_t)ra;
+        o[1].kind = BTP_FRAME_RA;
+        o += 2;
+        last = f;
+        f = f1;
+    }
+    *prev = last;
+    *op = o;
+    return f;
+}
+#undef FAST_OK
+
 __attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
     btp_collector *c, const btp_regs *regs, const btp_stack_bounds *given, unsigned flags)
 {
@@ -127,6 +191,15 @@ __attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
 
     uintptr_t prev = 0;
     for (;;) {
+        /* While frames go straight into the head: the checks of record_ok
+         * with the region's bounds in registers, the frame stored here. */
+        if (c->head_n < c->fast_end) {
+            btp_frame *o = c->out + c->head_n;
+            f = fast_records(&r, f, &prev, &o, c->out + c->fast_end);
+            c->head_n = (size_t)(o - c->out);
+            if (f == 0)
+                return BTP_OK;
+        }
         if (!record_ok(&r, f) || f <= prev) {
             btp_stack_bounds t;
             if (!on_alt || given || inside(&r, f) || thread_bounds(f, flags, &t) != BTP_OK ||

@@ -50,31 +50,91 @@
 
 typedef struct btp_collector {
     btp_frame *out;
+    size_t head_n;
+    /* Frames may go straight into out[head_n..fast_end) (no anchor to
+     * seek, no snip_pre left): btp_collector_add()'s inline path. 0 until
+     * then. */
+    size_t fast_end;
+    size_t fast_from;     /* head_n when that began (for the walk's count) */
     size_t cap;
     size_t head_cap;
-    size_t head_n;
     size_t ring_cap;
+    size_t ring_pos;      /* where the next ring frame goes */
     uint64_t ring_total;  /* frames pushed into the ring, including overwritten ones */
     uintptr_t anchor;     /* first frame to keep; 0: keep from the start */
     int seeking;          /* still looking for the anchor */
     int drop_unanchored;  /* anchor not found: keep nothing (caller falls back) */
-    uintptr_t pending[BTP_CAPTURE_SEEK_MAX];
-    size_t pending_n;
     unsigned skip;        /* snip_pre still to drop */
     unsigned snip_post;
-    uint64_t walked;      /* frames pushed (bounds the walk) */
+    uint64_t walked;      /* frames pushed the slow way (with the fast ones, bounds the walk) */
     /* Stretches of stack the walk has covered (see btp_collector_cfa). */
+    unsigned n_seg;
     uintptr_t seg_lo[BTP_COLLECTOR_SEGMENTS];
     uintptr_t seg_hi[BTP_COLLECTOR_SEGMENTS];
-    unsigned n_seg;
+    size_t pending_n;
+    uintptr_t pending[BTP_CAPTURE_SEEK_MAX];
 } btp_collector;
 
-void btp_collector_init(btp_collector *c, btp_frame *out, size_t cap, uintptr_t anchor,
-                        const btp_capture_options *opt);
+/* Frames may go straight into the head once nothing is sought or
+ * skipped any more. */
+static inline void btp_collector_go_fast(btp_collector *c)
+{
+    if (!c->seeking && c->skip == 0 && c->fast_end == 0) {
+        c->fast_end = c->head_cap;
+        c->fast_from = c->head_n;
+    }
+}
+
+static inline void btp_collector_init(btp_collector *c, btp_frame *out, size_t cap,
+                                      uintptr_t anchor, const btp_capture_options *opt)
+{
+    c->out = out;
+    c->cap = cap;
+    /* One slot is kept for the omit; a single slot holds just the innermost
+     * frame. */
+    c->ring_cap = cap < 2 ? 0 : (cap - 1) / 2;
+    c->head_cap = cap < 2 ? cap : cap - 1 - c->ring_cap;
+    c->head_n = 0;
+    c->fast_end = 0;
+    c->fast_from = 0;
+    c->ring_pos = 0;
+    c->ring_total = 0;
+    c->anchor = anchor;
+    c->seeking = anchor != 0;
+    c->drop_unanchored = 0;
+    c->pending_n = 0;
+    c->skip = opt ? opt->snip_pre : 0;
+    c->snip_post = opt ? opt->snip_post : 0;
+    c->walked = 0;
+    c->n_seg = 0;
+    btp_collector_go_fast(c);
+}
 /* Returns non-zero while the walker should go on. */
 int btp_collector_push(btp_collector *c, uintptr_t addr);
+/* btp_collector_push, with the usual case (the frame goes into the head
+ * as it is) inline. */
+static inline int btp_collector_add(btp_collector *c, uintptr_t addr)
+{
+    size_t n = c->head_n;
+    if (n < c->fast_end) {
+        c->out[n].value = (uint64_t)addr;
+        c->out[n].kind = BTP_FRAME_RA;
+        c->head_n = n + 1;
+        return 1;
+    }
+    return btp_collector_push(c, addr);
+}
 /* Lay the result out in order; returns the number of frames. */
-size_t btp_collector_finish(btp_collector *c);
+size_t btp_collector_finish_slow(btp_collector *c);
+static inline size_t btp_collector_finish(btp_collector *c)
+{
+    if (c->ring_total != 0 || c->snip_post != 0 || c->seeking)
+        return btp_collector_finish_slow(c);
+    /* All in the head (the usual case). */
+    if (c->head_n > 0 && c->out[0].kind == BTP_FRAME_RA)
+        c->out[0].kind = BTP_FRAME_PC;
+    return c->head_n;
+}
 /* Non-zero if the anchor was looked for and never seen. */
 int btp_collector_missed_anchor(const btp_collector *c);
 /* Keep frames only from `anchor` on (which may be 0: a pc of 0 is a frame
@@ -88,7 +148,16 @@ void btp_collector_anchor(btp_collector *c, uintptr_t anchor, int drop_unanchore
  * it (the walk moved to another stack, at most BTP_COLLECTOR_SEGMENTS
  * times); anything else is a cycle and the walker must stop.
  */
-int btp_collector_cfa(btp_collector *c, uintptr_t cfa, int may_switch);
+int btp_collector_cfa_slow(btp_collector *c, uintptr_t cfa, int may_switch);
+static inline int btp_collector_cfa(btp_collector *c, uintptr_t cfa, int may_switch)
+{
+    /* The usual case: one stretch, walked upwards. */
+    if (c->n_seg == 1 && cfa > c->seg_hi[0]) {
+        c->seg_hi[0] = cfa;
+        return 1;
+    }
+    return btp_collector_cfa_slow(c, cfa, may_switch);
+}
 
 /* btp_capture_cbf() with the anchor (return address) and frame of the
  * public entry point the caller is in. */

@@ -52,7 +52,10 @@ typedef struct btp_cfi_image {
     uintptr_t lo, hi;           /* unwind tables may be read in [lo, hi) */
     uintptr_t text_lo, text_hi; /* code may be read in [text_lo, text_hi) */
     uintptr_t dbase;            /* base of DW_EH_PE_datarel in FDEs (i386); 0: none */
+    uintptr_t id;               /* the loader's record of it (0: none); part of its cache tag */
 } btp_cfi_image;
+
+struct btp_cfi_cache;
 
 typedef struct btp_cfi_env {
     /* The image whose text holds `pc`; 1 if there is one. */
@@ -64,6 +67,16 @@ typedef struct btp_cfi_env {
      * in no image (aarch64's signal trampoline under some emulators and C
      * libraries); NULL: none may. */
     int (*code_ok)(void *ctx, uintptr_t addr, size_t len);
+    /* Optional (NULL: none): the stretch [out->lo, out->hi) of stack
+     * holding addr, every part of which stack_ok would accept; 1 if there
+     * is one. Lets the walker check saved-register slots inline. */
+    int (*region)(void *ctx, uintptr_t addr, btp_stack_bounds *out);
+    /* Optional (NULL: none): a cache of frame layouts (cfi_cache.h). With
+     * one, `find` must answer for any pc in [lo, hi) of an image it
+     * returned with that image (the walker then asks once per image per
+     * walk), and the images' unwind tables must not change while they are
+     * loaded. */
+    struct btp_cfi_cache *cache;
     void *ctx;
 } btp_cfi_env;
 
