@@ -352,8 +352,16 @@ static inline btp_status here_at(const btp_capture_options *opt, uintptr_t ra, u
      * address is the anchor: the first frame it reports is the anchor, so
      * there is nothing to seek. */
     btp_collector_init(&c, frames, cap, m == BTP_CAPTURE_FP ? 0 : ra, opt);
-    btp_regs here = {0, fp, fp};
-    st = run(m, &c, NULL, &here, opt);
+    if (m == BTP_CAPTURE_CFI) {
+        /* The walk starts here, in the entry point's own frame (one frame
+         * less to walk than from inside the cfi method). */
+        btp_cfi_regs regs;
+        BTP_CFI_REGS_HERE(&regs);
+        st = btp_capture_cfi_from(&c, &regs, opt);
+    } else {
+        btp_regs here = {0, fp, fp};
+        st = run(m, &c, NULL, &here, opt);
+    }
     *n_out = btp_collector_finish(&c);
     return st;
 }

@@ -18,6 +18,7 @@
 #include "capture/cfi.h"
 
 #include "capture/cfi_cache.h"
+#include "common/compiler.h"
 
 #include <signal.h>
 #include <stddef.h>
@@ -260,6 +261,8 @@ typedef struct walk {
     seen img[SEEN_N];
     unsigned n_img, next_img;
     uintptr_t rlo, rhi;
+    btp_cfi_slot *slots; /* the cache's, and its mask */
+    size_t mask;
 } walk;
 
 static uint64_t bit(unsigned r)
@@ -572,7 +575,9 @@ typedef struct table {
     int sgn;
 } table;
 
-static int table_of(const btp_cfi_image *img, table *t)
+static int table_of_any(const btp_cfi_image *img, table *t);
+
+static inline int table_of(const btp_cfi_image *img, table *t)
 {
     uintptr_t h = img->eh_hdr;
     if (!h || h < img->lo || h >= img->hi)
@@ -595,6 +600,13 @@ static int table_of(const btp_cfi_image *img, table *t)
             return 1;
         }
     }
+    return table_of_any(img, t);
+}
+
+/* table_of() for any encoding the reader understands. */
+static BTP_NOINLINE int table_of_any(const btp_cfi_image *img, table *t)
+{
+    uintptr_t h = img->eh_hdr;
     rd r = {h, img->hi, 0};
     if (u8(&r) != 1)
         return 0;
@@ -904,18 +916,18 @@ static int eval(const btp_cfi_env *env, const rule *e, const btp_cfi_regs *regs,
  *       return-address column, 48-51 the number of other saved registers
  *       (not the return address, not the frame pointer), 55 the row ends
  *       the walk
- *  w[2] bits 0-31 the CFA's offset, 32-63 the registers that stay known
- *       (all but the undefined ones)
- *  w[3] the other saved registers' numbers, a byte each (the first 8)
- *  w[4] bytes 0-1 the 9th and 10th's; byte 2 the return address's offset
- *       from the CFA in words (signed), byte 3 the frame pointer's (0x80:
- *       not saved); bits 32-63 the registers known afterwards (the saved
- *       ones and the stack pointer)
- *  w[5] the other saved registers' offsets in words, a signed byte each
- *  w[6] bytes 0-1 the 9th and 10th's; bytes 2 and 3 the lowest and highest
- *       offset of all saved registers
+ *  w[2] bits 0-31 the CFA's offset; then a signed byte each, in words from
+ *       the CFA: the return address's slot, the frame pointer's (-128: not
+ *       saved), the lowest and the highest of all saved registers' slots
+ *  w[3] bits 0-31 the registers that stay known (all but the undefined
+ *       ones), 32-63 the registers known afterwards (the saved ones and the
+ *       stack pointer)
+ *  w[4] the other saved registers' numbers, a byte each
+ *  w[5] their offsets in words, a signed byte each
+ * (the frame's first words are what a frame with no other saved register
+ * needs.)
  */
-#define FAST_MAX_SAVED 10
+#define FAST_MAX_SAVED 8
 
 static uint64_t mix64(uint64_t x)
 {
@@ -938,8 +950,9 @@ static uint32_t image_tag(const btp_cfi_image *img)
                  (img->text_lo ^ img->text_hi) * 0xff51afd7ed558ccdull;
     table t;
     if (table_of(img, &t)) {
+        /* the first and last entries (inside the image: table_of checked
+         * the count), 4 or 8 bytes a field */
         uint64_t first[2] = {0, 0}, last[2] = {0, 0};
-        /* both entries lie inside the image (table_of checked the count) */
         uintptr_t end = t.at + (uintptr_t)((t.count - 1) * 2 * t.size);
         if (t.size == 4) {
             memcpy(first, (const void *)t.at, 8);
@@ -948,9 +961,9 @@ static uint32_t image_tag(const btp_cfi_image *img)
             memcpy(first, (const void *)t.at, 16);
             memcpy(last, (const void *)end, 16);
         }
-        h = mix64(h) ^ (t.count + first[0] * 0x9e3779b97f4a7c15ull +
-                        first[1] * 0xc2b2ae3d27d4eb4full + last[0] * 0x165667b19e3779f9ull +
-                        last[1] * 0xd6e8feb86659fd93ull);
+        h ^= t.count * 0xbf58476d1ce4e5b9ull + first[0] * 0x94d049bb133111ebull +
+             first[1] * 0x9e3779b97f4a7c15ull + last[0] * 0xc2b2ae3d27d4eb4full +
+             last[1] * 0x165667b19e3779f9ull;
     }
     h = mix64(h);
     uint32_t tag = (uint32_t)(h ^ (h >> 32));
@@ -1007,13 +1020,11 @@ static int pack(const row *rw, unsigned ra, uint8_t signal, uintptr_t look, uint
         }
     }
     f->w[1] |= (uint64_t)rw->cfa.reg << 32 | (uint64_t)n << 48;
-    f->w[2] = (uint64_t)(uint32_t)(int32_t)rw->cfa.v | (uint64_t)(uint32_t)~undef << 32;
-    memcpy(&f->w[3], reg, 8);
-    f->w[4] = (uint64_t)reg[8] | (uint64_t)reg[9] << 8 | (uint64_t)ra_off << 16 |
-              (uint64_t)fp_off << 24 | (uint64_t)(saved | (uint32_t)1 << BTP_CFI_SP) << 32;
+    f->w[2] = (uint64_t)(uint32_t)(int32_t)rw->cfa.v | (uint64_t)ra_off << 32 |
+              (uint64_t)fp_off << 40 | (uint64_t)(uint8_t)lo << 48 | (uint64_t)(uint8_t)hi << 56;
+    f->w[3] = (uint64_t)(uint32_t)~undef | (uint64_t)(saved | (uint32_t)1 << BTP_CFI_SP) << 32;
+    memcpy(&f->w[4], reg, 8);
     memcpy(&f->w[5], off, 8);
-    f->w[6] = (uint64_t)(uint8_t)off[8] | (uint64_t)(uint8_t)off[9] << 8 |
-              (uint64_t)(uint8_t)lo << 16 | (uint64_t)(uint8_t)hi << 24;
     return 1;
 }
 
@@ -1072,145 +1083,202 @@ static int sigreturn_code(const btp_cfi_env *env, const btp_cfi_image *img,
 
 enum { FAST_DONE, FAST_MISS };
 
+/* What fast_frames() keeps from one frame to the next. */
+typedef struct fast_state {
+    uintptr_t pc, sp, fp; /* on the chain from one frame to the next */
+    uint64_t valid;
+    uintptr_t adj;        /* 1: pc is a return address, looked up inside its call */
+    const seen *sn;       /* the image of the last frame (NULL: none yet) */
+    int first;
+} fast_state;
+
+enum { FS_OK, FS_DONE, FS_MISS, FS_CALL };
+
+/* An image no pc lies in. */
+static const seen no_image;
+
+/*
+ * One frame of fast_frames(). With may_call 0 it calls nothing and returns
+ * FS_CALL (having changed nothing) where it would have to: a new image, a
+ * new stretch of stack, the collector's or the cycle check's slow paths,
+ * the first frame. Inlined twice, so that the loop that calls nothing can
+ * keep the chain (pc, sp, fp) in registers.
+ */
+__attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
+    fast_state *s, walk *wk, btp_collector *c, const btp_cfi_env *env, btp_cfi_regs *cur,
+    const int may_call)
+{
+    if (!may_call && !s->adj)
+        return FS_CALL;
+    uintptr_t look = s->pc - (may_call ? s->adj : 1);
+    const seen *sn = s->sn;
+    if (look - sn->img.lo >= sn->img.hi - sn->img.lo) {
+        /* another image this walk has seen (no call), or a new one */
+        unsigned i = 0;
+        while (i < wk->n_img && look - wk->img[i].img.lo >= wk->img[i].img.hi - wk->img[i].img.lo)
+            i++;
+        if (i < wk->n_img) {
+            sn = &wk->img[i];
+        } else {
+            if (!may_call)
+                return FS_CALL;
+            if (s->pc == 0 || !(sn = seen_image(wk, env, look)))
+                return FS_MISS;
+        }
+        s->sn = sn;
+#if defined(__aarch64__)
+    }
+    /* The signal trampoline is recognised by its code, before any table
+     * (see sigreturn_step): the full step looks. */
+    if (!s->first) {
+        if (!may_call)
+            return FS_CALL;
+        cur->pc = s->pc;
+        cur->r[BTP_CFI_SP] = s->sp;
+        cur->valid = s->valid;
+        if (sigreturn_code(env, &sn->img, cur))
+            return FS_MISS;
+#endif
+    }
+    /* The layout, under its slot's sequence lock (cfi_cache.h). */
+    if (look == 0)
+        return FS_MISS;
+    btp_cfi_slot *slot = &wk->slots[(look ^ (look >> 14) ^ (look >> 28)) & wk->mask];
+    uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+    if (seq & 1 || atomic_load_explicit(&slot->w[0], memory_order_relaxed) != look)
+        return FS_MISS;
+    uint64_t w1 = atomic_load_explicit(&slot->w[1], memory_order_relaxed);
+    uint64_t w2 = atomic_load_explicit(&slot->w[2], memory_order_relaxed);
+    uint64_t w3 = atomic_load_explicit(&slot->w[3], memory_order_relaxed);
+    unsigned n = (unsigned)(w1 >> 48) & 0xf;
+    uint64_t regs = 0, offs = 0;
+    if (n) {
+        regs = atomic_load_explicit(&slot->w[4], memory_order_relaxed);
+        offs = atomic_load_explicit(&slot->w[5], memory_order_relaxed);
+    }
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&slot->seq, memory_order_relaxed) != seq || (uint32_t)w1 != sn->tag)
+        return FS_MISS;
+    if (w1 >> 55 & 1)
+        return FS_DONE; /* the outermost frame */
+    unsigned base = (unsigned)(w1 >> 32) & 0xff;
+    if (!(s->valid >> base & 1))
+        return FS_DONE; /* apply() fails the step too */
+    uintptr_t cfa = base == BTP_CFI_FP ? s->fp : base == BTP_CFI_SP ? s->sp : cur->r[base];
+    cfa += (uintptr_t)(intptr_t)(int32_t)(uint32_t)w2;
+    /* The slots, lowest to highest; all in one stretch of stack: each is. */
+    uintptr_t lo = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 48) * (intptr_t)W);
+    uintptr_t hi = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 56) * (intptr_t)W);
+    if (hi < lo || hi + W < hi)
+        return FS_MISS;
+    if (lo < wk->rlo || hi + W > wk->rhi) {
+        if (!may_call)
+            return FS_CALL;
+        btp_stack_bounds b;
+        if (!env->region || !env->region(env->ctx, lo, &b) || lo < b.lo || hi + W > b.hi)
+            return FS_MISS;
+        wk->rlo = b.lo;
+        wk->rhi = b.hi;
+    }
+    /* The caller: its cycle check and its slot in the collector, before
+     * anything changes (a call needed there is made by the other copy). */
+    if (!may_call && (c->head_n >= c->fast_end || c->n_seg != 1 || cfa <= c->seg_hi[0]))
+        return FS_CALL;
+    uintptr_t ra_at = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 32) * (intptr_t)W);
+    int8_t fp_off = (int8_t)(w2 >> 40);
+    uintptr_t pc, fp = s->fp;
+    if (cfa % W == 0) {
+        /* the usual case: aligned */
+        pc = *(const volatile uintptr_t *)ra_at;
+        if (fp_off != -128)
+            fp = *(const volatile uintptr_t *)(cfa + (uintptr_t)((intptr_t)fp_off * (intptr_t)W));
+        for (unsigned i = 0; i < n; i++) {
+            cur->r[regs & 0xff] = *(const volatile uintptr_t *)(cfa + (uintptr_t)((intptr_t)(int8_t)offs *
+                                                                                  (intptr_t)W));
+            regs >>= 8;
+            offs >>= 8;
+        }
+    } else {
+        pc = peek(ra_at);
+        if (fp_off != -128)
+            fp = peek(cfa + (uintptr_t)((intptr_t)fp_off * (intptr_t)W));
+        for (unsigned i = 0; i < n; i++) {
+            cur->r[regs & 0xff] = peek(cfa + (uintptr_t)((intptr_t)(int8_t)offs * (intptr_t)W));
+            regs >>= 8;
+            offs >>= 8;
+        }
+    }
+    cur->r[(w1 >> 40) & 0xff] = pc;
+    s->valid = (s->valid | w3 >> 32) & w3;
+    s->pc = pc;
+    s->sp = cfa;
+    s->fp = fp;
+    if (may_call) {
+        s->adj = 1;
+        s->first = 0;
+    }
+    if (pc == 0)
+        return FS_DONE;
+    if (may_call) {
+        if (!btp_collector_cfa(c, cfa, 0) || !btp_collector_add(c, pc))
+            return FS_DONE;
+    } else {
+        /* checked above: no call */
+        c->seg_hi[0] = cfa;
+        c->out[c->head_n].value = (uint64_t)pc;
+        c->out[c->head_n].kind = BTP_FRAME_RA;
+        c->head_n++;
+    }
+    return FS_OK;
+}
+
+/* fast_one() without calls, as long as it goes: a function of its own, so
+ * that the chain from frame to frame stays in registers. */
+__attribute__((no_sanitize_address, noinline, aligned(64))) static int fast_run(
+    fast_state *sp, walk *wk, btp_collector *c, const btp_cfi_env *env, btp_cfi_regs *cur)
+{
+    fast_state s = *sp;
+    int st;
+    while ((st = fast_one(&s, wk, c, env, cur, 0)) == FS_OK)
+        ;
+    *sp = s;
+    return st;
+}
+
 /*
  * Frames whose layouts are cached, one after the other, from cur (its pc
  * pushed already; *exact_io: it is not a return address): each is unwound
  * with its packed layout (as apply() would with its row, load for load),
  * checked as the walk checks any frame (the CFA moves up, pc not 0) and its
- * caller pushed, without leaving this loop; the image, the stretch of
- * stack and the cache stay in registers.
+ * caller pushed, without leaving this loop.
  * FAST_DONE: the walk is over (the collector is full, the outermost frame,
  * a frame that cannot be unwound). FAST_MISS: cur (pushed) needs the full
  * step: its layout is not cached, or its saved registers' slots do not lie
  * in one stretch of stack known here (apply() checks them one by one);
  * *exact_io and *first_io are then cur's.
  */
-__attribute__((no_sanitize_address, noinline, aligned(64))) static int fast_frames(walk *wk, btp_collector *c,
-                                                            const btp_cfi_env *env,
-                                                            btp_cfi_regs *cur, int *exact_io,
-                                                            int *first_io)
+__attribute__((no_sanitize_address, noinline)) static int fast_frames(
+    walk *wk, btp_collector *c, const btp_cfi_env *env, btp_cfi_regs *cur, int *exact_io,
+    int *first_io)
 {
-    const btp_cfi_cache *cache = env->cache;
-    int ret = FAST_MISS;
-    const seen *sn = NULL; /* the image of the last frame */
-    /* pc, stack and frame pointers and the set of known registers stay in
-     * registers (they are on the chain from one frame to the next); the
-     * others are stored in cur as they are restored. */
-    uintptr_t pc = cur->pc, sp = cur->r[BTP_CFI_SP], fp = cur->r[BTP_CFI_FP];
-    uint64_t valid = cur->valid;
-    uintptr_t adj = *exact_io ? 0 : 1; /* a return address is looked up inside its call */
-#if defined(__aarch64__)
-    int first = *first_io;
-#endif
+    fast_state s = {cur->pc,    cur->r[BTP_CFI_SP], cur->r[BTP_CFI_FP], cur->valid,
+                    !*exact_io, &no_image,          *first_io};
+    int st;
     for (;;) {
-        uintptr_t look = pc - adj;
-        if (!sn || look - sn->img.lo >= sn->img.hi - sn->img.lo) {
-            if (pc == 0 || !(sn = seen_image(wk, env, look)))
-                break;
-        }
-#if defined(__aarch64__)
-        /* The signal trampoline is recognised by its code, before any
-         * table (see sigreturn_step): the full step looks. */
-        if (!first) {
-            cur->pc = pc;
-            cur->r[BTP_CFI_SP] = sp;
-            cur->valid = valid;
-            if (sigreturn_code(env, &sn->img, cur))
-                break;
-        }
-#endif
-        /* The layout, under its slot's sequence lock (cfi_cache.h). */
-        if (look == 0)
+        /* as many frames as need no call, then one that may */
+        st = fast_run(&s, wk, c, env, cur);
+        if (st == FS_CALL)
+            st = fast_one(&s, wk, c, env, cur, 1);
+        if (st != FS_OK)
             break;
-        btp_cfi_slot *slot = &cache->slot[btp_cfi_cache_index(cache, look)];
-        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
-        if (seq & 1 || atomic_load_explicit(&slot->w[0], memory_order_relaxed) != look)
-            break;
-        uint64_t w1 = atomic_load_explicit(&slot->w[1], memory_order_relaxed);
-        uint64_t w2 = atomic_load_explicit(&slot->w[2], memory_order_relaxed);
-        uint64_t w3 = atomic_load_explicit(&slot->w[3], memory_order_relaxed);
-        uint64_t w4 = atomic_load_explicit(&slot->w[4], memory_order_relaxed);
-        uint64_t w5 = atomic_load_explicit(&slot->w[5], memory_order_relaxed);
-        uint64_t w6 = atomic_load_explicit(&slot->w[6], memory_order_relaxed);
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&slot->seq, memory_order_relaxed) != seq ||
-            (uint32_t)w1 != sn->tag)
-            break;
-        /* The step. */
-        if (w1 >> 55 & 1) {
-            ret = FAST_DONE; /* the outermost frame */
-            break;
-        }
-        unsigned base = (unsigned)(w1 >> 32) & 0xff, n = (unsigned)(w1 >> 48) & 0xf;
-        if (!(valid >> base & 1)) {
-            ret = FAST_DONE; /* apply() fails the step too */
-            break;
-        }
-        uintptr_t cfa = base == BTP_CFI_FP ? fp : base == BTP_CFI_SP ? sp : cur->r[base];
-        cfa += (uintptr_t)(intptr_t)(int32_t)(uint32_t)w2;
-        /* The slots, lowest to highest; all in one stretch of stack: each
-         * is. */
-        uintptr_t lo = cfa + (uintptr_t)((intptr_t)(int8_t)(w6 >> 16) * (intptr_t)W);
-        uintptr_t hi = cfa + (uintptr_t)((intptr_t)(int8_t)(w6 >> 24) * (intptr_t)W);
-        if (hi < lo || hi + W < hi)
-            break;
-        if (lo < wk->rlo || hi + W > wk->rhi) {
-            btp_stack_bounds b;
-            if (!env->region || !env->region(env->ctx, lo, &b) || lo < b.lo || hi + W > b.hi)
-                break;
-            wk->rlo = b.lo;
-            wk->rhi = b.hi;
-        }
-        uintptr_t ra_at = cfa + (uintptr_t)((intptr_t)(int8_t)(w4 >> 16) * (intptr_t)W);
-        uintptr_t fp_at = cfa + (uintptr_t)((intptr_t)(int8_t)(w4 >> 24) * (intptr_t)W);
-        int fp_saved = (uint8_t)(w4 >> 24) != 0x80;
-        if (cfa % W == 0 && n <= 8) {
-            /* the usual case: aligned, at most 8 others */
-            pc = *(const volatile uintptr_t *)ra_at;
-            if (fp_saved)
-                fp = *(const volatile uintptr_t *)fp_at;
-            for (unsigned i = 0; i < n; i++) {
-                cur->r[w3 & 0xff] =
-                    *(const volatile uintptr_t *)(cfa + (uintptr_t)((intptr_t)(int8_t)w5 *
-                                                                    (intptr_t)W));
-                w3 >>= 8;
-                w5 >>= 8;
-            }
-        } else {
-            pc = peek(ra_at);
-            if (fp_saved)
-                fp = peek(fp_at);
-            for (unsigned i = 0; i < n; i++) {
-                if (i == 8) {
-                    w3 = w4;
-                    w5 = w6;
-                }
-                cur->r[w3 & 0xff] = peek(cfa + (uintptr_t)((intptr_t)(int8_t)w5 * (intptr_t)W));
-                w3 >>= 8;
-                w5 >>= 8;
-            }
-        }
-        cur->r[(w1 >> 40) & 0xff] = pc;
-        valid = (valid | w4 >> 32) & w2 >> 32;
-        sp = cfa;
-        if (pc == 0 || !btp_collector_cfa(c, cfa, 0) || !btp_collector_add(c, pc)) {
-            ret = FAST_DONE;
-            break;
-        }
-        adj = 1;
-#if defined(__aarch64__)
-        first = 0;
-#endif
     }
-    cur->pc = pc;
-    cur->r[BTP_CFI_SP] = sp;
-    cur->r[BTP_CFI_FP] = fp;
-    cur->valid = valid;
-    if (adj) {
-        *exact_io = 0;
-        *first_io = 0;
-    }
-    return ret;
+    cur->pc = s.pc;
+    cur->r[BTP_CFI_SP] = s.sp;
+    cur->r[BTP_CFI_FP] = s.fp;
+    cur->valid = s.valid;
+    *exact_io = !s.adj;
+    *first_io = s.first;
+    return st == FS_DONE ? FAST_DONE : FAST_MISS;
 }
 
 /* Apply row rw to cur, giving the caller's registers. */
@@ -1439,6 +1507,10 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
     wk.next_slot = 0;
     wk.n_img = wk.next_img = 0;
     wk.rlo = wk.rhi = 0;
+    if (env->cache) {
+        wk.slots = env->cache->slot;
+        wk.mask = env->cache->mask;
+    }
     btp_cfi_regs cur = *start, next;
     int exact = 1, first = 1;
     for (;;) {

@@ -111,6 +111,10 @@ void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_boun
  * position; the collector's anchor drops it and the library's other
  * frames), or from a signal's ucontext with the ordinary environment. */
 btp_status btp_capture_cfi(btp_collector *c, const void *uc, const btp_capture_options *opt);
+/* The same from registers the caller took with BTP_CFI_REGS_HERE (a public
+ * entry point does, so that the walk starts in its own frame). */
+btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
+                                const btp_capture_options *opt);
 
 /* Capture the calling function's registers (frame 0 is the caller itself). */
 #if defined(__x86_64__)

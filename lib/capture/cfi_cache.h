@@ -60,8 +60,9 @@ btp_cfi_cache *btp_cfi_cache_global(void);
 
 static inline size_t btp_cfi_cache_index(const btp_cfi_cache *c, uint64_t key)
 {
-    /* Fibonacci hashing: the top bits of the product. */
-    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 40) & c->mask;
+    /* Return addresses differ in their low bits; folding in higher ones
+     * spreads code that lies a multiple of the table's span apart. */
+    return (size_t)(key ^ (key >> 14) ^ (key >> 28)) & c->mask;
 }
 
 /* Copy the entry for `key` into *out: 1 if there is one (complete and

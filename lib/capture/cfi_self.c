@@ -132,6 +132,16 @@ void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_boun
     env->ctx = self;
 }
 
+btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
+                                const btp_capture_options *opt)
+{
+    btp_cfi_self self;
+    btp_cfi_env env;
+    btp_cfi_self_env(&self, &env, opt ? opt->bounds : NULL, opt ? opt->flags : 0);
+    btp_status st = btp_cfi_walk(c, regs, &env);
+    return st == BTP_E_UNSUPPORTED ? BTP_E_NO_METHOD : st;
+}
+
 __attribute__((noinline)) btp_status btp_capture_cfi(btp_collector *c, const void *uc,
                                                       const btp_capture_options *opt)
 {
@@ -142,10 +152,7 @@ __attribute__((noinline)) btp_status btp_capture_cfi(btp_collector *c, const voi
     } else {
         BTP_CFI_REGS_HERE(&regs);
     }
-    btp_cfi_self self;
-    btp_cfi_env env;
-    btp_cfi_self_env(&self, &env, opt ? opt->bounds : NULL, opt ? opt->flags : 0);
-    btp_status st = btp_cfi_walk(c, &regs, &env);
+    btp_status st = btp_capture_cfi_from(c, &regs, opt);
     __asm__ volatile("" : "+r"(st) : : "memory"); /* not a tail call: our frame is walked */
-    return st == BTP_E_UNSUPPORTED ? BTP_E_NO_METHOD : st;
+    return st;
 }
