@@ -62,7 +62,7 @@ typedef struct job {
 static void *chain_root;
 
 /* The bare walk: no bounds, no alignment, no progress check. */
-static NOINL size_t bare_fp(job *j)
+static NOINL __attribute__((aligned(64))) size_t bare_fp(job *j)
 {
     void **fp = __builtin_frame_address(0);
     size_t n = 0;

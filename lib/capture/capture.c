@@ -348,6 +348,9 @@ static inline btp_status here_at(const btp_capture_options *opt, uintptr_t ra, u
     btp_status st = resolve(opt, &m);
     if (st != BTP_OK)
         return st;
+    if (m == BTP_CAPTURE_FP && (!opt || (!opt->snip_pre && !opt->snip_post && !opt->bounds)) &&
+        btp_capture_fp_quick(frames, cap, fp, n_out))
+        return BTP_OK;
     /* The fp walk starts at the entry point's frame record, whose return
      * address is the anchor: the first frame it reports is the anchor, so
      * there is nothing to seek. */

@@ -122,8 +122,9 @@ static inline uintptr_t rotr_word(uintptr_t x)
 #define FAST_OK(f, last) (rotr_word((f) - lo_a) <= words && (f) > (last))
 __attribute__((no_sanitize_address)) static inline uintptr_t fast_records(
     const btp_stack_bounds *r, uintptr_t f, uintptr_t *prev, btp_frame **op,
-    btp_frame *const o_end)
+    btp_frame *const o_end, int *ended)
 {
+    *ended = 0;
     const uintptr_t lo_a = (r->lo + WORD - 1) & ~(WORD - 1);
     const uintptr_t lim = r->hi >= 2 * WORD ? (r->hi - 2 * WORD) & ~(WORD - 1) : 0;
     if (lim < lo_a || lo_a < r->lo)
@@ -131,25 +132,20 @@ __attribute__((no_sanitize_address)) static inline uintptr_t fast_records(
     const uintptr_t words = (lim - lo_a) / WORD;
     uintptr_t last = *prev;
     btp_frame *o = *op;
+    uintptr_t ra = 0;
     for (;;) {
-        if (o_end - o < 2 || !FAST_OK(f, last))
+        if (o_end - o < 2)
             break;
-        uintptr_t ra = load(f + WORD);
-        if (ra == 0)
-            break; /* the end (the general step sees it again) */
+        if (!FAST_OK(f, last) || (ra = load(f + WORD)) == 0)
+            goto end; /* the end (the general step sees it again) */
         uintptr_t f1 = load(f);
         o[0].value = (uint64_t)ra;
         o[0].kind = BTP_FRAME_RA;
         last = f;
         f = f1;
-        if (!FAST_OK(f, last)) {
+        if (!FAST_OK(f, last) || (ra = load(f + WORD)) == 0) {
             o += 1;
-            break;
-        }
-        ra = load(f + WORD);
-        if (ra == 0) {
-            o += 1;
-            break;
+            goto end;
         }
         f1 = load(f);
         o[1].value = (uint64_t)ra;
@@ -157,6 +153,10 @@ __attribute__((no_sanitize_address)) static inline uintptr_t fast_records(
         o += 2;
         last = f;
         f = f1;
+    }
+    if (0) {
+    end:
+        *ended = 1; /* a record failed the test, or a zero return address */
     }
     *prev = last;
     *op = o;
@@ -195,7 +195,8 @@ __attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
          * with the region's bounds in registers, the frame stored here. */
         if (c->head_n < c->fast_end) {
             btp_frame *o = c->out + c->head_n;
-            f = fast_records(&r, f, &prev, &o, c->out + c->fast_end);
+            int ended;
+            f = fast_records(&r, f, &prev, &o, c->out + c->fast_end, &ended);
             c->head_n = (size_t)(o - c->out);
             if (f == 0)
                 return BTP_OK;
@@ -217,6 +218,26 @@ __attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
         prev = f;
         f = next;
     }
+}
+
+int btp_capture_fp_quick(btp_frame *frames, size_t cap, uintptr_t fp, size_t *n_out)
+{
+    /* Only the thread's own stack, known already, and only a chain that
+     * ends inside the head (what btp_collector_init() would make of cap):
+     * then the general walk would keep exactly these frames. */
+    if (thread_stack.hi == 0 || !inside(&thread_stack, fp) || cap < 2)
+        return 0;
+    size_t head = cap - 1 - (cap - 1) / 2;
+    btp_frame *o = frames;
+    uintptr_t prev = 0;
+    int ended;
+    fast_records(&thread_stack, fp, &prev, &o, frames + head, &ended);
+    if (!ended)
+        return 0;
+    *n_out = (size_t)(o - frames);
+    if (*n_out > 0)
+        frames[0].kind = BTP_FRAME_PC;
+    return 1;
 }
 
 btp_status btp_regs_from_context(const void *ucontext, btp_regs *regs)

@@ -197,6 +197,12 @@ void btp_capture_cache_thread_bounds(void);
 /* The walkers. `uc` is a ucontext_t or NULL (current thread). */
 btp_status btp_capture_fp_walk(btp_collector *c, const btp_regs *regs,
                                const btp_stack_bounds *bounds, unsigned flags);
+/* The fp walk of the current thread from the entry point's frame fp,
+ * straight into frames, when it can be done without the collector: 1 with
+ * *n_out set if the result is what the collector would give with no snip
+ * (the chain ends inside the head, on the thread's known stack), else 0
+ * (frames then hold garbage: walk again). */
+int btp_capture_fp_quick(btp_frame *frames, size_t cap, uintptr_t fp, size_t *n_out);
 btp_status btp_capture_libgcc(btp_collector *c, const void *uc);
 btp_status btp_capture_libunwind(btp_collector *c, const void *uc);
 btp_status btp_capture_glibc(btp_collector *c, const void *uc);
