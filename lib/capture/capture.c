@@ -213,9 +213,12 @@ static int method_available(btp_capture_method method)
     return 0;
 }
 
+/* cfi first: the fastest that keeps whole stacks through code without
+ * frame pointers (all of a stock Debian system), and async-signal-safe
+ * where the C library has _dl_find_object (capture.h has the figures). */
 static btp_capture_method method_default(void)
 {
-    static const btp_capture_method order[] = {BTP_CAPTURE_LIBGCC, BTP_CAPTURE_CFI,
+    static const btp_capture_method order[] = {BTP_CAPTURE_CFI, BTP_CAPTURE_LIBGCC,
                                                BTP_CAPTURE_LIBUNWIND, BTP_CAPTURE_GLIBC};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
         if (method_available(order[i]))
