@@ -512,8 +512,11 @@ btp_status btp_capture_regs(const btp_capture_options *opt, const btp_regs *regs
     return st;
 }
 
-btp_status btp_capture_cbf_at(const btp_capture_options *opt, const void *ucontext,
-                              uintptr_t ra, uintptr_t fp, void *buf, size_t cap, size_t *len_out)
+/* The capture is made in this function's own frame (here_at inlined): for
+ * the unwinders, one library frame to walk, as for btp_capture(). */
+__attribute__((noinline)) btp_status btp_capture_cbf(const btp_capture_options *opt,
+                                                      const void *ucontext, void *buf, size_t cap,
+                                                      size_t *len_out)
 {
     if (!buf || !len_out || cap < 2)
         return BTP_E_INVALID_ARGUMENT;
@@ -524,20 +527,14 @@ btp_status btp_capture_cbf_at(const btp_capture_options *opt, const void *uconte
     if (ucontext)
         st = capture_context(opt, ucontext, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n);
     else
-        st = btp_capture_here_at(opt, ra, fp, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n);
+        st = here_at(opt, (uintptr_t)__builtin_return_address(0),
+                     (uintptr_t)__builtin_frame_address(0), frames, BTP_CAPTURE_CBF_MAX_FRAMES,
+                     &n);
     size_t len = 0;
     btp_status est = btp_cbf_encode(frames, n, 0, (unsigned)(8 * sizeof(void *)),
                                     BTP_CBF_ENC_TRUNCATE_ON_FULL, buf, cap, &len, NULL);
     *len_out = len;
-    return st != BTP_OK ? st : est;
-}
-
-__attribute__((noinline)) btp_status btp_capture_cbf(const btp_capture_options *opt,
-                                                      const void *ucontext, void *buf, size_t cap,
-                                                      size_t *len_out)
-{
-    btp_status st = btp_capture_cbf_at(opt, ucontext, (uintptr_t)__builtin_return_address(0),
-                                       (uintptr_t)__builtin_frame_address(0), buf, cap, len_out);
+    st = st != BTP_OK ? st : est;
     __asm__ volatile("" : "+r"(st) : : "memory");
     return st;
 }

@@ -159,11 +159,6 @@ static inline int btp_collector_cfa(btp_collector *c, uintptr_t cfa, int may_swi
     return btp_collector_cfa_slow(c, cfa, may_switch);
 }
 
-/* btp_capture_cbf() with the anchor (return address) and frame of the
- * public entry point the caller is in. */
-btp_status btp_capture_cbf_at(const btp_capture_options *opt, const void *ucontext,
-                              uintptr_t ra, uintptr_t fp, void *buf, size_t cap, size_t *len_out);
-
 /* btp_capture() for a public entry point whose return address is `ra` and
  * frame `fp` (the anchor: frames above it are the library's own). */
 btp_status btp_capture_here_at(const btp_capture_options *opt, uintptr_t ra, uintptr_t fp,
