@@ -343,7 +343,8 @@ static inline btp_status run(btp_capture_method m, btp_collector *c, const void 
 /* The current thread's capture; `ra` is the entry point's return address,
  * `fp` its frame (see btp_capture). Inline into btp_capture: a call less
  * on the fast path. */
-static inline btp_status here_at(const btp_capture_options *opt, uintptr_t ra, uintptr_t fp,
+static inline __attribute__((always_inline)) btp_status here_at(const btp_capture_options *opt,
+                                                                uintptr_t ra, uintptr_t fp,
                                  btp_frame *frames, size_t cap, size_t *n_out)
 {
     btp_capture_method m;

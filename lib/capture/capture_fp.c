@@ -79,6 +79,14 @@ int btp_capture_stack_region(uintptr_t addr, unsigned flags, btp_stack_bounds *o
     return thread_bounds(addr, flags, out) == BTP_OK;
 }
 
+int btp_capture_known_stack(uintptr_t addr, btp_stack_bounds *out)
+{
+    if (thread_stack.hi == 0 || !inside(&thread_stack, addr))
+        return 0;
+    *out = thread_stack;
+    return 1;
+}
+
 void btp_capture_cache_thread_bounds(void)
 {
     btp_stack_bounds t;

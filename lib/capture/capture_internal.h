@@ -186,6 +186,9 @@ int btp_capture_stack_region(uintptr_t addr, unsigned flags, btp_stack_bounds *o
 btp_status btp_stack_region_of(uintptr_t addr, btp_stack_bounds *out);
 /* The readable, executable mapping holding addr, likewise. */
 btp_status btp_code_region_of(uintptr_t addr, btp_stack_bounds *out);
+/* The calling thread's stack bounds if remembered already and holding
+ * addr: 1 with *out set (async-signal-safe: a thread-local read). */
+int btp_capture_known_stack(uintptr_t addr, btp_stack_bounds *out);
 /* Remember the calling thread's stack bounds (not async-signal-safe). */
 void btp_capture_cache_thread_bounds(void);
 

@@ -1108,8 +1108,6 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
     fast_state *s, walk *wk, btp_collector *c, const btp_cfi_env *env, btp_cfi_regs *cur,
     const int may_call)
 {
-    if (!may_call && !s->adj)
-        return FS_CALL;
     uintptr_t look = s->pc - (may_call ? s->adj : 1);
     const seen *sn = s->sn;
     if (look - sn->img.lo >= sn->img.hi - sn->img.lo) {
@@ -1237,6 +1235,8 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
 __attribute__((no_sanitize_address, noinline, aligned(64))) static int fast_run(
     fast_state *sp, walk *wk, btp_collector *c, const btp_cfi_env *env, btp_cfi_regs *cur)
 {
+    if (!sp->adj)
+        return FS_CALL; /* the first frame: the other copy */
     fast_state s = *sp;
     int st;
     while ((st = fast_one(&s, wk, c, env, cur, 0)) == FS_OK)

@@ -138,6 +138,10 @@ btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
     btp_cfi_self self;
     btp_cfi_env env;
     btp_cfi_self_env(&self, &env, opt ? opt->bounds : NULL, opt ? opt->flags : 0);
+    /* The stack the walk starts on, when the thread's is known and holds
+     * it: what the first question about it would find anyway. */
+    if (!self.given && btp_capture_known_stack(regs->r[BTP_CFI_SP], &self.stack[0]))
+        self.n_stack = 1;
     btp_status st = btp_cfi_walk(c, regs, &env);
     return st == BTP_E_UNSUPPORTED ? BTP_E_NO_METHOD : st;
 }
