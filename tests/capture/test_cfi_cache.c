@@ -12,18 +12,16 @@
 #include "../check.h"
 #include "chain.h"
 
-#include "capture/cfi.h"
+#include "image_copy.h"
+
 #include "capture/cfi_cache.h"
 
-#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 #define CAP 64
 
@@ -113,95 +111,12 @@ static void real_stack(void)
 /* An image replaced at the same address                                */
 /* ------------------------------------------------------------------ */
 
-typedef struct fenced {
-    uint8_t *p;
-    size_t size;
-} fenced;
-
-static fenced fence(size_t size)
-{
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size = (size + page - 1) / page * page;
-    uint8_t *m = mmap(NULL, size + 2 * page, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
-        abort();
-    mprotect(m, page, PROT_NONE);
-    mprotect(m + page + size, page, PROT_NONE);
-    return (fenced){m + page, size};
-}
-
-static uintptr_t span_lo, span_hi, text_lo, text_hi, eh_hdr;
-static fenced image, stack;
-static uintptr_t delta, image_id;
-
-static int on_object(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    (void)data;
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = (info->dlpi_addr + ph->p_vaddr) & ~(page - 1);
-        uintptr_t hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + page - 1) & ~(page - 1);
-        if (ph->p_type == PT_LOAD) {
-            if (!span_lo || lo < span_lo)
-                span_lo = lo;
-            if (hi > span_hi)
-                span_hi = hi;
-            if (ph->p_flags & PF_X) {
-                text_lo = lo;
-                text_hi = hi;
-            }
-        } else if (ph->p_type == PT_GNU_EH_FRAME) {
-            eh_hdr = info->dlpi_addr + ph->p_vaddr;
-        }
-    }
-    return 1;
-}
-
-static int fake_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
-{
-    (void)ctx;
-    uintptr_t lo = (uintptr_t)image.p;
-    if (pc < lo || pc >= lo + image.size)
-        return 0;
-    memset(out, 0, sizeof *out);
-    out->eh_hdr = eh_hdr + delta;
-    out->lo = lo;
-    out->hi = lo + image.size;
-    out->text_lo = text_lo + delta;
-    out->text_hi = text_hi + delta;
-    out->id = image_id;
-    return 1;
-}
-
-static int fake_stack_ok(void *ctx, uintptr_t a, size_t n)
-{
-    (void)ctx;
-    uintptr_t lo = (uintptr_t)stack.p, hi = lo + stack.size;
-    return a >= lo && a <= hi && n <= hi - a;
-}
-
-static int fake_region(void *ctx, uintptr_t a, btp_stack_bounds *out)
-{
-    if (!fake_stack_ok(ctx, a, 1))
-        return 0;
-    out->lo = (uintptr_t)stack.p;
-    out->hi = out->lo + stack.size;
-    return 1;
-}
-
-__attribute__((no_sanitize_address)) static void raw_copy(uint8_t *to, uintptr_t from, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        to[i] = *(const volatile uint8_t *)(from + i);
-}
+static own_image im;
+static copy_env ce = {&im, {NULL, 0}, 1};
 
 static size_t fake_walk(const btp_cfi_regs *regs, btp_cfi_cache *cache, btp_frame *out)
 {
-    btp_cfi_env env = {.find = fake_find, .stack_ok = fake_stack_ok, .code_ok = NULL,
-                       .region = cache ? fake_region : NULL, .cache = cache, .ctx = NULL};
+    btp_cfi_env env = copy_env_of(&ce, cache);
     btp_collector c;
     btp_capture_options o = {0};
     btp_collector_init(&c, out, CAP, 0, &o);
@@ -220,9 +135,9 @@ static unsigned differences(btp_cfi_cache *cache, unsigned walks, uint64_t seed)
         btp_cfi_regs regs;
         memset(&regs, 0, sizeof regs);
         x = x * 6364136223846793005ull + 1442695040888963407ull;
-        regs.pc = text_lo + delta + (uintptr_t)(x >> 20) % (text_hi - text_lo);
+        regs.pc = im.text_lo + im.delta + (uintptr_t)(x >> 20) % (im.text_hi - im.text_lo);
         for (unsigned i = 0; i < BTP_CFI_NREG; i++)
-            regs.r[i] = (uintptr_t)stack.p + 64 * i;
+            regs.r[i] = (uintptr_t)ce.stack.p + 64 * i;
         regs.valid = ~(uint64_t)0 >> (64 - BTP_CFI_NREG);
         btp_frame a[CAP], b[CAP];
         size_t na = fake_walk(&regs, NULL, a), nb = fake_walk(&regs, cache, b);
@@ -236,34 +151,20 @@ static unsigned differences(btp_cfi_cache *cache, unsigned walks, uint64_t seed)
 
 static void replaced_image(void)
 {
-    dl_iterate_phdr(on_object, NULL);
-    CHECK(span_lo && text_lo && eh_hdr, "no image of our own");
-    if (!span_lo || !eh_hdr)
+    int ok = own_image_copy(&im);
+    CHECK(ok, "no image of our own");
+    if (!ok)
         return;
-    image = fence(span_hi - span_lo);
-    stack = fence(64 * 1024);
-    delta = (uintptr_t)image.p - span_lo;
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[4096];
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long long lo, hi;
-        char perms[8];
-        if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r' ||
-            lo < span_lo || hi > span_hi)
-            continue;
-        raw_copy(image.p + (lo - span_lo), (uintptr_t)lo, (size_t)(hi - lo));
-    }
-    if (f)
-        fclose(f);
+    ce.stack = fenced_map(64 * 1024);
     uint64_t x = 7;
-    for (size_t i = 0; i + 8 <= stack.size; i += 8) {
+    for (size_t i = 0; i + 8 <= ce.stack.size; i += 8) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
-        uintptr_t ra = text_lo + delta + (uintptr_t)(x >> 20) % (text_hi - text_lo);
-        memcpy(stack.p + i, &ra, 8);
+        uintptr_t ra = im.text_lo + im.delta + (uintptr_t)(x >> 20) % (im.text_hi - im.text_lo);
+        memcpy(ce.stack.p + i, &ra, 8);
     }
 
     /* The image as loaded first: the cache agrees with the tables. */
-    image_id = 1;
+    ce.id = 1;
     btp_cfi_cache_clear(&my_cache);
     CHECK(differences(&my_cache, 2000, 1) == 0, "cache and tables disagree");
     CHECK(differences(&my_cache, 2000, 1) == 0, "filled cache and tables disagree");
@@ -275,7 +176,7 @@ static void replaced_image(void)
      * agree. (That the tables do differ is checked by walking them with the
      * first image's entries under the first image's record, which must
      * then disagree somewhere: the cache does hold layouts.) */
-    uint8_t *tables = image.p + (eh_hdr - span_lo);
+    uint8_t *tables = im.copy.p + (im.eh_hdr - im.span_lo);
     uint32_t count;
     memcpy(&count, tables + 8, 4);
     /* GNU ld's encoding: version 1, pcrel sdata4, udata4, datarel sdata4 */
@@ -283,13 +184,13 @@ static void replaced_image(void)
           "unexpected .eh_frame_hdr encoding %02x %02x %02x %02x", tables[0], tables[1],
           tables[2], tables[3]);
     size_t hdr_len = 12 + 8 * (size_t)count;
-    uint8_t *frames = tables + hdr_len, *end = image.p + image.size;
+    uint8_t *frames = tables + hdr_len, *end = im.copy.p + im.copy.size;
     for (uint8_t *q = frames; q < end; q++)
         if (*q == 0x0e) /* DW_CFA_def_cfa_offset: its operand is next */
             q[1] = (uint8_t)(q[1] ^ 0x08);
     unsigned stale = differences(&my_cache, 2000, 1);
     CHECK(stale > 0, "changed tables gave the same walks: the test changes nothing");
-    image_id = 2;
+    ce.id = 2;
     CHECK(differences(&my_cache, 2000, 1) == 0,
           "the entries of the image unloaded were used for the one loaded in its place");
     printf("replaced image: %u of 2000 walks would have used stale layouts\n", stale);
