@@ -23,8 +23,8 @@
  *             loader's lock: not async-signal-safe). x86_64, i386, aarch64.
  *             Repeated captures are fast: the rule a return address's frame
  *             follows is kept in a process-wide, lock-free cache (below), so
- *             a frame seen before costs a hash lookup and its loads, about
- *             1.5x libunwind's unw_backtrace (bench/README.md). The default
+ *             a frame seen before costs a hash lookup and its loads: 1.5-1.6x
+ *             libunwind's unw_backtrace a frame (bench/README.md). The default
  *             method, and the crash handler's (there the images and the
  *             memory that may be read come from /proc/self/maps, and the
  *             cache is not used).
@@ -42,7 +42,7 @@
  *             without frame pointers. Async-signal-safe in practice with
  *             gcc >= 12 on glibc >= 2.35 (dl_find_object), not by contract;
  *             it reads whatever a corrupt stack points at (and faults). It
- *             decodes every frame's unwind table on every capture: about 15x
+ *             decodes every frame's unwind table on every capture: about 10x
  *             the cost of cfi's cached walk.
  *  libunwind  libunwind (optional, Meson feature `libunwind`). The current
  *             thread's stack comes from unw_backtrace() into an array of
@@ -197,7 +197,7 @@ BTP_API int btp_capture_method_available(btp_capture_method method);
  * libunwind, else glibc, else fp. Why cfi: of the methods that keep whole
  * stacks through code without frame pointers (all of a stock Debian
  * system) it is the fastest on repeated captures (bench/README.md, section
- * "Stack capture": ~1.5x unw_backtrace a frame, libgcc ~15x), it is built
+ * "Stack capture": ~1.6x unw_backtrace a frame, libgcc ~16x), it is built
  * in (libunwind is an optional dependency), async-signal-safe where the C
  * library has _dl_find_object, and it ends walks on corrupt stacks instead
  * of faulting. Async-signal-safe. */
