@@ -3,15 +3,17 @@
  * corpora, in one process.
  *
  *   btpack_bench [--json] [--reps N] [--budget SECONDS] [--codecs a,b,...]
- *                CORPUS...
+ *                [--ir] CORPUS...
  *   btpack_bench --list
  *
  * For each corpus file (record format of tests/data/corpus/README.md, xz or
- * plain text) and each codec: encode the whole corpus once as a warm-up,
- * then N more times and take the median; the same for decoding. Decoded
- * frames are compared with the originals after the warm-up and after the
- * last repetition (outside the timing), so a codec that loses or invents a
- * frame fails the run instead of printing a figure.
+ * plain text) and each codec: encode and decode the whole corpus once as a
+ * warm-up, then N rounds, each of which times every codec's encode and
+ * decode once, codec after codec; the figures are the median, minimum and
+ * maximum of the rounds. Decoded frames are compared with the originals
+ * after the warm-up and after the last round (outside the timing), so a
+ * codec that loses or invents a frame fails the run instead of printing a
+ * figure.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,10 +23,16 @@
 
 #include "codec.h"
 
+#if BENCH_HAVE_CALLGRIND
+#include <valgrind/callgrind.h>
+#endif
+
 static const bench_codec *const codecs[] = {
     &bench_codec_raw,
     &bench_codec_varint,
+    &bench_codec_gwp_asan,
     &bench_codec_cbf,
+    &bench_codec_cbf_addr,
     &bench_codec_cbf_swift,
     &bench_codec_lws,
     &bench_codec_lws_optimal,
@@ -36,37 +44,48 @@ static const bench_codec *const codecs[] = {
 };
 #define NCODECS (sizeof codecs / sizeof *codecs)
 
-/* One row: NaN-free; `ok` is 0 for n/a (unavailable, or failed). */
-typedef struct result {
-    int ok;
-    const char *why; /* when !ok */
-    size_t bytes;
-    size_t nframes;        /* frames of the corpus it ran on */
-    double enc_ns, dec_ns; /* median per run, whole corpus */
-} result;
+#define MAX_REPS 101
 
-/* Targets printed with each corpus: a's metric times `factor` must be at
- * most b's (strictly less when `strict`). */
+/* One codec on one corpus: its buffers and the time of every round. */
+typedef struct run {
+    const bench_codec *k;
+    const bench_corpus *c; /* the corpus it runs on (all, or a subset) */
+    int ok;                /* 0: n/a (unavailable, or failed) */
+    const char *why;       /* when !ok */
+    bench_scratch s;
+    bench_encoded enc;
+    size_t bytes;
+    int n_enc, n_dec; /* rounds it gets (slow codecs fewer) */
+    double enc_ns[MAX_REPS], dec_ns[MAX_REPS];
+} run;
+
+/* Targets printed with each corpus: b's time over a's must be at least
+ * `factor` (sizes: a's bytes times `factor` strictly below b's). */
 enum metric { ENCODE_NS, DECODE_NS, BYTES };
 typedef struct target {
     const char *text;
     const char *a, *b;
     enum metric metric;
     double factor;
-    int strict;
 } target;
 
 static const target targets[] = {
-    {"cbf encode at least as fast as varint", "cbf", "varint", ENCODE_NS, 1, 0},
-    {"cbf decode at least as fast as varint", "cbf", "varint", DECODE_NS, 1, 0},
-    {"lws decode at least 20x faster than lws-bitwise", "lws", "lws-bitwise", DECODE_NS, 20, 0},
-    {"log-zlib smaller than xz-raw", "log-zlib", "xz-raw", BYTES, 1, 1},
+    {"cbf encode at most 0.5x the time of gwp-asan (address arrays)", "cbf-addr", "gwp-asan",
+     ENCODE_NS, 2},
+    {"cbf decode at most 0.5x the time of gwp-asan (address arrays)", "cbf-addr", "gwp-asan",
+     DECODE_NS, 2},
+    {"cbf encode at most 0.5x the time of gwp-asan (btp_frame)", "cbf", "gwp-asan", ENCODE_NS, 2},
+    {"cbf decode at most 0.5x the time of gwp-asan (btp_frame)", "cbf", "gwp-asan", DECODE_NS, 2},
+    {"lws encode at least 10x faster than lws-bitwise", "lws", "lws-bitwise", ENCODE_NS, 10},
+    {"lws decode at least 15x faster than lws-bitwise", "lws", "lws-bitwise", DECODE_NS, 15},
+    {"log-zlib smaller than xz-raw", "log-zlib", "xz-raw", BYTES, 1},
 };
 
 typedef struct options {
     int json;
     int reps;
     double budget;
+    int ir;           /* --ir: dump callgrind counts of each codec's first round */
     const char *only; /* comma-separated codec names, or NULL for all */
 } options;
 
@@ -86,10 +105,18 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *v, int n)
+/* Median, min and max of v[0..n) (n >= 1; sorts a copy). */
+typedef struct spread {
+    double med, min, max;
+} spread;
+
+static spread spread_of(const double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    double s[MAX_REPS];
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    spread r = {n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2, s[0], s[n - 1]};
+    return r;
 }
 
 static int selected(const options *o, const char *name)
@@ -107,10 +134,8 @@ static int selected(const options *o, const char *name)
     return 0;
 }
 
-#define MAX_REPS 101
-
-/* How many timed repetitions: `reps`, but when one run is slow stop once
- * the budget is spent, never below 3 so the median means something. */
+/* How many timed rounds: `reps`, but when one run is slow stop once the
+ * budget is spent, never below 3 so the median means something. */
 static int reps_for(const options *o, double warmup_ns)
 {
     double fit = o->budget * 1e9 / (warmup_ns > 1 ? warmup_ns : 1);
@@ -118,6 +143,13 @@ static int reps_for(const options *o, double warmup_ns)
         fit = 3;
     return fit < o->reps ? (int)fit : o->reps;
 }
+
+/* Decoder output shared by every codec of a corpus, so each writes the
+ * same memory: words, or btp_frame for the library's decoders. */
+typedef struct outbufs {
+    uint64_t *words;
+    btp_frame *bframes;
+} outbufs;
 
 /* Check the decoded frames: words, or btp_frame (address and kind) when
  * bgot is not NULL. */
@@ -136,124 +168,155 @@ static int verify(const bench_corpus *c, const uint64_t *got, const btp_frame *b
     return 0;
 }
 
-/* Measure one codec on one corpus. Returns 0, or -1 with a message (a
- * codec that fails is an error of the whole run: its figures would lie). */
-static int measure(const options *o, const bench_codec *k, const bench_corpus *c, result *r,
-                   char *err, size_t errlen)
+/* Poison the output (outside the timing) so that a decoder that skips
+ * frames cannot pass on what the previous codec left. */
+static void poison(const run *r, const outbufs *b, int byte)
 {
-    memset(r, 0, sizeof *r);
-    if ((r->why = k->unavailable) != NULL)
+    if (r->k->decode_trace_b)
+        memset(b->bframes, byte, r->c->nframes * sizeof *b->bframes);
+    else
+        memset(b->words, byte, r->c->nframes * sizeof *b->words);
+}
+
+/* One timed encode or decode of r's whole corpus; returns its time, or a
+ * negative value with a message in err. Under --ir the first round of each
+ * codec and direction is also counted by callgrind, in a dump of its own
+ * named "<corpus> <codec> <encode|decode> <frames>" (bench/ir.py reads
+ * them). */
+static double timed(const options *o, run *r, int decode, const outbufs *b, int round, char *err,
+                    size_t errlen)
+{
+    int counted = o->ir && round == 0;
+#if BENCH_HAVE_CALLGRIND
+    if (counted)
+        CALLGRIND_ZERO_STATS;
+#endif
+    double t0 = now_ns();
+    int rc = decode ? bench_decode(r->k, r->c, &r->enc, b->words, b->bframes, &r->s, err, errlen)
+                    : bench_encode(r->k, r->c, &r->enc, &r->s, err, errlen);
+    double t = now_ns() - t0;
+#if BENCH_HAVE_CALLGRIND
+    if (counted) {
+        char name[256];
+        snprintf(name, sizeof name, "%s %s %s %zu", r->c->name, r->k->name,
+                 decode ? "decode" : "encode", r->c->nframes);
+        CALLGRIND_DUMP_STATS_AT(name);
+    }
+#else
+    (void)counted;
+#endif
+    return rc == 0 ? t : -1;
+}
+
+/* Buffers, one warm-up encode and decode (checked), and the number of
+ * rounds. Returns 0 (r->ok says whether the codec runs), or -1 with a
+ * message (a codec that fails is an error of the whole run: its figures
+ * would lie). */
+static int prepare(const options *o, run *r, const outbufs *b, char *err, size_t errlen)
+{
+    if ((r->why = r->k->unavailable) != NULL)
         return 0;
-    if (c->ntraces == 0) {
+    if (r->c->ntraces == 0) {
         r->why = "no trace fits the format";
         return 0;
     }
-    int rc = -1;
-    bench_scratch s = {0};
-    bench_encoded enc = {0};
-    enc.cap = k->bound(c);
-    enc.data = malloc(enc.cap ? enc.cap : 1);
-    enc.ends = malloc(c->ntraces * sizeof *enc.ends);
-    uint64_t *dec = malloc((c->nframes ? c->nframes : 1) * sizeof *dec);
-    /* Decoders whose output is btp_frame write there instead. */
-    btp_frame *bdec = NULL;
-    size_t dec_size = c->nframes * sizeof *dec;
-    if (k->decode_trace_b) {
-        bdec = malloc((c->nframes ? c->nframes : 1) * sizeof *bdec);
-        dec_size = c->nframes * sizeof *bdec;
-    }
-    void *dec_out = bdec ? (void *)bdec : (void *)dec;
-    double times[MAX_REPS];
-    if (!enc.data || !enc.ends || !dec || (k->decode_trace_b && !bdec)) {
-        bench_fail(err, errlen, "out of memory");
-        goto out;
-    }
-
+    r->enc.cap = r->k->bound(r->c);
+    r->enc.data = malloc(r->enc.cap ? r->enc.cap : 1);
+    r->enc.ends = malloc(r->c->ntraces * sizeof *r->enc.ends);
+    if (!r->enc.data || !r->enc.ends)
+        return bench_fail(err, errlen, "out of memory");
     double t0 = now_ns();
-    if (bench_encode(k, c, &enc, &s, err, errlen) != 0)
-        goto out;
-    double warm = now_ns() - t0;
-    size_t len = enc.len;
-    int n = reps_for(o, warm);
-    for (int i = 0; i < n; i++) {
-        t0 = now_ns();
-        if (bench_encode(k, c, &enc, &s, err, errlen) != 0)
-            goto out;
-        times[i] = now_ns() - t0;
-        if (enc.len != len) {
-            bench_fail(err, errlen, "%s: encoded size changed between runs", k->name);
-            goto out;
-        }
-    }
-    r->enc_ns = median(times, n);
-    r->bytes = len;
-
-    /* Poison the output so a decoder that skips frames cannot pass on
-     * leftovers. */
-    memset(dec_out, 0xa5, dec_size);
+    if (bench_encode(r->k, r->c, &r->enc, &r->s, err, errlen) != 0)
+        return -1;
+    r->n_enc = reps_for(o, now_ns() - t0);
+    r->bytes = r->enc.len;
+    poison(r, b, 0xa5);
     t0 = now_ns();
-    if (bench_decode(k, c, &enc, dec, bdec, &s, err, errlen) != 0)
-        goto out;
-    warm = now_ns() - t0;
-    if (verify(c, dec, bdec, k->name, err, errlen) != 0)
-        goto out;
-    memset(dec_out, 0x5a, dec_size);
-    n = reps_for(o, warm);
-    for (int i = 0; i < n; i++) {
-        t0 = now_ns();
-        if (bench_decode(k, c, &enc, dec, bdec, &s, err, errlen) != 0)
-            goto out;
-        times[i] = now_ns() - t0;
-    }
-    if (verify(c, dec, bdec, k->name, err, errlen) != 0)
-        goto out;
-    r->dec_ns = median(times, n);
-    r->nframes = c->nframes;
+    if (bench_decode(r->k, r->c, &r->enc, b->words, b->bframes, &r->s, err, errlen) != 0)
+        return -1;
+    r->n_dec = reps_for(o, now_ns() - t0);
+    if (verify(r->c, b->words, r->k->decode_trace_b ? b->bframes : NULL, r->k->name, err,
+               errlen) != 0)
+        return -1;
     r->ok = 1;
-    rc = 0;
-out:
-    free(enc.data);
-    free(enc.ends);
-    free(dec);
-    free(bdec);
-    free(s.p);
-    return rc;
+    return 0;
 }
 
-static const result *find(const result *res, const char *name)
+/* Round i of codec r: an encode, then a decode (each if r still has
+ * rounds to make), the encoded size checked, the decoded frames after the
+ * last decode. */
+static int round_of(const options *o, run *r, const outbufs *b, int i, char *err, size_t errlen)
+{
+    if (i < r->n_enc) {
+        double t = timed(o, r, 0, b, i, err, errlen);
+        if (t < 0)
+            return -1;
+        if (r->enc.len != r->bytes)
+            return bench_fail(err, errlen, "%s: encoded size changed between runs", r->k->name);
+        r->enc_ns[i] = t;
+    }
+    if (i < r->n_dec) {
+        poison(r, b, 0x5a + i);
+        double t = timed(o, r, 1, b, i, err, errlen);
+        if (t < 0)
+            return -1;
+        r->dec_ns[i] = t;
+        if (i == r->n_dec - 1 &&
+            verify(r->c, b->words, r->k->decode_trace_b ? b->bframes : NULL, r->k->name, err,
+                   errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void run_free(run *r)
+{
+    free(r->enc.data);
+    free(r->enc.ends);
+    free(r->s.p);
+}
+
+static const run *find(const run *runs, const char *name)
 {
     for (size_t i = 0; i < NCODECS; i++)
         if (strcmp(codecs[i]->name, name) == 0)
-            return res[i].ok ? &res[i] : NULL;
+            return runs[i].ok ? &runs[i] : NULL;
     return NULL;
 }
 
-/* Per frame for times (each codec over the frames it ran on), whole bytes
- * for sizes (targets on sizes compare codecs over the same traces). */
-static double metric_of(const result *r, enum metric m)
-{
-    double frames = r->nframes ? (double)r->nframes : 1;
-    return m == ENCODE_NS ? r->enc_ns / frames
-           : m == DECODE_NS ? r->dec_ns / frames
-                            : (double)r->bytes;
-}
-
-static void print_targets(FILE *f, const result *res, const bench_corpus *c)
+static void print_targets(FILE *f, const run *runs, const bench_corpus *c)
 {
     fprintf(f, "targets (%s):\n", c->name);
     for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
         const target *t = &targets[i];
-        const result *a = find(res, t->a), *b = find(res, t->b);
+        const run *a = find(runs, t->a), *b = find(runs, t->b);
         if (!a || !b) {
             fprintf(f, "  n/a   %s (%s not measured)\n", t->text, !a ? t->a : t->b);
             continue;
         }
-        double x = metric_of(a, t->metric), y = metric_of(b, t->metric);
-        int pass = t->strict ? x * t->factor < y : x * t->factor <= y;
-        int bytes = t->metric == BYTES;
-        fprintf(f, "  %s  %s: %s %.*f, %s %.*f %s (ratio %.2f)\n", pass ? "PASS" : "FAIL",
-                t->text, t->a, bytes ? 0 : 3, x, t->b, bytes ? 0 : 3, y,
-                bytes ? "bytes" : "ns/frame", x > 0 ? y / x : 0.0);
+        if (t->metric == BYTES) {
+            double x = (double)a->bytes, y = (double)b->bytes;
+            fprintf(f, "  %s  %s: %s %.0f, %s %.0f bytes (ratio %.2f)\n",
+                    x * t->factor < y ? "PASS" : "FAIL", t->text, t->a, x, t->b, y,
+                    x > 0 ? y / x : 0.0);
+            continue;
+        }
+        /* Per frame (each codec over the frames it ran on); the verdict
+         * on the ratio of the medians; the spread of the ratio from the
+         * rounds both made, each pair timed back to back. */
+        int dec = t->metric == DECODE_NS;
+        const double *ta = dec ? a->dec_ns : a->enc_ns, *tb = dec ? b->dec_ns : b->enc_ns;
+        int na = dec ? a->n_dec : a->n_enc, nb = dec ? b->n_dec : b->n_enc;
+        double fa = (double)a->c->nframes, fb = (double)b->c->nframes;
+        double x = spread_of(ta, na).med / fa, y = spread_of(tb, nb).med / fb;
+        double ratios[MAX_REPS];
+        int np = na < nb ? na : nb;
+        for (int r = 0; r < np; r++)
+            ratios[r] = (tb[r] / fb) / (ta[r] / fa);
+        spread s = spread_of(ratios, np);
+        fprintf(f, "  %s  %s: %s %.3f, %s %.3f ns/frame (ratio %.2f; per round %.2f-%.2f)\n",
+                x * t->factor <= y ? "PASS" : "FAIL", t->text, t->a, x, t->b, y,
+                x > 0 ? y / x : 0.0, s.min, s.max);
     }
 }
 
@@ -273,31 +336,45 @@ static void json_string(const char *s)
     putchar('"');
 }
 
-static void print_row(const options *o, const bench_corpus *c, const bench_codec *k,
-                      const result *r, int subset)
+static void print_row(const options *o, const run *r, int subset)
 {
+    const bench_corpus *c = r->c;
     double frames = (double)c->nframes, traces = (double)c->ntraces;
+    spread e = {0, 0, 0}, d = {0, 0, 0};
+    int ok = r->ok && c->nframes;
+    if (ok) {
+        e = spread_of(r->enc_ns, r->n_enc);
+        d = spread_of(r->dec_ns, r->n_dec);
+    }
     if (o->json) {
         printf("{\"corpus\":");
         json_string(c->name);
         printf(",\"codec\":");
-        json_string(k->name);
-        if (r->ok && c->nframes)
+        json_string(r->k->name);
+        if (ok)
             printf(",\"bytes_per_frame\":%.4f,\"bytes_per_trace\":%.3f,"
-                   "\"encode_ns_per_frame\":%.3f,\"decode_ns_per_frame\":%.3f}\n",
-                   r->bytes / frames, r->bytes / traces, r->enc_ns / frames,
-                   r->dec_ns / frames);
+                   "\"encode_ns_per_frame\":%.3f,\"decode_ns_per_frame\":%.3f,"
+                   "\"encode_ns_per_frame_min\":%.3f,\"encode_ns_per_frame_max\":%.3f,"
+                   "\"decode_ns_per_frame_min\":%.3f,\"decode_ns_per_frame_max\":%.3f,"
+                   "\"encode_rounds\":%d,\"decode_rounds\":%d}\n",
+                   r->bytes / frames, r->bytes / traces, e.med / frames, d.med / frames,
+                   e.min / frames, e.max / frames, d.min / frames, d.max / frames, r->n_enc,
+                   r->n_dec);
         else
             printf(",\"bytes_per_frame\":null,\"bytes_per_trace\":null,"
-                   "\"encode_ns_per_frame\":null,\"decode_ns_per_frame\":null}\n");
-    } else if (r->ok && c->nframes) {
-        printf("%-12s %12.3f %12.1f %16.2f %16.2f%s\n", k->name, r->bytes / frames,
-               r->bytes / traces, r->enc_ns / frames, r->dec_ns / frames, subset ? "  *" : "");
+                   "\"encode_ns_per_frame\":null,\"decode_ns_per_frame\":null,"
+                   "\"encode_ns_per_frame_min\":null,\"encode_ns_per_frame_max\":null,"
+                   "\"decode_ns_per_frame_min\":null,\"decode_ns_per_frame_max\":null,"
+                   "\"encode_rounds\":null,\"decode_rounds\":null}\n");
+    } else if (ok) {
+        printf("%-12s %11.3f %11.1f %8.2f %7.2f-%-7.2f %8.2f %7.2f-%-7.2f%s\n", r->k->name,
+               r->bytes / frames, r->bytes / traces, e.med / frames, e.min / frames,
+               e.max / frames, d.med / frames, d.min / frames, d.max / frames,
+               subset ? " *" : "");
     } else {
-        printf("%-12s %12s %12s %16s %16s   (%s)\n", k->name, "n/a", "n/a", "n/a", "n/a",
-               r->why ? r->why : "no frames");
+        printf("%-12s %11s %11s %8s %15s %8s   (%s)\n", r->k->name, "n/a", "n/a", "n/a", "",
+               "n/a", r->why ? r->why : "no frames");
     }
-    fflush(stdout);
 }
 
 /* The corpus a codec runs on: all of c, or its traces of at most
@@ -318,6 +395,12 @@ static const bench_corpus *corpus_for(const bench_codec *k, const bench_corpus *
     return sub;
 }
 
+/*
+ * Every selected codec on one corpus. The timed repetitions are
+ * interleaved: round i times each codec's encode and decode once, codec
+ * after codec, so a slow spell of the machine hits all codecs of a round
+ * alike instead of one codec's whole series.
+ */
 static int run_corpus(const options *o, const char *path)
 {
     char err[512];
@@ -332,28 +415,52 @@ static int run_corpus(const options *o, const char *path)
         printf("\ncorpus %s: %zu traces, %zu frames, %u-bit words, depth max %zu "
                "(loaded in %.1f s)\n",
                c.name, c.ntraces, c.nframes, c.word_bits, c.max_depth, (now_ns() - t0) / 1e9);
-        printf("%-12s %12s %12s %16s %16s\n", "codec", "bytes/frame", "bytes/trace",
-               "encode ns/frame", "decode ns/frame");
+        fflush(stdout);
     }
-    result res[NCODECS];
-    int rc = 0;
-    for (size_t i = 0; i < NCODECS; i++) {
-        memset(&res[i], 0, sizeof res[i]);
-        if (!selected(o, codecs[i]->name))
+    static run runs[NCODECS];
+    memset(runs, 0, sizeof runs);
+    outbufs b = {malloc((c.nframes ? c.nframes : 1) * sizeof *b.words),
+                 malloc((c.nframes ? c.nframes : 1) * sizeof *b.bframes)};
+    int rc = 0, rounds = 0;
+    if (!b.words || !b.bframes) {
+        fprintf(stderr, "btpack_bench: out of memory\n");
+        rc = -1;
+    }
+    for (size_t i = 0; i < NCODECS && rc == 0; i++) {
+        runs[i].k = codecs[i];
+        runs[i].c = &c;
+        if (!selected(o, codecs[i]->name)) {
+            runs[i].k = NULL;
             continue;
-        const bench_corpus *cc = corpus_for(codecs[i], &c, &sub, &sub_depth);
-        if (!cc) {
+        }
+        if (!(runs[i].c = corpus_for(codecs[i], &c, &sub, &sub_depth))) {
             fprintf(stderr, "btpack_bench: out of memory\n");
             rc = -1;
-            break;
-        }
-        if (measure(o, codecs[i], cc, &res[i], err, sizeof err) != 0) {
+        } else if (prepare(o, &runs[i], &b, err, sizeof err) != 0) {
             fprintf(stderr, "btpack_bench: %s: %s: %s\n", c.name, codecs[i]->name, err);
-            res[i].why = "failed";
+            runs[i].ok = 0;
+            runs[i].why = "failed";
             rc = -1;
         }
-        print_row(o, cc, codecs[i], &res[i], cc != &c);
+        if (runs[i].ok) {
+            rounds = runs[i].n_enc > rounds ? runs[i].n_enc : rounds;
+            rounds = runs[i].n_dec > rounds ? runs[i].n_dec : rounds;
+        }
     }
+    for (int r = 0; r < rounds && rc == 0; r++)
+        for (size_t i = 0; i < NCODECS; i++)
+            if (runs[i].k && runs[i].ok && round_of(o, &runs[i], &b, r, err, sizeof err) != 0) {
+                fprintf(stderr, "btpack_bench: %s: %s: %s\n", c.name, codecs[i]->name, err);
+                runs[i].ok = 0;
+                runs[i].why = "failed";
+                rc = -1;
+            }
+    if (!o->json)
+        printf("%-12s %11s %11s %8s %-15s %8s %-15s\n", "codec", "bytes/frame", "bytes/trace",
+               "encode", " ns/frame min-max", "decode", " ns/frame min-max");
+    for (size_t i = 0; i < NCODECS; i++)
+        if (runs[i].k)
+            print_row(o, &runs[i], runs[i].c != &c);
     if (sub_depth) {
         /* Say which traces the starred rows left out. */
         fprintf(o->json ? stderr : stdout,
@@ -361,10 +468,16 @@ static int run_corpus(const options *o, const char *path)
                 "%zu (%zu frames) are deeper than the format holds\n",
                 c.name, sub.ntraces, sub.nframes, sub_depth, c.ntraces - sub.ntraces,
                 c.nframes - sub.nframes);
-        bench_corpus_free(&sub);
     }
     /* JSON Lines on stdout hold rows only; the verdicts go to stderr. */
-    print_targets(o->json ? stderr : stdout, res, &c);
+    print_targets(o->json ? stderr : stdout, runs, &c);
+    fflush(stdout);
+    for (size_t i = 0; i < NCODECS; i++)
+        run_free(&runs[i]);
+    if (sub_depth)
+        bench_corpus_free(&sub);
+    free(b.words);
+    free(b.bframes);
     bench_corpus_free(&c);
     return rc;
 }
@@ -373,23 +486,32 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: btpack_bench [--json] [--reps N] [--budget SECONDS] [--codecs a,b,...] "
-            "CORPUS...\n"
+            "[--ir] CORPUS...\n"
             "       btpack_bench --list\n"
             "CORPUS: a file in the stkshim record format (xz-compressed or plain text).\n"
-            "--reps N         timed repetitions after the warm-up (default 7, max %d)\n"
-            "--budget SECONDS stop repeating a slow codec after this long (default 1; at\n"
-            "                 least 3 repetitions are always made)\n",
+            "--reps N         timed rounds after the warm-up (default 21, max %d)\n"
+            "--budget SECONDS give a slow codec only the rounds that fit this long (default\n"
+            "                 1; at least 3 rounds are always made)\n"
+            "--codecs a,b,... run only these codecs (--list names them)\n"
+            "--ir             under valgrind --tool=callgrind, dump the instructions of\n"
+            "                 each codec's first round (bench/ir.py runs and reads this)\n",
             MAX_REPS);
 }
 
 int main(int argc, char **argv)
 {
-    options o = {.json = 0, .reps = 7, .budget = 1.0, .only = NULL};
+    options o = {.json = 0, .reps = 21, .budget = 1.0, .ir = 0, .only = NULL};
     int first = argc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--json") == 0) {
             o.json = 1;
+        } else if (strcmp(a, "--ir") == 0) {
+            if (!BENCH_HAVE_CALLGRIND) {
+                fprintf(stderr, "btpack_bench: --ir: built without valgrind/callgrind.h\n");
+                return 2;
+            }
+            o.ir = 1;
         } else if (strcmp(a, "--list") == 0) {
             for (size_t k = 0; k < NCODECS; k++) {
                 const char *why = codecs[k]->unavailable;

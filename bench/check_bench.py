@@ -21,9 +21,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 from pycheck import check, finish  # noqa: E402
 
 KEYS = ["corpus", "codec", "bytes_per_frame", "bytes_per_trace", "encode_ns_per_frame",
-        "decode_ns_per_frame"]
-CODECS = ["raw", "varint", "cbf", "cbf-swift", "lws", "lws-optimal", "lws-bitwise", "log",
-          "log-zlib", "zlib-raw", "xz-raw"]
+        "decode_ns_per_frame", "encode_ns_per_frame_min", "encode_ns_per_frame_max",
+        "decode_ns_per_frame_min", "decode_ns_per_frame_max", "encode_rounds", "decode_rounds"]
+CODECS = ["raw", "varint", "gwp-asan", "cbf", "cbf-addr", "cbf-swift", "lws", "lws-optimal",
+          "lws-bitwise", "log", "log-zlib", "zlib-raw", "xz-raw"]
 
 
 def run(bench, *args):
@@ -66,6 +67,8 @@ def expected_sizes(word, traces):
     return {
         "raw": sum(len(f) for _, f in traces) * word // 8,
         "varint": sum(varint_size(word, f) for _, f in traces),
+        # gwp_asan works on 64-bit uintptr_t whatever the corpus's words
+        "gwp-asan": sum(varint_size(64, f) for _, f in traces),
         "zlib-raw": len(zlib.compress(stream, 9)),
         "xz-raw": len(lzma.compress(stream, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64,
                                     preset=9)),
@@ -116,6 +119,10 @@ def main():
                 if codec in available:
                     check(all(o[k] is not None and o[k] > 0 for k in KEYS[2:]),
                           "%s %s: missing figures %s" % (name, codec, o))
+                    check(o["encode_ns_per_frame_min"] <= o["encode_ns_per_frame"] <=
+                          o["encode_ns_per_frame_max"] and
+                          o["decode_ns_per_frame_min"] <= o["decode_ns_per_frame"] <=
+                          o["decode_ns_per_frame_max"], "%s %s: min/median/max %s" % (name, codec, o))
                 else:
                     check(all(o[k] is None for k in KEYS[2:]), "%s %s: n/a row" % (name, codec))
             for codec, size in expected_sizes(word, traces).items():
@@ -131,6 +138,10 @@ def main():
             for codec in available:
                 check(rows2.get(codec, {}).get("bytes_per_trace") ==
                       rows[codec]["bytes_per_trace"], "%s: xz input differs" % codec)
+
+            # cbf and cbf-addr write the same streams
+            check(rows["cbf-addr"]["bytes_per_frame"] == rows["cbf"]["bytes_per_frame"],
+                  "%s: cbf-addr size differs from cbf" % name)
 
             r3 = run(bench, "--reps", "1", "--codecs", "raw,cbf", plain)
             check(r3.returncode == 0 and "targets (%s)" % name in r3.stdout,

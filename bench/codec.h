@@ -103,7 +103,8 @@ static inline size_t bench_depth(const bench_corpus *c, size_t i)
 
 /* Codec families; each file exports its entries. */
 extern const bench_codec bench_codec_raw, bench_codec_varint;
-extern const bench_codec bench_codec_cbf, bench_codec_cbf_swift;
+extern const bench_codec bench_codec_gwp_asan;
+extern const bench_codec bench_codec_cbf, bench_codec_cbf_addr, bench_codec_cbf_swift;
 extern const bench_codec bench_codec_zlib_raw, bench_codec_xz_raw;
 extern const bench_codec bench_codec_lws, bench_codec_lws_optimal, bench_codec_lws_bitwise;
 extern const bench_codec bench_codec_log, bench_codec_log_zlib;

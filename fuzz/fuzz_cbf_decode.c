@@ -8,6 +8,10 @@
  *  - the one-shot btp_cbf_decode() agrees with the cursor, writes only
  *    out[0..max_frames) (the array ends at a guard page) and reports
  *    BTP_E_LIMIT exactly when the stream holds more frames;
+ *  - btp_cbf_decode_addrs() gives btp_cbf_decode()'s addresses, status and
+ *    summary, except that an omit among the frames it would write stops
+ *    it with BTP_E_UNREPRESENTABLE at the omit (its array also ends at a
+ *    guard page);
  *  - the policies nest: whatever strict accepts, default accepts with the
  *    same result, and whatever default accepts, swift does; where the
  *    stricter one fails, its frames are a prefix of the laxer one's.
@@ -23,7 +27,33 @@
 /* The most frames the one-shot decode is asked to expand. */
 #define MAX_EXPAND 4096
 
-static fuzz_guard in_guard, out_guard;
+static fuzz_guard in_guard, out_guard, addr_guard;
+
+/* btp_cbf_decode_addrs against what btp_cbf_decode wrote (st, info, out). */
+static void check_addrs(const uint8_t *buf, size_t len, size_t max_frames, btp_status st,
+                        const btp_cbf_info *info, const btp_frame *out)
+{
+    uint64_t *addrs = (uint64_t *)fuzz_guard_buf(&addr_guard, max_frames * sizeof(uint64_t));
+    btp_cbf_info ai;
+    btp_status ast = btp_cbf_decode_addrs(buf, len, FUZZ_CBF_POLICY, addrs, max_frames, &ai);
+    size_t omit = 0;
+    while (omit < info->frames && out[omit].kind != BTP_FRAME_OMIT)
+        omit++;
+    if (omit < info->frames) {
+        FUZZ_CHECK(ast == BTP_E_UNREPRESENTABLE && ai.frames == omit,
+                   "omit at frame %zu: status %d, %zu frames", omit, ast, ai.frames);
+        FUZZ_CHECK(ai.error_offset < len && (buf[ai.error_offset] & 0xc0) == 0x40,
+                   "omit's offset %zu", ai.error_offset);
+    } else {
+        FUZZ_CHECK(ast == st && ai.frames == info->frames && ai.consumed == info->consumed &&
+                       ai.error_offset == info->error_offset &&
+                       ai.terminator == info->terminator && ai.word_bits == info->word_bits,
+                   "address decode: status %d (frames: %d), frames %zu (%zu)", ast, st,
+                   ai.frames, info->frames);
+    }
+    for (size_t i = 0; i < ai.frames && i < omit; i++)
+        FUZZ_CHECK(addrs[i] == out[i].value, "address %zu differs", i);
+}
 
 static void check_one_shot(const uint8_t *buf, size_t len, const fuzz_cbf_stream *s,
                            size_t max_frames)
@@ -48,6 +78,7 @@ static void check_one_shot(const uint8_t *buf, size_t len, const fuzz_cbf_stream
     if (s->status != BTP_E_EMPTY_INPUT && s->status != BTP_E_BAD_VERSION &&
         s->status != BTP_E_RESERVED_SIZE)
         FUZZ_CHECK(info.word_bits == s->word_bits, "word bits");
+    check_addrs(buf, len, max_frames, st, &info, out);
     /* The frames written are the cursor's runs expanded. */
     size_t k = 0;
     for (size_t i = 0; i < s->runs.n && k < info.frames; i++)

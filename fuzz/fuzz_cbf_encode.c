@@ -22,7 +22,11 @@
  *    closed by trunc unless everything fitted; the prefix never shrinks as
  *    the buffer grows.
  * Also the one-shot btp_cbf_encode() of the frames expanded one by one must
- * give the same bytes as the streaming adds with copy counts.
+ * give the same bytes as the streaming adds with copy counts, and
+ * btp_cbf_encode_addrs() of the address frames' values (as return
+ * addresses) the same results as btp_cbf_encode() of those frames, into
+ * buffers of the size needed, one byte less and half, with and without
+ * TRUNCATE_ON_FULL.
  */
 #include "fuzz.h"
 #include "guard.h"
@@ -51,7 +55,7 @@ static unsigned word_bits, enc_flags;
 static int truncated;
 static fuzz_runs model;
 static fuzz_cbf_stream decoded;
-static fuzz_guard out_guard, ref_guard, frames_guard;
+static fuzz_guard out_guard, ref_guard, frames_guard, addrs_guard, out2_guard;
 
 static uint64_t be(const uint8_t *p, size_t n)
 {
@@ -189,6 +193,39 @@ static void try_cap(size_t cap, const uint8_t *ref, size_t needed, fuzz_count *p
     }
 }
 
+/* btp_cbf_encode_addrs on the values of the address frames of frames[0..n)
+ * against btp_cbf_encode on those frames made return addresses. */
+static void check_addrs(btp_frame *frames, size_t n)
+{
+    uint64_t *addrs = (uint64_t *)fuzz_guard_buf(&addrs_guard, n * sizeof(uint64_t));
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (frames[i].kind != BTP_FRAME_OMIT) {
+            addrs[m] = frames[i].value;
+            frames[m].value = frames[i].value;
+            frames[m].kind = BTP_FRAME_RA;
+            m++;
+        }
+    size_t need = BTP_CBF_BOUND(m);
+    size_t caps[3] = {need, need - 1, need / 2};
+    for (unsigned t = 0; t < 2; t++) {
+        unsigned flags = enc_flags | (t ? BTP_CBF_ENC_TRUNCATE_ON_FULL : 0);
+        for (unsigned c = 0; c < 3; c++) {
+            uint8_t *a = fuzz_guard_buf(&out_guard, caps[c]);
+            uint8_t *b = fuzz_guard_buf(&out2_guard, caps[c]);
+            size_t alen = 7, aneed = 7, blen = 7, bneed = 7;
+            btp_status ast = btp_cbf_encode_addrs(addrs, m, BTP_FRAME_RA, truncated, word_bits,
+                                                  flags, a, caps[c], &alen, &aneed);
+            btp_status bst = btp_cbf_encode(frames, m, truncated, word_bits, flags, b, caps[c],
+                                            &blen, &bneed);
+            FUZZ_CHECK(ast == bst && alen == blen && aneed == bneed,
+                       "addresses: %d, len %zu, needed %zu; frames: %d, %zu, %zu (cap %zu)",
+                       ast, alen, aneed, bst, blen, bneed, caps[c]);
+            FUZZ_CHECK(memcmp(a, b, alen) == 0, "addresses: different bytes (cap %zu)", caps[c]);
+        }
+    }
+}
+
 /* The one-shot API on the frames expanded one by one gives the same bytes. */
 static void check_one_shot(const uint8_t *ref, size_t needed)
 {
@@ -207,6 +244,7 @@ static void check_one_shot(const uint8_t *ref, size_t needed)
                                    &need);
     FUZZ_CHECK(st == BTP_OK && len == needed && memcmp(buf, ref, len) == 0,
                "one-shot encode differs: %d, len %zu of %zu", st, len, needed);
+    check_addrs(frames, n); /* (rewrites frames) */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,6 +1,6 @@
 /*
  * Fuzz target: one CLI format's reader (FUZZ_FORMAT, set by the build: hex,
- * b64, json, addrs, trace, lws, lws-b, cbf), through the CLI's own read loop
+ * b64, json, addrs, trace, lws, lws-b, cbf, crash), through the CLI's own read loop
  * (read_traces: input, line reader, format, error reporting, --keep-going).
  *
  * Input: byte 0 holds options (bit 0 --strict, bits 1-2 --word-bits 16, 32,
@@ -10,11 +10,15 @@
  *  - every trace the reader gives is well formed: a valid word size, at
  *    most --max-frames frames, kinds and values that fit the word, no frames
  *    on a free (an omit of 0 frames, which the default CBF policy reads, is
- *    kept by the trace model);
+ *    kept by the trace model); an image map it carries (crash records) has
+ *    the trace's word size and images that fit it, with base <= end of
+ *    text, build IDs of at most 64 bytes and terminated strings;
  *  - for formats that also write: writing the traces and reading that
  *    output again (same options) gives the same traces, with no bad record
  *    (a writer may refuse a trace its format cannot express; that trace is
- *    left out of the comparison).
+ *    left out of the comparison); formats built with FUZZ_KEEPS_CONTEXT
+ *    (swift, swift-crashlog) must also give back each trace's image map,
+ *    architecture, thread name and crashed flag.
  * The CLI's messages about bad input would swamp the fuzzer's output, so
  * stdio's stderr points to /dev/null while the CLI runs (sanitizer reports
  * and FUZZ_CHECK write to file descriptor 2 and are unaffected).
@@ -37,7 +41,8 @@
 
 typedef struct traces {
     trace *v;
-    size_t n, cap;
+    char **context; /* context_of() of each trace */
+    size_t n, cap, ctx_cap;
 } traces;
 
 static const format *fmt;
@@ -60,6 +65,108 @@ static void check_trace(const trace *t)
         FUZZ_CHECK((unsigned)f.kind <= BTP_FRAME_OMIT, "frame %zu kind %d", i, f.kind);
         FUZZ_CHECK(f.value <= mask, "frame %zu beyond the word", i);
     }
+    const btp_image_map *m = t->image_map;
+    if (!m)
+        return;
+    FUZZ_CHECK(m->word_bits == t->word_bits, "image map of %u bits, trace %u", m->word_bits,
+               t->word_bits);
+    FUZZ_CHECK(!m->n_images || m->images, "images without an array");
+    for (size_t i = 0; i < m->n_images; i++) {
+        const btp_image *im = &m->images[i];
+        FUZZ_CHECK(im->base <= im->end_of_text && im->end_of_text <= mask, "image %zu", i);
+        FUZZ_CHECK(im->build_id_len <= 64 && (!im->build_id_len || im->build_id), "build ID");
+        /* strings are terminated (a sanitizer or the guard catches a run-off) */
+        FUZZ_CHECK(!im->path || strlen(im->path) < ((size_t)1 << 20), "path");
+        FUZZ_CHECK(!im->name || strlen(im->name) < ((size_t)1 << 20), "name");
+    }
+}
+
+/* What a trace carries besides its frames, as text: architecture, thread,
+ * and the image map (platform, images). NULL and "" are the same (formats
+ * write absent strings as nothing). Names are the effective ones (the
+ * path's last component when a map gives none). */
+static char *context_of(const trace *t)
+{
+    strbuf sb = STRBUF_INIT;
+    sb_printf(&sb, "arch=%s thread=%s crashed=%d", t->arch ? t->arch : "",
+              t->thread_name ? t->thread_name : "", t->crashed);
+    const btp_image_map *m = t->image_map;
+    if (m) {
+        sb_printf(&sb, " map %u-bit platform=%s images=%zu", m->word_bits,
+                  m->platform ? m->platform : "", m->n_images);
+        for (size_t i = 0; i < m->n_images; i++) {
+            const btp_image *im = &m->images[i];
+            const char *path = im->path ? im->path : "", *name = im->name;
+            if (!name) {
+                name = path;
+                for (const char *c = path; *c; c++)
+                    if (*c == '/' || *c == '\\')
+                        name = c + 1;
+            }
+            sb_printf(&sb, "\n%llx-%llx %s %s id=", (unsigned long long)im->base,
+                      (unsigned long long)im->end_of_text, path, name);
+            sb_hex(&sb, im->build_id, im->build_id_len);
+        }
+    }
+    FUZZ_CHECK(!sb.oom, "out of memory");
+    return sb.data;
+}
+
+static char *dup_str(const char *s)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    FUZZ_CHECK(d != NULL, "out of memory");
+    return d;
+}
+
+/* A deep copy of an image map (one allocation for the map and its images,
+ * strings and build IDs separately), freed by free_map. */
+static const btp_image_map *copy_map(const btp_image_map *m)
+{
+    if (!m)
+        return NULL;
+    btp_image_map *c = malloc(sizeof *c + m->n_images * sizeof(btp_image));
+    FUZZ_CHECK(c != NULL, "out of memory");
+    btp_image *ims = (btp_image *)(c + 1);
+    *c = *m;
+    c->platform = dup_str(m->platform);
+    c->images = ims;
+    for (size_t i = 0; i < m->n_images; i++) {
+        ims[i] = m->images[i];
+        ims[i].name = dup_str(m->images[i].name);
+        ims[i].path = dup_str(m->images[i].path);
+        unsigned char *id = NULL;
+        if (m->images[i].build_id_len) {
+            id = malloc(m->images[i].build_id_len);
+            FUZZ_CHECK(id != NULL, "out of memory");
+            memcpy(id, m->images[i].build_id, m->images[i].build_id_len);
+        }
+        ims[i].build_id = id;
+    }
+    return c;
+}
+
+static void free_map(const btp_image_map *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n_images; i++) {
+        free((void *)m->images[i].name);
+        free((void *)m->images[i].path);
+        free((void *)m->images[i].build_id);
+    }
+    free((void *)m->platform);
+    free((void *)m);
+}
+
+static void free_copy(trace *t)
+{
+    free(t->frames);
+    free((void *)t->arch);
+    free((void *)t->thread_name);
+    free_map(t->image_map);
 }
 
 /* Sink: check and keep a deep copy. */
@@ -68,8 +175,16 @@ static int collect(void *ctx, trace *t)
     traces *list = ctx;
     check_trace(t);
     list->v = fuzz_reserve(list->v, &list->cap, list->n + 1, sizeof *list->v);
+    list->context = fuzz_reserve(list->context, &list->ctx_cap, list->n + 1,
+                                 sizeof *list->context);
+    list->context[list->n] = context_of(t);
     trace *copy = &list->v[list->n++];
     *copy = *t;
+    /* what these point to belongs to the reader and changes with the next
+     * record */
+    copy->image_map = copy_map(t->image_map);
+    copy->arch = dup_str(t->arch);
+    copy->thread_name = dup_str(t->thread_name);
     copy->frames = NULL;
     copy->cap = copy->n;
     if (t->n) {
@@ -82,8 +197,10 @@ static int collect(void *ctx, trace *t)
 
 static void clear(traces *list)
 {
-    for (size_t i = 0; i < list->n; i++)
-        free(list->v[i].frames);
+    for (size_t i = 0; i < list->n; i++) {
+        free_copy(&list->v[i]);
+        free(list->context[i]);
+    }
     list->n = 0;
 }
 
@@ -155,9 +272,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (fmt->write(&w, &first.v[i], &one) == 0) {
             if (one.len)
                 sb_add(&out, one.data, one.len);
+            first.context[kept] = first.context[i];
             first.v[kept++] = first.v[i];
         } else {
-            free(first.v[i].frames);
+            free_copy(&first.v[i]);
+            free(first.context[i]);
         }
     }
     first.n = kept;
@@ -169,8 +288,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rc = read_file(fd_out, out.data, out.len, &second);
     FUZZ_CHECK(rc == EXIT_OK, "the format cannot read its own output (%zu bytes)", out.len);
     FUZZ_CHECK(second.n == first.n, "%zu traces written, %zu read back", first.n, second.n);
-    for (size_t i = 0; i < first.n; i++)
+    for (size_t i = 0; i < first.n; i++) {
         FUZZ_CHECK(same_trace(&first.v[i], &second.v[i]), "trace %zu changed", i);
+#ifdef FUZZ_KEEPS_CONTEXT
+        FUZZ_CHECK(strcmp(first.context[i], second.context[i]) == 0,
+                   "trace %zu: image map or context changed:\n%s\n---\n%s", i, first.context[i],
+                   second.context[i]);
+#endif
+    }
     sb_free(&out);
     sb_free(&one);
     return 0;

@@ -207,6 +207,131 @@ def cli_seeds():
     return list(cs.values())
 
 
+def corpus_maps(name):
+    with open(os.path.join(DATA, "corpus", name + ".maps")) as f:
+        return f.read().splitlines(keepends=True)
+
+
+def image_of_maps(lines):
+    """(base, end of text, path) per file of /proc/PID/maps lines, as
+    btp_image_map_from_procmaps groups them (enough for seeds)."""
+    images = {}
+    for line in lines:
+        f = line.split(None, 5)
+        if len(f) < 6 or not f[5].strip().startswith("/"):
+            continue
+        path = f[5].strip()
+        start, end = (int(x, 16) for x in f[0].split("-"))
+        if path not in images:
+            images[path] = [start - int(f[2], 16), 0]
+        if "x" in f[1]:
+            images[path][1] = max(images[path][1], end)
+    return [(b, e, p) for p, (b, e) in images.items() if e]
+
+
+def escape_path(p):
+    out = []
+    for ch in p:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7f:
+            out.append("\\x%02x" % ord(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def image_line(base, end, build_id, path):
+    return "image 0x%x 0x%x %s %s" % (base, end, build_id or "-",
+                                      "\\x2d" if path == "-" else escape_path(path) if path else "-")
+
+
+# Hand-made edge cases of /proc/PID/maps: the vDSO, a deleted file, a file
+# smaller than a page (its data mapped at offset 0 again), a listing cut
+# before a file's offset-0 mapping, an escaped newline in a path, CRLF.
+MAPS_EDGES = [
+    "7ffd1000-7ffd3000 r-xp 00000000 00:00 0                          [vdso]\n",
+    "400000-401000 r-xp 00000000 08:01 12 /tmp/a.out (deleted)\n",
+    "7f0000000000-7f0000001000 r-xp 00000000 08:01 77 /lib/tiny.so\n"
+    "7f0000001000-7f0000002000 r--p 00000000 08:01 77 /lib/tiny.so\n",
+    "7f0000002000-7f0000003000 r-xp 00002000 08:01 78 /lib/cut.so\n",
+    "7f0000004000-7f0000005000 r-xp 00000000 08:01 79 /tmp/odd\\012name\r\n",
+    "56000000-56001000 r--p 00000000 08:01 5 /bin/x\n56001000-56002000 r-xp 00001000 08:01 5 /bin/x",
+]
+
+
+def image_seeds():
+    """/proc/PID/maps text (image_procmaps) and image lines (image_line);
+    byte 0: word size 16/32/64 as 0/1/2."""
+    pm, il = Corpus("image_procmaps"), Corpus("image_line")
+    for name, word in (("py311_regrtest", 2), ("gcc12_cc1_sqlite3", 2), ("sqlite3_i386", 1)):
+        lines = corpus_maps(name)
+        for k in range(0, min(len(lines), 120), 40):
+            pm.add(bytes([word]) + "".join(lines[k:k + 40]).encode())
+        imgs = image_of_maps(lines)
+        for k in range(0, len(imgs), 8):
+            text = "\n".join(image_line(b, e, ("%02x" % (i * 37 % 256)) * (20 if i % 2 else 0) or None,
+                                        p) for i, (b, e, p) in enumerate(imgs[k:k + 8]))
+            il.add(bytes([word]) + text.encode())
+    for k, text in enumerate(MAPS_EDGES):
+        pm.add(bytes([k % 3]) + text.encode())
+    il.add(bytes([2]) + b"image 0x7ffd1000 0x7ffd3000 - -\nimage 0x1 0x2 ab \\x2d\n"
+           b"image 0x10 0x20 00112233445566778899aabbccddeeff00112233 /a\\nb\\\\c\\x01\r\n")
+    return [pm, il]
+
+
+CBF_FOR_CRASH = 8  # how many crash-record seeds
+
+
+def crash_seeds():
+    """btpack crash records (cli_crash): v1 with map lines, v2 with image
+    lines and build IDs, text around them, two back to back, one cut
+    short; the same option byte as the other CLI formats."""
+    c = Corpus("cli_crash")
+    cbf = [v for v in jsonl("cbf-public.jsonl") if v["kind"] == "valid" and v["word_bits"] == 64]
+    maps = corpus_maps("py311_regrtest")
+    imgs = image_of_maps(maps)
+    for k in range(CBF_FOR_CRASH):
+        v = cbf[k * 7 % len(cbf)]
+        head = "btpack-crash v%d signal=11 code=1 addr=0x10 pid=42 tid=42 method=fp" % (1 + k % 2)
+        body = ["cbf " + v["swift_hex"]]
+        if k % 2:
+            body += [image_line(b, e, ("%02x" % (i + k)) * 20, p)
+                     for i, (b, e, p) in enumerate(imgs[k:k + 6])]
+        else:
+            body += ["map " + line.rstrip("\n") for line in maps[k * 10:k * 10 + 12]]
+        rec = "\n".join([head] + body + ["end"]) + "\n"
+        if k % 4 == 1:
+            rec = "program output before the crash\n" + rec + rec.replace("pid=42", "pid=43")
+        if k % 4 == 3:
+            rec = rec[:rec.rindex("end")]  # cut short
+        c.add(bytes([k & 9]) + rec.encode())
+    c.add(bytes([0]) + b"btpack-crash v2 signal=6\ncbf 02111000201021ff00\nthread 1\nend\n")
+    return c
+def swift_seeds():
+    """CIF maps (the vectors recorded from Swift's runtime, behind the
+    arena/table option byte), Swift Backtrace JSON captured from the
+    runtime, and its JSON crash logs (tests/data/swift/)."""
+    cif, js, logs = Corpus("cif"), Corpus("cli_swift"), Corpus("cli_swift_crashlog")
+    for i, v in enumerate(jsonl("cif-swift.jsonl")):
+        blob = bytes.fromhex(v["hex"])
+        if len(blob) < 4096:
+            cif.add(bytes([(i * 37) & 0xff]) + blob)
+    swift = os.path.join(DATA, "swift")
+    with open(os.path.join(swift, "capture.jsonl"), "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    for k, line in enumerate(lines):
+        js.add(bytes([4 | (k & 1) | (k & 2) << 2]) + line)
+    js.add(bytes([4]) + b"".join(lines))
+    for name in sorted(os.listdir(swift)):
+        if name.startswith("crash-"):
+            with open(os.path.join(swift, name), "rb") as f:
+                logs.add(bytes([4]) + f.read())
+    return [cif, js, logs]
+
+
 # (seed, word bits, records, block bytes, dictionary cap, zlib): several
 # blocks and segments in a few hundred bytes.
 LOGS = [(1, 64, 30, 256, 64, 1), (2, 32, 40, 200, 32, 0), (3, 16, 20, 128, 1 << 20, 0),
@@ -235,7 +360,8 @@ def log_seeds(build):
 
 
 def main():
-    made = [cbf_seeds(), cbf_encode_seeds(), base64_seeds(), *lws_seeds(), *cli_seeds()]
+    made = [cbf_seeds(), cbf_encode_seeds(), base64_seeds(), *lws_seeds(), *cli_seeds(),
+            *image_seeds(), crash_seeds(), *swift_seeds()]
     if len(sys.argv) > 1:
         made += log_seeds(sys.argv[1])
     for c in made:

@@ -51,7 +51,7 @@ fi
 
 if [ ! -f "$build/build.ninja" ]; then
     CC=clang meson setup "$build" "$root" -Dfuzzing_engine=libfuzzer \
-        -Ddefault_library=static -Db_lundef=false -Dtests=false \
+        -Ddefault_library=static -Db_lundef=false -Dtests=disabled \
         --buildtype=debugoptimized >/dev/null
 fi
 nice -n "$nice_level" ninja -C "$build" -j2 >/dev/null

@@ -1,7 +1,10 @@
-# Sourced by scripts/demo.sh and scripts/test.sh: install what the build
-# needs and is missing, with apt-get (Debian 12), and only then.
+# Sourced by scripts/demo.sh, scripts/test.sh and scripts/library_kinds.sh:
+# install what the build needs and is missing, with apt-get (Debian 12), and
+# only then; and configure a build directory.
 #
 # BTPACK_NO_INSTALL=1 turns installing off (missing tools are then reported).
+# BTPACK_DEPS_CHROMIUM=1 adds the optional group for the heap map's browser
+# test (tests/heap/heap_chromium.py, skipped without it): Debian's chromium.
 
 btpack_need_pkgs=()
 
@@ -27,6 +30,15 @@ btpack_ensure_deps() {
     btpack_want 'pkg-config --exists libunwind' libunwind-dev  # optional capture method
     btpack_want 'pkg-config --exists libdw' libdw-dev          # btpack symbolize in-process
     btpack_want 'command -v readelf && command -v strip' binutils  # symbolize tests
+    # symbolize: libstdc++'s __cxa_demangle for C++ names, and the C++ test program
+    btpack_want 'command -v c++' g++
+    # Packaging tests: man pages, bash completion, the ABI check.
+    btpack_want 'command -v groff' groff-base
+    btpack_want 'pkg-config --exists bash-completion' bash-completion
+    btpack_want 'command -v abidiff' abigail-tools
+    if [ "${BTPACK_DEPS_CHROMIUM:-0}" = 1 ]; then
+        btpack_want 'command -v chromium' chromium  # heap map rendered in a browser (~300 MB)
+    fi
     btpack_install_wanted
 }
 
@@ -56,4 +68,17 @@ btpack_install_wanted() {
     "${sudo[@]}" apt-get update </dev/null
     # shellcheck disable=SC2086
     "${sudo[@]}" apt-get install -y --no-install-recommends $pkgs </dev/null
+}
+
+# btpack_setup BUILD_DIR OPTIONS...: configure BUILD_DIR with OPTIONS, or
+# reconfigure it with them when it exists (so that options given on an
+# earlier run do not linger).
+btpack_setup() {
+    local build=$1
+    shift
+    if [ -f "$build/build.ninja" ]; then
+        meson setup --reconfigure "$build" "$@" >/dev/null
+    else
+        meson setup "$build" "$@" >/dev/null
+    fi
 }

@@ -95,6 +95,58 @@ static inline size_t tu_canonical_runs(btp_cbf_run *r, size_t n)
 }
 
 /*
+ * The address-array entry points on frames[0..n) whose one-shot encoding
+ * is enc[0..len): when every frame is an address of one kind,
+ * btp_cbf_encode_addrs gives the same bytes and btp_cbf_decode_addrs the
+ * addresses back; when one is an omit, btp_cbf_decode_addrs stops there
+ * with BTP_E_UNREPRESENTABLE and the addresses before it.
+ */
+static inline void tu_check_addrs(const char *what, const btp_frame *frames, size_t n,
+                                  int truncated, unsigned word_bits, unsigned flags,
+                                  const uint8_t *enc, size_t len)
+{
+    uint64_t *addrs = malloc((n + 1) * sizeof *addrs), *back = malloc((n + 1) * sizeof *back);
+    uint8_t *buf = malloc(BTP_CBF_BOUND(n));
+    size_t omit = 0, len2 = 0;
+    int one_kind = 1;
+    if (!addrs || !back || !buf) {
+        CHECK(0, "%s: out of memory", what);
+        goto out;
+    }
+    while (omit < n && frames[omit].kind != BTP_FRAME_OMIT)
+        omit++;
+    for (size_t i = 0; i < n; i++) {
+        addrs[i] = frames[i].value;
+        one_kind = one_kind && frames[i].kind == frames[0].kind;
+    }
+    if (omit == n && one_kind) {
+        btp_frame_kind kind = n ? frames[0].kind : BTP_FRAME_RA;
+        btp_status st = btp_cbf_encode_addrs(addrs, n, kind, truncated, word_bits, flags, buf,
+                                             BTP_CBF_BOUND(n), &len2, NULL);
+        CHECK(st == BTP_OK && len2 == len && memcmp(buf, enc, len) == 0,
+              "%s/%u: btp_cbf_encode_addrs differs (%s, %zu vs %zu bytes)", what, word_bits,
+              btp_status_name(st), len2, len);
+    }
+    btp_cbf_info info;
+    btp_status st = btp_cbf_decode_addrs(enc, len, BTP_CBF_POLICY_DEFAULT, back, n + 1, &info);
+    if (omit == n)
+        CHECK(st == BTP_OK && info.frames == n && info.consumed == len,
+              "%s/%u: btp_cbf_decode_addrs: %s, %zu frames", what, word_bits,
+              btp_status_name(st), info.frames);
+    else
+        CHECK(st == BTP_E_UNREPRESENTABLE && info.frames == omit &&
+                  (enc[info.error_offset] & 0xc0) == 0x40,
+              "%s/%u: btp_cbf_decode_addrs over an omit: %s, %zu frames, offset %zu", what,
+              word_bits, btp_status_name(st), info.frames, info.error_offset);
+    for (size_t i = 0; i < info.frames && i < omit; i++)
+        CHECK(back[i] == addrs[i], "%s/%u: address %zu differs", what, word_bits, i);
+out:
+    free(addrs);
+    free(back);
+    free(buf);
+}
+
+/*
  * Round-trip frames[0..n) at word_bits with encoder flags `flags`:
  *  - one-shot encode; needed == length; length <= BTP_CBF_BOUND(n);
  *  - streaming frame by frame and streaming as runs (add(frame, count))
@@ -127,6 +179,8 @@ static inline size_t tu_check_roundtrip(const char *what, const btp_frame *frame
         goto out;
     CHECK(needed == len, "%s/%u: needed %zu != len %zu", what, word_bits, needed, len);
     CHECK(len >= 2 && len <= cap, "%s/%u: len %zu", what, word_bits, len);
+
+    tu_check_addrs(what, frames, n, truncated, word_bits, flags, one, len);
 
     btp_cbf_encoder enc;
     st = btp_cbf_encoder_init(&enc, stream, cap, word_bits, flags);

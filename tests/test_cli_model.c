@@ -1,7 +1,9 @@
 /* The tool's building blocks: the trace model's checks and limits, number
- * parsing, the byte buffer, and the shared line reader. */
+ * parsing, the byte buffer, the shared line reader, and the image map a
+ * log stores. */
 #include "check.h"
 #include "format.h"
+#include "imagemap_text.h"
 #include "lines.h"
 
 #include <stdio.h>
@@ -157,11 +159,98 @@ static void test_lines(void)
     remove(path);
 }
 
+static btp_status to_strbuf(void *ctx, const void *data, size_t len)
+{
+    sb_add(ctx, data, len);
+    return ((strbuf *)ctx)->oom ? BTP_E_OUT_OF_MEMORY : BTP_OK;
+}
+
+/* A log whose metadata blocks are (key, text) pairs, one allocation after
+ * each; read to its end. */
+static btp_log_reader *log_with(strbuf *sb, const char *const *meta, size_t n)
+{
+    btp_log_writer *w;
+    sb_clear(sb);
+    if (btp_log_writer_open(&w, to_strbuf, sb, NULL) != BTP_OK)
+        return NULL;
+    btp_frame f = {0x1234, BTP_FRAME_RA};
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        btp_log_writer_meta(w, meta[i], meta[i + 1], strlen(meta[i + 1]));
+        btp_log_writer_alloc(w, 16, 0x10000 + 16 * i, &f, 1);
+    }
+    btp_log_reader *r = NULL;
+    btp_log_record rec;
+    if (btp_log_writer_close(w) != BTP_OK || btp_log_reader_open(&r, sb->data, sb->len, 0) != BTP_OK)
+        return NULL;
+    while (btp_log_reader_next(r, &rec) == BTP_OK)
+        ;
+    return r;
+}
+
+static const char *path_at(const owned_map *m, uint64_t addr)
+{
+    const btp_image *im = btp_image_map_find(&m->map, addr);
+    return im && im->path ? im->path : "";
+}
+
+/* Every stored block counts, newest first: an older image that overlaps a
+ * newer one is left out; images only older blocks hold stay. */
+static void test_map_from_log(void)
+{
+    strbuf sb = STRBUF_INIT;
+    owned_map m = {0};
+    size_t off = 0;
+    static const char *const images[] = {
+        "images", "image 0x1000 0x2000 - /a.so\nimage 0x9000 0xa000 aabb /old.so\n",
+        "maps", "00400000-00401000 r-xp 00000000 08:01 1 /ignored\n",
+        "images", "image 0x1800 0x2800 - /b.so\nimage 0x5000 0x6000 - /c.so\n",
+    };
+    btp_log_reader *r = log_with(&sb, images, 6);
+    CHECK(r && owned_map_from_log(&m, r, &off) == BTP_OK && m.map.n_images == 3,
+          "images blocks merged: %zu images", m.map.n_images);
+    CHECK(!strcmp(path_at(&m, 0x1900), "/b.so") && !strcmp(path_at(&m, 0x1100), "") &&
+              !strcmp(path_at(&m, 0x5800), "/c.so") && !strcmp(path_at(&m, 0x9800), "/old.so"),
+          "newest block wins where images overlap");
+    const btp_image *old = btp_image_map_find(&m.map, 0x9800);
+    CHECK(old && old->build_id_len == 2 && old->build_id[0] == 0xaa && old->build_id[1] == 0xbb,
+          "build ID copied");
+    CHECK(!strcmp(path_at(&m, 0x400800), ""), "maps blocks unused when there are images");
+    btp_log_reader_close(r);
+
+    static const char *const maps[] = {
+        "maps", "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n",
+        "maps", "7f0000000000-7f0000001000 r-xp 00000000 08:01 2 /lib/y.so\n",
+    };
+    r = log_with(&sb, maps, 4);
+    CHECK(r && owned_map_from_log(&m, r, &off) == BTP_OK && m.map.n_images == 2 &&
+              !strcmp(path_at(&m, 0x400800), "/bin/x") &&
+              !strcmp(path_at(&m, 0x7f0000000800), "/lib/y.so"),
+          "maps blocks merged when there are no images");
+    btp_log_reader_close(r);
+
+    static const char *const bad[] = {
+        "images", "image 0x1000 0x2000 - /a.so\n",
+        "images", "image 0x3000 0x2000 - /backwards.so\n",
+    };
+    r = log_with(&sb, bad, 4);
+    CHECK(r && owned_map_from_log(&m, r, &off) == BTP_E_IMAGE_SYNTAX && m.map.n_images == 0,
+          "a bad block: its status, an empty map");
+    btp_log_reader_close(r);
+
+    static const char *const none[] = {"comment", "# nothing here\n"};
+    r = log_with(&sb, none, 2);
+    CHECK(r && owned_map_from_log(&m, r, &off) == BTP_END && m.map.n_images == 0, "no map");
+    btp_log_reader_close(r);
+    owned_map_free(&m);
+    sb_free(&sb);
+}
+
 int main(void)
 {
     test_trace();
     test_numbers();
     test_strbuf();
     test_lines();
+    test_map_from_log();
     return check_finish();
 }

@@ -71,6 +71,32 @@ int cli_count_arg(const char *cmd, const char *opt, const char *arg, size_t *out
     return 0;
 }
 
+int cli_thread_arg(const char *cmd, const char *arg, cli_options *opt)
+{
+    uint64_t v;
+    opt->thread_given = 1;
+    if (strcmp(arg, "all") == 0) {
+        opt->thread_sel = CLI_THREADS_ALL;
+    } else if (strcmp(arg, "crashed") == 0) {
+        opt->thread_sel = CLI_THREADS_CRASHED;
+    } else if (parse_dec_u64(arg, strlen(arg), &v) == 0 && v < SIZE_MAX) {
+        opt->thread_sel = CLI_THREADS_INDEX;
+        opt->thread_index = (size_t)v;
+    } else {
+        cli_usage_error(cmd, "--thread must be a thread number (0, 1, ...), crashed or all, "
+                             "not '%s'", arg);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_check_thread_option(const char *cmd, const cli_options *opt, const format *from)
+{
+    if (opt->thread_given && strcmp(from->name, "swift-crashlog") != 0)
+        return cli_usage_error(cmd, "--thread applies to --from swift-crashlog only");
+    return 0;
+}
+
 int cli_read_option(const char *cmd, int ch, const char *arg, cli_options *opt)
 {
     switch (ch) {
@@ -84,6 +110,8 @@ int cli_read_option(const char *cmd, int ch, const char *arg, cli_options *opt)
         return 1;
     case 'm':
         return cli_count_arg(cmd, "--max-frames", arg, &opt->max_frames) < 0 ? -1 : 1;
+    case 'R':
+        return cli_thread_arg(cmd, arg, opt) < 0 ? -1 : 1;
     default:
         return 0;
     }

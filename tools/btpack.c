@@ -16,6 +16,7 @@ static const command commands[] = {
     {"dump", cmd_dump, "disassemble CBF streams instruction by instruction"},
     {"stats", cmd_stats, "sizes and depth distribution of a set of traces"},
     {"heapmap", cmd_heapmap, "symbolize libwebsockets ~m# allocation records, by call site"},
+    {"heap", cmd_heap, "record a program's heap (LD_PRELOAD), report on it, draw its map"},
     {"symbolize", cmd_symbolize, "function names and file:line for every frame (crash records too)"},
 };
 
@@ -41,6 +42,29 @@ static void usage(FILE *f)
           f);
 }
 
+/* The versions, then what this build has, one fact per line for scripts:
+ * each optional library, + when built in and - when not (the build's
+ * `Features` summary lists the same): zlib (compressed trace logs), liblzma
+ * (.xz input), libunwind (a capture method), libdw (symbolize in-process),
+ * libstdc++ (C++ names demangled); and the capture methods. */
+static void version(void)
+{
+    printf("btpack %s (library %s)\n", BTP_VERSION_STRING, btp_version());
+    printf("features: %czlib %cliblzma %clibunwind %clibdw %clibstdc++\n",
+           btp_log_have_zlib() ? '+' : '-', BTP_CLI_HAVE_LZMA ? '+' : '-',
+           btp_capture_method_available(BTP_CAPTURE_LIBUNWIND) ? '+' : '-',
+           BTP_CLI_HAVE_LIBDW ? '+' : '-', BTP_CLI_HAVE_CXA_DEMANGLE ? '+' : '-');
+    printf("log compression: %s\n",
+           btp_log_have_zlib() ? "zlib" : "none (built without zlib)");
+    fputs("capture methods:", stdout);
+    static const btp_capture_method methods[] = {BTP_CAPTURE_FP, BTP_CAPTURE_LIBGCC,
+                                                 BTP_CAPTURE_LIBUNWIND, BTP_CAPTURE_GLIBC};
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+        if (btp_capture_method_available(methods[i]))
+            printf(" %s", btp_capture_method_name(methods[i]));
+    printf(" (default %s)\n", btp_capture_method_name(btp_capture_method_default()));
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -53,9 +77,7 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
-        printf("btpack %s (library %s)\n", BTP_VERSION_STRING, btp_version());
-        printf("log compression: %s\n",
-               btp_log_have_zlib() ? "zlib" : "none (built without zlib)");
+        version();
         return EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -33,10 +33,16 @@ int cli_format_arg(const char *cmd, const char *arg, int need_reader, int need_w
                    const format **out);
 int cli_word_bits_arg(const char *cmd, const char *arg, unsigned *out);
 int cli_count_arg(const char *cmd, const char *opt, const char *arg, size_t *out);
+/* --thread N|crashed|all (crash logs) into opt. */
+int cli_thread_arg(const char *cmd, const char *arg, cli_options *opt);
+/* EXIT_USAGE (after saying so) when --thread was given for input that is
+ * not a crash log, else 0. */
+int cli_check_thread_option(const char *cmd, const cli_options *opt, const format *from);
 /* The reading options that convert, stats and heapmap share. A command lists
  * those it takes in its getopt_long table with these short codes and hands
  * every code its own switch does not know to cli_read_option(): 'w'
- * --word-bits N, 's' --strict, 'k' --keep-going, 'm' --max-frames N.
+ * --word-bits N, 's' --strict, 'k' --keep-going, 'm' --max-frames N,
+ * 'R' --thread N|crashed|all.
  * Returns 1 when `ch` was one of them (stored in *opt), 0 when it was not,
  * -1 on a bad value (usage error printed). */
 int cli_read_option(const char *cmd, int ch, const char *arg, cli_options *opt);
@@ -50,10 +56,20 @@ int cli_usage_error(const char *cmd, const char *fmt, ...);
 /* List the formats with their one-line help: readers, writers or both. */
 void cli_list_formats(FILE *f, int readers, int writers);
 
+/* btpack dump's line: byte offset, raw bytes (the first 9, then "..."),
+ * mnemonic, operand and a remark, columns padded only when something
+ * follows. */
+void dump_line(size_t off, const uint8_t *p, size_t n, const char *mn, const char *operand,
+               const char *addr);
+/* Disassemble the CIF image map p[0..len) (dump_cif.c). Returns 0, or -1
+ * after printing the fault (`name` names the input). */
+int dump_cif(const uint8_t *p, size_t len, const char *name, int strict);
+
 int cmd_convert(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_heapmap(int argc, char **argv);
+int cmd_heap(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);
 
 /* btpack stats on a trace log held in data (logstats.c); path names it. */

@@ -27,6 +27,10 @@ static const char convert_help[] =
     "  --keep-going      skip bad traces with a warning; exit status 1 at the end\n"
     "  --max-frames N    frames per trace after expanding repeats (default 1048576);\n"
     "                    more is an error\n"
+    "  --thread N|crashed|all\n"
+    "                    (swift-crashlog) which threads of a crash log become\n"
+    "                    traces: thread N (from 0, the log's order), the crashed\n"
+    "                    one, or all (default; the crashed one first)\n"
     "  --maps FILE       (to log) store FILE, the /proc/PID/maps of the traced\n"
     "                    process, so that addresses can be symbolized later\n"
     "  --no-zlib         (to log) store blocks uncompressed\n"
@@ -59,7 +63,9 @@ static const char convert_examples[] =
     "  btpack convert --from lws --to lws-b device.log   (every ~m# record in a log)\n"
     "  btpack convert --from lws --to json --word-bits 32 esp32.log\n"
     "  btpack convert --from trace --to log --maps app.maps -o app.btlog app.trace.xz\n"
-    "  btpack convert --from log --to trace app.btlog\n";
+    "  btpack convert --from log --to trace app.btlog\n"
+    "  btpack convert --from swift-crashlog --to swift --thread crashed crash.log\n"
+    "  btpack convert --from swift --to addrs backtraces.jsonl\n";
 
 typedef struct convert_ctx {
     const format *to;
@@ -119,6 +125,7 @@ int cmd_convert(int argc, char **argv)
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
         {"max-frames", required_argument, NULL, 'm'},
+        {"thread", required_argument, NULL, 'R'},
         {"alloc-size", required_argument, NULL, 'a'},
         {"allow-truncated", no_argument, NULL, 'T'},
         {"lws-optimal", no_argument, NULL, 'O'},
@@ -194,6 +201,8 @@ int cmd_convert(int argc, char **argv)
     }
     if (!from || !to)
         return cli_usage_error("convert", "--from and --to are required");
+    if (cli_check_thread_option("convert", &opt, from))
+        return EXIT_USAGE;
     if (argc - optind > 1)
         return cli_usage_error("convert", "one input at most, got %d", argc - optind);
 

@@ -3,11 +3,13 @@
  * few calls deep, so the record it writes can be turned back into names:
  *
  *   crash_example [segv|abort|overflow] [OUT] 2>/dev/null; test $? -gt 128
- *   sed -n 's/^cbf //p' OUT | btpack convert --from hex --to addrs
- *   # then, per address, the `image` line holding it gives file and base
- *   # (address - base, minus 1 for a return address, is what
- *   # addr2line -f -e FILE takes for PIE executables and libraries; see
- *   # spec/capture.md)
+ *   btpack symbolize OUT              # or --to json, --to markup
+ *
+ * btpack symbolize recognises the record, places each address in an image
+ * through the image map the record carries, and prints per frame the
+ * function, the functions inlined there and file:line (the line needs
+ * DWARF: this program's build type, debugoptimized by default, has it;
+ * without, the function comes from the symbol table and a note says so).
  *
  * OUT defaults to standard error. The method is the crash handler's default
  * (cfi: whole stacks through libc and code without frame pointers) unless

@@ -18,7 +18,7 @@
 #include "output.h"
 
 static const char dump_help[] =
-    "usage: btpack dump [--from hex|b64|cbf] [--strict] [IN]\n"
+    "usage: btpack dump [--from hex|b64|cbf|cif] [--strict] [IN]\n"
     "\n"
     "Disassemble CBF streams: one instruction per line with its byte offset\n"
     "(decimal: in the line's stream, or in the binary input), raw bytes,\n"
@@ -31,6 +31,8 @@ static const char dump_help[] =
     "  --from FMT   hex (default): one stream per line as hex digits\n"
     "               b64: one stream per line in base64\n"
     "               cbf: raw binary, streams back to back\n"
+    "               cif: one raw binary Swift image map (CIF): each field\n"
+    "               and path opcode, the prefixes paths define, every image\n"
     "  --strict     decode with the strict policy\n"
     "  -h, --help   this help\n"
     "\n"
@@ -38,12 +40,12 @@ static const char dump_help[] =
     "or `abs value`, omit N, rep N (extra copies of the previous frame);\n"
     "`(ext)` marks the external-count forms.\n"
     "\n"
-    "example (the worked example of the CBF notes):\n"
-    "  echo 02111000201021ff00357fff000010f0446103e8292020801110108809 01 | btpack dump\n";
+    "examples (the worked example of the CBF notes; a one-image map):\n"
+    "  echo 02111000201021ff00357fff000010f0446103e829202080111010880901 | btpack dump\n"
+    "  printf '\\2\\0\\1\\11\\20\\0\\20\\0\\0\\201\\200\\6z.so.1\\0' | btpack dump --from cif\n";
 
-/* Print one instruction line. */
-static void line_out(size_t off, const uint8_t *p, size_t n, const char *mn, const char *operand,
-                     const char *addr)
+void dump_line(size_t off, const uint8_t *p, size_t n, const char *mn, const char *operand,
+               const char *addr)
 {
     char raw[64];
     size_t o = 0;
@@ -113,7 +115,7 @@ static btp_status dump_stream(const uint8_t *p, size_t len, size_t base, unsigne
         bits = btp_cbf_decoder_word_bits(&d);
         mask = btp_word_mask(bits);
         snprintf(operand, sizeof operand, "v0 %u-bit", bits);
-        line_out(base, p, 1, "info", operand, "");
+        dump_line(base, p, 1, "info", operand, "");
         pos = 1;
     }
     while (pos < stop) {
@@ -160,20 +162,20 @@ static btp_status dump_stream(const uint8_t *p, size_t len, size_t base, unsigne
                 snprintf(addr, sizeof addr, "(%s 0x%llx)", trace_kind_name(last.kind),
                          (unsigned long long)last.value);
         }
-        line_out(base + pos, p + pos, n, mn, operand, addr);
+        dump_line(base + pos, p + pos, n, mn, operand, addr);
         pos += n;
     }
     if (st != BTP_END) {
         size_t k = len - stop < 8 ? len - stop : 8;
         snprintf(operand, sizeof operand, "%s", btp_status_name(st));
-        line_out(base + stop, p + stop, k, "FAULT", operand, btp_strerror(st));
+        dump_line(base + stop, p + stop, k, "FAULT", operand, btp_strerror(st));
         return st;
     }
     if (btp_cbf_decoder_terminator(&d) == BTP_CBF_TERM_NONE)
         printf("%6zu  (input ends without end/trunc)\n", base + stop);
     if (single && stop < len) {
         snprintf(operand, sizeof operand, "%zu byte%s", len - stop, len - stop == 1 ? "" : "s");
-        line_out(base + stop, p + stop, len - stop, "trail", operand, "(ignored; --strict rejects)");
+        dump_line(base + stop, p + stop, len - stop, "trail", operand, "(ignored; --strict rejects)");
     }
     return BTP_END;
 }
@@ -188,12 +190,16 @@ int cmd_dump(int argc, char **argv)
     };
     cli_options opt = {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES};
     const format *from = format_find("hex");
-    int ch, bad = 0;
+    int ch, bad = 0, cif = 0;
     opterr = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'f':
+            if (strcmp(optarg, "cif") == 0) {
+                cif = 1;
+                break;
+            }
             if (cli_format_arg("dump", optarg, 1, 0, &from) < 0)
                 return EXIT_USAGE;
             if (!from->line_bytes && strcmp(from->name, "cbf") != 0)
@@ -219,7 +225,10 @@ int cmd_dump(int argc, char **argv)
     strbuf bytes = STRBUF_INIT;
     output out;
     output_stdio(&out);
-    if (!from->line_bytes) {
+    if (cif) {
+        bad = input_read_all(&in, &bytes) < 0 ||
+              dump_cif((const uint8_t *)bytes.data, bytes.len, in.name, opt.strict) < 0;
+    } else if (!from->line_bytes) {
         /* Binary: streams back to back, split at end/trunc. */
         unsigned policy = cbf_policy(&opt) & ~(unsigned)BTP_CBF_REJECT_TRAILING;
         if (input_read_all(&in, &bytes) < 0) {

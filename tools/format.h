@@ -33,7 +33,17 @@ typedef struct cli_options {
     uint64_t alloc_size; /* the size of traces whose input has none (lws default 0) */
     int allow_truncated; /* --allow-truncated: write truncated traces into lws anyway */
     int lws_optimal;     /* --lws-optimal: smallest lws encoding, not libwebsockets' */
+    int thread_given;    /* --thread was given */
+    int thread_sel;      /* --thread (crash logs): CLI_THREADS_* */
+    size_t thread_index; /* --thread N */
 } cli_options;
+
+/* Which threads of a crash log become traces. */
+enum {
+    CLI_THREADS_ALL = 0,     /* every thread, the crashed one first (default) */
+    CLI_THREADS_CRASHED = 1, /* the crashed thread */
+    CLI_THREADS_INDEX = 2    /* thread number thread_index (0-based, log order) */
+};
 
 #define CLI_DEFAULT_MAX_FRAMES ((size_t)1 << 20)
 

@@ -114,17 +114,66 @@ btp_status owned_map_image_lines(owned_map *m, const char *text, size_t len, uns
     return BTP_OK;
 }
 
+/* Append a copy of im unless an image already in m overlaps it. */
+static int add_unless_covered(owned_map *m, const btp_image *im)
+{
+    for (size_t i = 0; i < m->buf.n_images; i++) {
+        const btp_image *o = &m->buf.images[i];
+        if (im->base < o->end_of_text && o->base < im->end_of_text)
+            return 0;
+    }
+    size_t pl = im->path ? strlen(im->path) + 1 : 0;
+    if (reserve(m, 1, pl + im->build_id_len) < 0)
+        return -1;
+    btp_image *d = &m->buf.images[m->buf.n_images++];
+    *d = *im; /* name: NULL or a parser's static "[vdso]" */
+    char *bytes = m->buf.bytes + m->buf.n_bytes;
+    if (pl) {
+        memcpy(bytes, im->path, pl);
+        d->path = bytes;
+        bytes += pl;
+    }
+    if (im->build_id_len) {
+        memcpy(bytes, im->build_id, im->build_id_len);
+        d->build_id = (const unsigned char *)bytes;
+    }
+    m->buf.n_bytes += pl + im->build_id_len;
+    return 0;
+}
+
 btp_status owned_map_from_log(owned_map *m, btp_log_reader *lr, size_t *err_off)
 {
     const void *d;
     size_t n;
     unsigned wb = btp_log_reader_word_bits(lr);
     owned_map_clear(m, wb);
-    if (btp_log_reader_meta_find(lr, "images", &d, &n) == BTP_OK)
-        return owned_map_image_lines(m, d, n, wb, err_off);
-    if (btp_log_reader_meta_find(lr, "maps", &d, &n) == BTP_OK)
-        return owned_map_procmaps(m, d, n, wb, err_off);
-    return BTP_END;
+    const char *want = btp_log_reader_meta_find(lr, "images", &d, &n) == BTP_OK ? "images"
+                       : btp_log_reader_meta_find(lr, "maps", &d, &n) == BTP_OK ? "maps"
+                                                                                 : NULL;
+    if (!want)
+        return BTP_END;
+    size_t count = 0;
+    const char *key;
+    while (btp_log_reader_meta(lr, count, &key, &d, &n, NULL) == BTP_OK)
+        count++;
+    owned_map one = {0};
+    btp_status st = BTP_OK;
+    for (size_t i = count; i-- > 0 && st == BTP_OK;) { /* newest first */
+        if (btp_log_reader_meta(lr, i, &key, &d, &n, NULL) != BTP_OK || strcmp(key, want) != 0)
+            continue;
+        st = want[0] == 'i' ? owned_map_image_lines(&one, d, n, wb, err_off)
+                            : owned_map_procmaps(&one, d, n, wb, err_off);
+        for (size_t k = 0; st == BTP_OK && k < one.map.n_images; k++)
+            if (add_unless_covered(m, &one.map.images[k]) < 0)
+                st = BTP_E_OUT_OF_MEMORY;
+    }
+    owned_map_free(&one);
+    if (st != BTP_OK) {
+        owned_map_clear(m, wb);
+        return st;
+    }
+    finish(m);
+    return BTP_OK;
 }
 
 btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word_bits,

@@ -32,8 +32,13 @@ btp_status owned_map_image_lines(owned_map *m, const char *text, size_t len, uns
                                  size_t *err_off);
 
 /* The image map a trace log stores: its `images` metadata (image lines
- * with build IDs), else its `maps` (/proc/PID/maps text, no build IDs).
- * BTP_END when it has neither (the map is then empty). */
+ * with build IDs), else its `maps` (/proc/PID/maps text, no build IDs), of
+ * every such block the reader has seen so far (a recording stores the
+ * images again when libraries are loaded or unloaded). Newest first: an
+ * image of an older block that overlaps a newer one is left out, so an
+ * address is placed by the newest block that holds it. BTP_END when the
+ * log has neither (the map is then empty); a bad block's status, with
+ * *err_off in that block, leaves the map empty. */
 btp_status owned_map_from_log(owned_map *m, btp_log_reader *lr, size_t *err_off);
 
 /* The `image` lines of the images of /proc/PID/maps text, each with the

@@ -88,4 +88,24 @@ const char *json_str(const json_value *v, size_t *len_out);
 /* 1 for true, 0 for false, -1 if v is not a boolean. */
 int json_bool(const json_value *v);
 
+/* Writing (json_write.c). */
+struct strbuf;
+
+enum {
+    /* Write '/' as "\/", as Foundation's JSONEncoder does by default. */
+    JSON_ESCAPE_SLASH = 1u << 0
+};
+
+/*
+ * Append s[0..n) as a JSON string with its quotes: '"' and '\' escaped,
+ * \b \f \n \r \t, other bytes below 0x20 as \u00xx (lower-case hex), the
+ * rest as is, as Foundation and swift-backtrace write them. Bytes that are
+ * not UTF-8 become U+FFFD (JSON text must be UTF-8).
+ */
+void json_put_string(struct strbuf *sb, const char *s, size_t n, unsigned flags);
+
+/* 1 if s[0..n) is well-formed UTF-8 (what JSON text must be; the parser
+ * does not check raw bytes itself). */
+int json_utf8_valid(const char *s, size_t n);
+
 #endif

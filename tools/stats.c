@@ -11,7 +11,8 @@
 
 static const char stats_help[] =
     "usage: btpack stats [--from FMT] [--word-bits N] [--strict] [--keep-going]\n"
-    "                    [--max-frames N] [--elf FILE] [--top N] [IN]\n"
+    "                    [--max-frames N] [--thread N|crashed|all] [--elf FILE]\n"
+    "                    [--top N] [IN]\n"
     "\n"
     "Read traces and print: traces, frames, truncated traces, the bytes their\n"
     "minimal CBF encoding takes (total, per frame, per trace) next to raw words,\n"
@@ -149,6 +150,7 @@ int cmd_stats(int argc, char **argv)
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
         {"max-frames", required_argument, NULL, 'm'},
+        {"thread", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {"elf", required_argument, NULL, 'E'},
         {"top", required_argument, NULL, 'T'},
@@ -194,6 +196,8 @@ int cmd_stats(int argc, char **argv)
     }
     if (argc - optind > 1)
         return cli_usage_error("stats", "one input at most, got %d", argc - optind);
+    if (cli_check_thread_option("stats", &opt, from))
+        return EXIT_USAGE;
     const char *path = optind < argc ? argv[optind] : NULL;
     if (!from_given && path && strcmp(path, "-") != 0) {
         FILE *f = fopen(path, "rb");

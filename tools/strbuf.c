@@ -166,6 +166,25 @@ void sb_clear(strbuf *sb)
         sb->data[0] = 0;
 }
 
+void sb_json_string(strbuf *sb, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    sb_addc(sb, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            sb_addc(sb, '\\');
+            sb_addc(sb, (char)c);
+        } else if (c < 0x20 || c == 0x7f) {
+            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            sb_add(sb, e, 6);
+        } else {
+            sb_addc(sb, (char)c);
+        }
+    }
+    sb_addc(sb, '"');
+}
+
 void sb_free(strbuf *sb)
 {
     free(sb->data);

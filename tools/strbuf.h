@@ -33,6 +33,10 @@ void sb_dec_u64(strbuf *sb, uint64_t v);
 /* Lowercase hex of bytes p[0..n). */
 void sb_hex(strbuf *sb, const void *p, size_t n);
 void sb_clear(strbuf *sb);
+/* s[0..n) as a JSON string literal, quotes included: `"` and `\` escaped,
+ * control bytes and 0x7f as \u00XX, other bytes as they are (paths are
+ * bytes). */
+void sb_json_string(strbuf *sb, const char *s, size_t n);
 
 /* Grow the array *pp of elem-byte entries (capacity *cap) to hold at
  * least need entries, doubling. 0, or -1 when out of memory (the array is

@@ -50,7 +50,8 @@ static const char symbolize_help[] =
     "  --backend NAME    libdw (in-process DWARF; the default when built in) or\n"
     "                    addr2line (one process per file); this build has: %s\n"
     "  --addr2line PROG  the addr2line back end, running PROG\n"
-    "  --word-bits N, --strict, --keep-going, --max-frames N: as for convert\n"
+    "  --word-bits N, --strict, --keep-going, --max-frames N, --thread N|crashed|all:\n"
+    "                    as for convert\n"
     "\n"
     "input formats:\n";
 
@@ -173,31 +174,12 @@ static void put_text(strbuf *o, const run *r, const kept *k, size_t ti)
 
 /* ---- JSON Lines ------------------------------------------------------------ */
 
-static void json_str(strbuf *o, const char *s)
-{
-    static const char hex[] = "0123456789abcdef";
-    sb_addc(o, '"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            sb_addc(o, '\\');
-            sb_addc(o, (char)c);
-        } else if (c < 0x20 || c == 0x7f) {
-            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            sb_add(o, e, 6);
-        } else {
-            sb_addc(o, (char)c); /* bytes >= 0x80 as they are (paths are bytes) */
-        }
-    }
-    sb_addc(o, '"');
-}
-
 static void put_json(strbuf *o, const run *r, const kept *k, size_t ti)
 {
     sb_printf(o, "{\"trace\":%zu,", ti + 1);
     if (k->context) {
         sb_adds(o, "\"context\":");
-        json_str(o, k->context);
+        sb_json_string(o, k->context, strlen(k->context));
         sb_addc(o, ',');
     }
     sb_printf(o, "\"word_bits\":%u,\"truncated\":%s,\"frames\":[", k->word_bits,
@@ -214,36 +196,7 @@ static void put_json(strbuf *o, const run *r, const kept *k, size_t ti)
         sym_answer a;
         sym_get(r->sy, r->handles[k->first + i], &a);
         sb_printf(o, "\"addr\":\"0x%llx\"", (unsigned long long)f.value);
-        if (a.image) {
-            sb_adds(o, ",\"image\":");
-            json_str(o, a.image);
-            sb_printf(o, ",\"offset\":\"0x%llx\"", (unsigned long long)a.offset);
-        }
-        if (a.build_id)
-            sb_printf(o, ",\"build_id\":\"%s\"", a.build_id);
-        sb_adds(o, ",\"symbols\":[");
-        for (size_t j = 0; j < a.n_locs; j++) {
-            const sym_loc *l = &a.locs[j];
-            sb_adds(o, j ? ",{" : "{");
-            int comma = 0;
-            if (l->function) {
-                sb_adds(o, "\"function\":");
-                json_str(o, l->function);
-                comma = 1;
-            }
-            if (l->file) {
-                sb_adds(o, comma ? ",\"file\":" : "\"file\":");
-                json_str(o, l->file);
-                sb_printf(o, ",\"line\":%u", l->line);
-                comma = 1;
-            }
-            sb_printf(o, "%s\"inlined\":%s}", comma ? "," : "", j + 1 < a.n_locs ? "true" : "false");
-        }
-        sb_addc(o, ']');
-        if (a.note) {
-            sb_adds(o, ",\"note\":");
-            json_str(o, a.note);
-        }
+        sym_answer_json(o, &a);
         sb_addc(o, '}');
     }
     sb_adds(o, "]}\n");
@@ -340,6 +293,7 @@ int cmd_symbolize(int argc, char **argv)
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
         {"max-frames", required_argument, NULL, 'm'},
+        {"thread", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -417,6 +371,8 @@ int cmd_symbolize(int argc, char **argv)
                                              : OUT_MARKUP;
     if (!from)
         from = sniff(path);
+    if (cli_check_thread_option("symbolize", &opt, from))
+        return EXIT_USAGE;
     if (out == OUT_MARKUP)
         so.images_only = 1; /* the consumer symbolizes */
 

@@ -42,6 +42,13 @@ typedef struct trace {
     /* A line saying where the trace came from (a crash record's header
      * line), or NULL; owned by the reader like image_map. */
     const char *context;
+    /* The machine as the input names it ("x86_64", "arm64", "i386": Swift
+     * JSON, crash logs), or NULL; owned by the reader like image_map. */
+    const char *arch;
+    /* Crash logs: the thread's name (or NULL) and whether it is the one
+     * that crashed. */
+    const char *thread_name;
+    int crashed;
 } trace;
 
 /* Set up an empty trace that will hold at most max_frames frames. */

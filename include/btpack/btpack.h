@@ -90,10 +90,29 @@ typedef enum btp_status {
     /* capture */
     BTP_E_NO_METHOD = 80, /* the requested unwinder is not built in or failed to start */
 
+    /* Swift's compact image map format, CIF (byte offsets reported alongside) */
+    BTP_E_CIF_TRUNCATED = 100,       /* input ends inside a field */
+    BTP_E_CIF_BAD_VERSION = 101,     /* information byte version is not 0 */
+    BTP_E_CIF_RESERVED_SIZE = 102,   /* word size code 0b11 */
+    BTP_E_CIF_COUNT_TOO_WIDE = 103,  /* a count does not fit 63 bits */
+    BTP_E_CIF_BAD_PREFIX = 104,      /* a path refers to a prefix code not defined */
+    BTP_E_CIF_NUL_IN_STRING = 105,   /* a NUL byte in a path or the platform */
+    BTP_E_CIF_BAD_RANGE = 106,       /* end of text below the base address */
+    BTP_E_CIF_RESERVED_BIT = 107,    /* strict: image header bit 6 set */
+    BTP_E_CIF_EMPTY_TEXT = 108,      /* strict: end of text equal to the base */
+    BTP_E_CIF_BAD_UTF8 = 109,        /* strict: a path or the platform is not UTF-8 */
+    BTP_E_CIF_BUILD_ID_TOO_LONG = 110, /* strict: build ID over 1024 bytes */
+    BTP_E_CIF_STRING_TOO_LONG = 111, /* encoding: platform over 255 bytes */
+
     /* image maps (imagemap.h) */
     BTP_E_MAPS_SYNTAX = 120,  /* a /proc/PID/maps line is malformed */
     BTP_E_IMAGE_SYNTAX = 121, /* an `image` line is malformed */
     BTP_E_BAD_NOTE = 122,     /* an ELF note runs past its area */
+
+    /* allocation metadata (heap.h) */
+    BTP_E_HEAP_FOREIGN = 140, /* no valid header in front of the pointer: not from this
+                                 heap, freed twice, or damaged by an underrun */
+    BTP_E_HEAP_CORRUPT = 141, /* the live list is damaged (links or a header's magic) */
 
     /* embedded fault capture (ports/cortex-m) */
     BTP_E_CM_FRAME_BOUNDS = 160, /* the stacked exception frame is outside the stack given */
@@ -153,5 +172,7 @@ static inline int btp_frame_is_address(btp_frame f)
 #include <btpack/lws.h>
 #include <btpack/capture.h>
 #include <btpack/imagemap.h>
+#include <btpack/heap.h>
+#include <btpack/cif.h>
 
 #endif

@@ -116,6 +116,21 @@ BTP_API btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncat
                                   unsigned word_bits, unsigned flags, void *buf, size_t cap,
                                   size_t *len_out, size_t *needed_out);
 
+/*
+ * One-shot from a plain array of addresses, all of one kind, e.g. the
+ * return addresses an unwinder or backtrace() gives: the same bytes,
+ * results and signal safety as btp_cbf_encode of the frames
+ * {addrs[i], kind}, i < n, without building that array. kind:
+ * BTP_FRAME_PC, BTP_FRAME_RA or BTP_FRAME_ASYNC (else
+ * BTP_E_INVALID_ARGUMENT). With a buffer of at least BTP_CBF_BOUND(n)
+ * bytes it reads each address once and writes each instruction with no
+ * check of room: the fastest way into CBF.
+ */
+BTP_API btp_status btp_cbf_encode_addrs(const uint64_t *addrs, size_t n, btp_frame_kind kind,
+                                        int truncated, unsigned word_bits, unsigned flags,
+                                        void *buf, size_t cap, size_t *len_out,
+                                        size_t *needed_out);
+
 /* ------------------------------------------------------------------ */
 /* Decoder                                                              */
 /* ------------------------------------------------------------------ */
@@ -199,6 +214,9 @@ BTP_API btp_status btp_cbf_decoder_init(btp_cbf_decoder *dec, const void *buf, s
  */
 BTP_API btp_status btp_cbf_decoder_next(btp_cbf_decoder *dec, btp_cbf_run *run);
 
+/* The stream's word size in bits (16, 32 or 64), read from its information
+ * byte: the addresses the decoder returns are reduced to it. 0 when dec is
+ * NULL or btp_cbf_decoder_init() failed. */
 BTP_API unsigned btp_cbf_decoder_word_bits(const btp_cbf_decoder *dec);
 /* Bytes of the input this stream used so far; after BTP_END, the stream's
  * length including its terminator (the next stream starts here). */
@@ -225,6 +243,19 @@ typedef struct btp_cbf_info {
  */
 BTP_API btp_status btp_cbf_decode(const void *buf, size_t len, unsigned policy, btp_frame *out,
                                   size_t max_frames, btp_cbf_info *info);
+
+/*
+ * One-shot into a plain array of addresses: as btp_cbf_decode, but out[i]
+ * gets frame i's address only (whether it was a pc, ra or async frame is
+ * dropped), so an array of words is all the caller keeps. An `omit`,
+ * which has no address, stops decoding with BTP_E_UNREPRESENTABLE
+ * (BTP_E_LIMIT if out is already full): info->error_offset is the omit's
+ * offset, the frames before it are in out and counted in info->frames.
+ * The same checks, statuses and offsets otherwise; the same guarantees on
+ * malicious input.
+ */
+BTP_API btp_status btp_cbf_decode_addrs(const void *buf, size_t len, unsigned policy,
+                                        uint64_t *out, size_t max_frames, btp_cbf_info *info);
 
 #ifdef __cplusplus
 }

@@ -87,8 +87,9 @@ typedef struct btp_image_buf {
  * and point *map at all of buf's images (word size word_bits, no platform).
  *
  * One image per loaded file: a mapping at file offset 0 starts an image
- * (base = its start); later mappings of the same path join it, and
- * end_of_text is the end of the last executable one. A file whose offset-0
+ * (base = its start); later mappings of the same path at or above that base
+ * join it, and end_of_text is the end of the last executable one (so
+ * base < end_of_text for every image). A file whose offset-0
  * mapping is missing (a cut listing) gets base = START - OFFSET of its first
  * mapping. Files without an executable mapping (locale archives, caches,
  * fonts) are not images; neither are anonymous mappings and pseudo-paths,
@@ -100,7 +101,8 @@ typedef struct btp_image_buf {
  * than a page maps its data at offset 0 again) instead of starting one.
  *
  * Hostile input: every field is checked (hex of at most 16 digits that fits
- * word_bits, START < END, permissions `[r-][w-][xs-][ps]`); the first bad
+ * word_bits, START < END, permissions `[r-][w-][xs-][ps]`, no NUL byte in
+ * the path); the first bad
  * line stops the parse with BTP_E_MAPS_SYNTAX (or BTP_E_VALUE_TOO_WIDE) and
  * *error_offset (may be NULL) set to the byte offset of the bad field. A
  * last line without '\n' is parsed like the others; blank lines are
@@ -146,9 +148,10 @@ BTP_API btp_status btp_image_line_format(const btp_image *image, char *out, size
 /*
  * Parse one `image` line (line[0..len), without its newline; a trailing
  * '\r' is ignored) as btp_image_line_format writes it and append the image
- * to buf (path unescaped, build ID as bytes). Unknown escapes, a build ID of
- * odd length or longer than 64 bytes, hex fields longer than 16 digits or
- * too wide for word_bits, end_of_text < base, or a missing field:
+ * to buf (path unescaped, build ID as bytes). Unknown escapes, a NUL byte in
+ * the path (written as an escape it is refused too: a path cannot hold one),
+ * a build ID of odd length or longer than 64 bytes, hex fields longer than
+ * 16 digits or too wide for word_bits, end_of_text < base, or a missing field:
  * BTP_E_IMAGE_SYNTAX (or BTP_E_VALUE_TOO_WIDE) with *error_offset at the
  * bad byte. Returns BTP_OK, those, BTP_E_BUFFER_TOO_SMALL (see
  * btp_image_buf) or BTP_E_INVALID_ARGUMENT. Freestanding.

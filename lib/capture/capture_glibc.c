@@ -3,7 +3,7 @@
  * libgcc's unwinder, loaded with dlopen on first use). It fills an array, so
  * it sees at most BTP_CAPTURE_GLIBC_MAX_FRAMES frames.
  *
- * The function is glibc's own, looked up in the C library itself: libunwind
+ * The function is glibc's own, looked up by its symbol version: libunwind
  * exports a `backtrace` too, and a program that links libunwind before the
  * C library (Meson, and most build systems, put the C library last) would
  * otherwise run libunwind's under this method's name.
@@ -24,7 +24,7 @@ static backtrace_fn resolve(void)
     backtrace_fn fn = atomic_load_explicit(&glibc_backtrace, memory_order_acquire);
     if (fn)
         return fn;
-    fn = (backtrace_fn)btp_capture_lookup(BTP_LIBC_SO, "backtrace");
+    fn = (backtrace_fn)btp_capture_lookup("backtrace", BTP_GLIBC_BACKTRACE_VERSION);
     if (!fn)
         fn = backtrace; /* a static program: the one the link gave */
     atomic_store_explicit(&glibc_backtrace, fn, memory_order_release);

@@ -8,21 +8,18 @@
 
 #include <stdatomic.h>
 
-/* The C library's and libgcc_s's file names, for btp_capture_lookup(). */
-#if defined(__has_include)
-#if __has_include(<gnu/lib-names.h>)
-#include <gnu/lib-names.h>
-#endif
-#endif
-#ifdef LIBC_SO
-#define BTP_LIBC_SO LIBC_SO
+/* The symbol versions glibc's backtrace() has on each architecture (NULL:
+ * not known here; the method then runs the backtrace the link gave). */
+#if defined(__x86_64__)
+#define BTP_GLIBC_BACKTRACE_VERSION "GLIBC_2.2.5"
+#elif defined(__i386__)
+#define BTP_GLIBC_BACKTRACE_VERSION "GLIBC_2.1"
+#elif defined(__aarch64__)
+#define BTP_GLIBC_BACKTRACE_VERSION "GLIBC_2.17"
+#elif defined(__arm__)
+#define BTP_GLIBC_BACKTRACE_VERSION "GLIBC_2.4"
 #else
-#define BTP_LIBC_SO "libc.so.6"
-#endif
-#ifdef LIBGCC_S_SO
-#define BTP_LIBGCC_S_SO LIBGCC_S_SO
-#else
-#define BTP_LIBGCC_S_SO "libgcc_s.so.1"
+#define BTP_GLIBC_BACKTRACE_VERSION NULL
 #endif
 
 /* libunwind can start from a signal's ucontext_t where its context type is
@@ -206,11 +203,11 @@ btp_status btp_capture_libunwind(btp_collector *c, const void *uc);
 btp_status btp_capture_glibc(btp_collector *c, const void *uc);
 /* Make the method's first call now (it may load libraries). */
 void btp_capture_preload(btp_capture_method method);
-/* `symbol` of the loaded library `soname` itself (not whichever library
- * the process's lookup finds first), or NULL when that library is not
- * loaded (a static program) or lacks it. Not async-signal-safe (dlopen
- * with RTLD_NOLOAD, dlsym). */
-void *btp_capture_lookup(const char *soname, const char *symbol);
+/* `symbol` with symbol version `version` (dlvsym over the process's
+ * libraries: the definition of that version, not whichever library's the
+ * plain lookup finds first), or NULL when no loaded library has it (a
+ * static program) or version is NULL. Not async-signal-safe. */
+void *btp_capture_lookup(const char *symbol, const char *version);
 /* Address of a function of the method's unwinder (for dladdr), or NULL. */
 const void *btp_capture_libgcc_symbol(void);
 const void *btp_capture_libunwind_symbol(void);

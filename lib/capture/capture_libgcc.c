@@ -5,9 +5,9 @@
  * kernel's signal trampoline), which is how a capture from a ucontext finds
  * the interrupted pc.
  *
- * The functions are libgcc_s's own, looked up in libgcc_s itself: libunwind
- * exports _Unwind_Backtrace and friends too, and which one a plain call
- * reaches depends on the program's link order.
+ * The functions are libgcc_s's own, looked up by their symbol versions:
+ * libunwind exports _Unwind_Backtrace and friends too (unversioned), and
+ * which one a plain call reaches depends on the program's link order.
  */
 #include "capture_internal.h"
 
@@ -38,9 +38,10 @@ static libgcc_fns fns(void)
                     atomic_load_explicit(&found_getcfa, memory_order_acquire)};
     if (f.backtrace && f.getip && f.getcfa)
         return f;
-    f.backtrace = (backtrace_fn)btp_capture_lookup(BTP_LIBGCC_S_SO, "_Unwind_Backtrace");
-    f.getip = (getip_fn)btp_capture_lookup(BTP_LIBGCC_S_SO, "_Unwind_GetIP");
-    f.getcfa = (getcfa_fn)btp_capture_lookup(BTP_LIBGCC_S_SO, "_Unwind_GetCFA");
+    /* (the versions libgcc_s gives them on every architecture) */
+    f.backtrace = (backtrace_fn)btp_capture_lookup("_Unwind_Backtrace", "GCC_3.3");
+    f.getip = (getip_fn)btp_capture_lookup("_Unwind_GetIP", "GCC_3.0");
+    f.getcfa = (getcfa_fn)btp_capture_lookup("_Unwind_GetCFA", "GCC_3.3");
     if (!f.backtrace || !f.getip || !f.getcfa)
         f = (libgcc_fns){_Unwind_Backtrace, _Unwind_GetIP, _Unwind_GetCFA};
     atomic_store_explicit(&found_backtrace, f.backtrace, memory_order_release);

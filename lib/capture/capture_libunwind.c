@@ -17,6 +17,16 @@
 #if BTP_HAVE_LIBUNWIND
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#include <pthread.h>
+
+/* unw_backtrace's fast path makes its per-thread cache with
+ * pthread_key_create, pthread_getspecific and pthread_setspecific, which
+ * libunwind references weakly: in a statically linked program that does
+ * not use them otherwise they are not linked in, are NULL, and the first
+ * capture jumps to address 0. Naming them here links them in. */
+__attribute__((used)) static void *const libunwind_needs[] = {
+    (void *)&pthread_key_create, (void *)&pthread_getspecific, (void *)&pthread_setspecific,
+    (void *)&pthread_once};
 
 /* Addresses unw_backtrace() fills at once (on the stack: 2 KiB on 64-bit). */
 #define BTP_LIBUNWIND_CHUNK 256

@@ -1,11 +1,11 @@
 /*
  * MSB-first bit writer and reader with sticky errors (private).
  *
- * Both work on a caller's byte buffer and never touch a byte outside it.
- * The writer keeps counting the bits it was asked for after the buffer is
- * full, so a caller learns the size it needs; the reader stops at the end of
- * its input and remembers where the first read failed. Callers check the
- * sticky state once per field or record instead of after every bit.
+ * The reader works on a caller's byte buffer and never touches a byte
+ * outside it: it stops at the end of its input and remembers where the
+ * first read failed, and callers check the sticky state once per field or
+ * record instead of after every bit. The writer writes whole 8-byte words
+ * (see below).
  * Everything is inline arithmetic: safe in signal handlers.
  */
 #ifndef BTPACK_BITIO_H
@@ -16,53 +16,55 @@
 
 #include "common/be64.h"
 
+/*
+ * The writer keeps the bits of the byte being filled in a 64-bit
+ * accumulator and, at every field, stores the accumulator's pending bits
+ * left-aligned as one big-endian 8-byte word at the current byte: one
+ * store a field instead of a read-modify-write a byte. So it needs 8
+ * bytes of slack after the last byte it completes (the caller sizes the
+ * buffer for that; bytes past the end of the bits are written with
+ * zeros or later overwritten). Bits after the last field in its last byte
+ * are zero.
+ */
 typedef struct bit_writer {
-    uint8_t *buf;
-    size_t cap_bits; /* bits the buffer holds */
-    size_t pos;      /* bits requested so far (may exceed cap_bits) */
+    uint8_t *p;   /* byte holding the first pending bit */
+    uint64_t acc; /* the pending bits in the low `bits` bits (above: junk) */
+    unsigned bits; /* 0..7 */
 } bit_writer;
 
-static inline void bw_init(bit_writer *w, uint8_t *buf, size_t cap_bytes)
+static inline void bw_init(bit_writer *w, uint8_t *buf)
 {
-    w->buf = buf;
-    /* A buffer larger than SIZE_MAX/8 bytes is not a real case; clamp. */
-    w->cap_bits = cap_bytes > SIZE_MAX / 8 ? SIZE_MAX & ~(size_t)7 : cap_bytes * 8;
-    w->pos = 0;
+    w->p = buf;
+    w->acc = 0;
+    w->bits = 0;
 }
 
-static inline int bw_overflowed(const bit_writer *w)
-{
-    return w->pos > w->cap_bits;
-}
-
-/* Append the low n bits of v (n <= 64), most significant first. Bits that
- * do not fit are counted but not stored. Bytes are cleared as they are
- * entered, so unused bits of the last byte are zero. */
+/* Append the low n bits of v (1 <= n <= 57, v < 2^n), most significant
+ * first (at most 7 bits are pending, so they and n fit 64). */
 static inline void bw_put(bit_writer *w, uint64_t v, unsigned n)
 {
-    /* Up to a byte's worth of bits per step (what is left of the current
-     * byte), not one bit: at most 9 steps for 64 bits. */
-    while (n) {
-        size_t p = w->pos;
-        unsigned off = (unsigned)(p & 7), take = 8 - off;
-        if (take > n)
-            take = n;
-        n -= take;
-        w->pos += take;
-        if (p >= w->cap_bits)
-            continue; /* counted, not stored: cap_bits is a whole number of bytes */
-        unsigned bits = (unsigned)(v >> n) & ((1u << take) - 1); /* the next `take` bits */
-        uint8_t *b = &w->buf[p >> 3];
-        if (off == 0)
-            *b = 0;
-        *b = (uint8_t)(*b | bits << (8 - off - take));
-    }
+    unsigned bits = w->bits + n;
+    w->acc = w->acc << n | v;
+    store_be64(w->p, w->acc << (64 - bits));
+    w->p += bits >> 3;
+    w->bits = bits & 7;
 }
 
-/* Bytes used so far (the last one partly). */
-static inline size_t bw_bytes(const bit_writer *w)
+/* The same for 1 <= n <= 64. */
+static inline void bw_put64(bit_writer *w, uint64_t v, unsigned n)
 {
-    return (w->pos + 7) / 8;
+    if (n > 57) {
+        bw_put(w, v >> 32, n - 32);
+        v &= 0xffffffffu;
+        n = 32;
+    }
+    bw_put(w, v, n);
+}
+
+/* Bytes written so far (the last one partly) from buf. */
+static inline size_t bw_bytes(const bit_writer *w, const uint8_t *buf)
+{
+    return (size_t)(w->p - buf) + (w->bits != 0);
 }
 
 typedef struct bit_reader {

@@ -5,6 +5,8 @@
  * made; a `rep` count is added to a run, never iterated, so a rep of 2^64
  * copies costs O(1); the work of each call is bounded by the bytes it reads.
  */
+#include <string.h>
+
 #include "cbf_internal.h"
 
 static btp_status fail(btp_cbf_decoder *d, btp_status st, size_t offset)
@@ -226,6 +228,56 @@ btp_cbf_terminator btp_cbf_decoder_terminator(const btp_cbf_decoder *d)
     return d ? d->terminator : BTP_CBF_TERM_NONE;
 }
 
+/* The opcodes decode_whole_w's block loop takes for a word size: pc, ra
+ * or async with an operand of 1 to 7 bytes that fits the word. Bit
+ * CBF_FAST_BIT(word_bits) of cbf_fast_op[op]. A table, as the test is one
+ * load and one branch, off the chain of positions. */
+#define CBF_FAST_BIT(word_bits) ((word_bits) / 16)
+#define CBF_FAST(o)                                                                               \
+    ((o) < CBF_OP_PC || (o) >= CBF_OP_OMIT || ((o) & 7) == 7 ? 0                                  \
+     : ((o) & 7) < 2                                   ? 1 | 2 | 4                                \
+     : ((o) & 7) < 4                                   ? 2 | 4                                    \
+                                                       : 4)
+#define CBF_FAST8(o)                                                                              \
+    CBF_FAST(o), CBF_FAST(o + 1), CBF_FAST(o + 2), CBF_FAST(o + 3), CBF_FAST(o + 4),              \
+        CBF_FAST(o + 5), CBF_FAST(o + 6), CBF_FAST(o + 7)
+#define CBF_FAST64(o)                                                                             \
+    CBF_FAST8(o), CBF_FAST8(o + 8), CBF_FAST8(o + 16), CBF_FAST8(o + 24), CBF_FAST8(o + 32),      \
+        CBF_FAST8(o + 40), CBF_FAST8(o + 48), CBF_FAST8(o + 56)
+static const uint8_t cbf_fast_op[256] = {CBF_FAST64(0), CBF_FAST64(64), CBF_FAST64(128),
+                                         CBF_FAST64(192)};
+#undef CBF_FAST64
+#undef CBF_FAST8
+#undef CBF_FAST
+
+/*
+ * Where the one-shot decoders write: an array of btp_frame, or a plain
+ * array of addresses (btp_cbf_decode_addrs, which drops the kinds). The
+ * always-inlined writer takes `addrs` as a constant, so each copy of a
+ * fast path writes its own form with no test of which.
+ */
+typedef struct frame_out {
+    btp_frame *frames;
+    uint64_t *addrs;
+} frame_out;
+
+static BTP_ALWAYS_INLINE void put_frame(frame_out o, size_t i, uint64_t value,
+                                        btp_frame_kind kind, const int addrs)
+{
+    if (addrs) {
+        o.addrs[i] = value;
+    } else {
+        o.frames[i].value = value;
+        o.frames[i].kind = kind;
+    }
+}
+
+static BTP_ALWAYS_INLINE frame_out out_at(frame_out o, size_t i, const int addrs)
+{
+    frame_out r = {addrs ? NULL : o.frames + i, addrs ? o.addrs + i : NULL};
+    return r;
+}
+
 /*
  * btp_cbf_decode's fast path: address instructions (pc/ra/async with an
  * operand that fits the word and is all there) straight into
@@ -242,8 +294,8 @@ btp_cbf_terminator btp_cbf_decoder_terminator(const btp_cbf_decoder *d)
  * BTP_CBF_REJECT_RELATIVE_FIRST, one careful step at a time. word_bits is
  * a constant in each inlined copy (see decode_fast).
  */
-static BTP_ALWAYS_INLINE size_t decode_fast_w(btp_cbf_decoder *d, btp_frame *out, size_t room,
-                                              const unsigned word_bits)
+static BTP_ALWAYS_INLINE size_t decode_fast_w(btp_cbf_decoder *d, frame_out out, size_t room,
+                                              const int addrs, const unsigned word_bits)
 {
     const uint8_t *const buf = d->buf;
     const size_t len = d->len;
@@ -271,8 +323,7 @@ static BTP_ALWAYS_INLINE size_t decode_fast_w(btp_cbf_decoder *d, btp_frame *out
                 uint64_t keep = (uint64_t)((op >> 3) & 1u) - 1; /* all ones when relative */
                 prev = (v + (prev & keep)) & mask;
                 kind = (btp_frame_kind)((op >> 4) - 1);
-                out[n].value = prev;
-                out[n].kind = kind;
+                put_frame(out, n, prev, kind, addrs);
                 n++;
                 pos += 1 + (size_t)k;
             } while (n < block_end);
@@ -297,8 +348,7 @@ static BTP_ALWAYS_INLINE size_t decode_fast_w(btp_cbf_decoder *d, btp_frame *out
         prev = (absolute ? v : prev + v) & mask;
         seen = 1;
         kind = (btp_frame_kind)((op >> 4) - 1);
-        out[n].value = prev;
-        out[n].kind = kind;
+        put_frame(out, n, prev, kind, addrs);
         n++;
         pos += 1 + (size_t)k;
     }
@@ -314,48 +364,63 @@ done:
     return n;
 }
 
-static size_t decode_fast(btp_cbf_decoder *d, btp_frame *out, size_t room)
+static size_t decode_fast(btp_cbf_decoder *d, frame_out out, size_t room, int addrs)
 {
     if (d->status != BTP_OK)
         return 0;
-    return CBF_BY_WORD_BITS(d->word_bits, decode_fast_w, d, out, room);
+    return addrs ? CBF_BY_WORD_BITS(d->word_bits, decode_fast_w, d, out, room, 1)
+                 : CBF_BY_WORD_BITS(d->word_bits, decode_fast_w, d, out, room, 0);
+}
+
+/* Offset of the omit that the run read from `at` on came from: next()
+ * skips any zero-count reps before it (all checked already). */
+static size_t omit_offset(const btp_cbf_decoder *d, size_t at)
+{
+    while ((d->buf[at] & 0xf0u) == CBF_OP_REP)
+        at += (d->buf[at] & CBF_OP_REP_EXT) ? 2 + (size_t)(d->buf[at] & 7u) : 1;
+    return at;
 }
 
 /* btp_cbf_decode's general path, through the decoder: resumes after the
  * n frames (n may be 0) decode_whole wrote, with pos and prev as it left
- * them. Kept out of the fast path so that its state does not compete with
- * the fast loop for registers. */
+ * them (and `last`, the frame before pos, when n > 0). Kept out of the
+ * fast path so that its state does not compete with the fast loop for
+ * registers. For an address array an omit is BTP_E_UNREPRESENTABLE. */
 static BTP_NOINLINE btp_status decode_rest(const void *buf, size_t len, unsigned policy,
-                                           btp_frame *out, size_t max_frames,
+                                           frame_out out, int addrs, size_t max_frames,
                                            btp_cbf_info *info, size_t n, size_t pos,
-                                           uint64_t prev)
+                                           uint64_t prev, btp_frame last)
 {
     btp_cbf_decoder d;
     btp_cbf_run run;
     btp_status st = btp_cbf_decoder_init(&d, buf, len, policy);
-    if (st == BTP_OK && max_frames && !out)
+    if (st == BTP_OK && max_frames && !(addrs ? (void *)out.addrs : (void *)out.frames))
         st = BTP_E_INVALID_ARGUMENT;
     if (st == BTP_OK && n) {
         d.pos = pos;
         d.prev = prev;
         d.seen_address = 1;
-        d.last = out[n - 1];
+        d.last = last;
         d.have_last = 1;
     }
     while (st == BTP_OK) {
         if (n < max_frames)
-            n += decode_fast(&d, out + n, max_frames - n);
+            n += decode_fast(&d, out_at(out, n, addrs), max_frames - n, addrs);
+        size_t at = d.pos;
         st = next(&d, &run);
         if (st != BTP_OK)
             break;
+        if (addrs && run.frame.kind == BTP_FRAME_OMIT && n < max_frames) {
+            /* (With no room left it is BTP_E_LIMIT, as for btp_frame.) */
+            st = fail(&d, BTP_E_UNREPRESENTABLE, omit_offset(&d, at));
+            break;
+        }
         uint64_t room = max_frames - n;
         uint64_t take = run.count < room ? run.count : room;
         /* Field by field: a whole-struct copy of the run just stored
          * field by field stalls on store forwarding. */
-        for (uint64_t i = 0; i < take; i++, n++) {
-            out[n].value = run.frame.value;
-            out[n].kind = run.frame.kind;
-        }
+        for (uint64_t i = 0; i < take; i++, n++)
+            put_frame(out, n, run.frame.value, run.frame.kind, addrs);
         if (take < run.count)
             st = BTP_E_LIMIT;
     }
@@ -371,58 +436,129 @@ static BTP_NOINLINE btp_status decode_rest(const void *buf, size_t len, unsigned
 }
 
 /*
- * btp_cbf_decode's path for the usual stream: address instructions from
- * the first one on, then `end`. Everything is in registers, with no
- * decoder struct: each operand is one 8-byte load, from the operand
- * itself while 8 bytes follow the opcode, else from the input's last 8
- * bytes (the stream is then at least 9 bytes long), so no read passes
- * len. The checks are those of read_frame; at the first thing it does not
- * handle (omit, rep, trunc, a fault, a width the word lacks, an operand
- * cut short, a relative first address under BTP_CBF_REJECT_RELATIVE_FIRST,
- * a full output array) it hands over to decode_rest where it stopped, so
- * results and error offsets are the same. buf[0] is a valid information
- * byte for word_bits and len >= 2 (the caller checks).
+ * The fast loop of decode_whole_w: plain address instructions from p on
+ * (op is *p), into out from n, while n < room, the opcode is one the word
+ * takes (cbf_fast_op) and the instruction lies inside the input. The
+ * bytes p[0..10) must be readable wherever an instruction starts. With
+ * `before`, that is known while p <= lim; else lim is the end of the
+ * data (p is in a zero-padded copy of the input's last bytes) and an
+ * instruction must end by lim. Updates *pp, *np and *prevp; returns
+ * the opcode it stopped at.
+ *
+ * The position of each instruction is the chain every frame waits on:
+ * loading each opcode once its position is known costs a load and two
+ * steps of arithmetic a frame (about 6 cycles). Instead the next opcode is
+ * taken from the 8 bytes after the current one, loaded for the operand
+ * anyway: they depend on the position only, so they are loaded early, and
+ * the chain is a shift and a byte. That needs the next opcode inside those
+ * 8 bytes, so 8-byte operands (never on real traces) are left to the
+ * careful path.
  */
-static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t len,
-                                                   unsigned policy, btp_frame *out,
-                                                   size_t max_frames, btp_cbf_info *info,
-                                                   const unsigned word_bits)
+static BTP_ALWAYS_INLINE unsigned fast_run(const uint8_t **pp, const uint8_t *lim, int before,
+                                           frame_out out, size_t *np, size_t room,
+                                           uint64_t *prevp, const int addrs,
+                                           const unsigned word_bits)
 {
     const uint64_t mask = btp_word_mask(word_bits);
-    const unsigned word_bytes = word_bits / 8;
-    size_t pos = 1, n = 0, room = max_frames;
-    uint64_t prev = 0;
-    if ((policy & BTP_CBF_REJECT_RELATIVE_FIRST) && !(buf[1] & CBF_OP_ABSOLUTE))
-        room = 0; /* a relative first address (or not an address): next() decides */
-    while (n < room && pos < len) {
-        uint8_t op = buf[pos];
-        /* The step to the next instruction: with pos, the chain every
-         * frame waits on, so computed from op alone (a table lookup here
-         * made decoding slower). */
-        unsigned size = (op & 7u) + 2;
-        /* pc, ra or async (0x10..0x3f) with a width the word has. */
-        if ((unsigned)(op - CBF_OP_PC) >= CBF_OP_OMIT - CBF_OP_PC || size - 1 > word_bytes)
-            break;
-        uint64_t raw;
-        if (len - pos > 8) {
-            raw = load_be64(buf + pos + 1);
-        } else {
-            /* The operand lies in the last 8 bytes: load those and shift
-             * the operand to the top. */
-            if (len < 9 || len - pos < size)
-                break;
-            raw = load_be64(buf + len - 8) << (8 * (pos + 9 - len));
-        }
-        /* An arithmetic shift keeps the size - 1 bytes and sign-extends. */
-        uint64_t v = (uint64_t)((int64_t)raw >> (72 - 8 * size));
+    const unsigned fast_bit = CBF_FAST_BIT(word_bits);
+    const uint8_t *p = *pp;
+    size_t n = *np;
+    uint64_t prev = *prevp;
+    unsigned op = *p;
+    while (n < room && (cbf_fast_op[op] & fast_bit) && (!before || p <= lim)) {
+        const uint8_t *next = p + (op & 7u) + 2;
+        if (!before && next > lim)
+            break; /* the operand is cut short */
+        /* The operand, and the 8 bytes from the one after the opcode on
+         * (the next opcode is among them), loaded apart so that the chain
+         * has no shift of the first. */
+        uint64_t w = load_le64(p + 1), after = load_le64(p + 2);
+        unsigned c = op << 3; /* 8 * (op & 7) in its low 6 bits */
+        /* An arithmetic shift keeps the operand's (op & 7) + 1 bytes and
+         * sign-extends them: a shift by 56 - 8 * (op & 7). */
+        uint64_t v = (uint64_t)sar64((int64_t)byte_swap64(w), c ^ 56);
         /* A conditional move, not a branch: which form comes next is
          * unpredictable on real traces. */
         prev = ((op & CBF_OP_ABSOLUTE) ? v : prev + v) & mask;
-        out[n].value = prev;
-        out[n].kind = (btp_frame_kind)((op >> 4) - 1);
+        put_frame(out, n, prev, (btp_frame_kind)((op >> 4) - 1), addrs);
         n++;
-        pos += size;
+        p = next;
+        /* The next opcode: byte op & 7 of `after`. */
+        op = (unsigned)shr64(after, c) & 0xff;
     }
+    *pp = p;
+    *np = n;
+    *prevp = prev;
+    return op;
+}
+
+/* An inline rep at *pp (1 to 8 more copies of the frame before, written
+ * out), taken when this call wrote that frame and there is room for the
+ * copies; else 0, and the careful path decides. Recursion makes these
+ * common (a fifth of one corpus's traces), so they stay off the careful
+ * path. */
+static BTP_ALWAYS_INLINE int take_rep(unsigned op, const uint8_t **pp, frame_out out,
+                                      size_t *np, size_t room, uint64_t prev, const int addrs)
+{
+    size_t n = *np, k = (op & 7u) + 1;
+    if ((op & 0xf8u) != CBF_OP_REP || n == 0 || room - n < k)
+        return 0;
+    btp_frame_kind kind = addrs ? BTP_FRAME_RA : out.frames[n - 1].kind;
+    for (size_t i = 0; i < k; i++)
+        put_frame(out, n + i, prev, kind, addrs);
+    *np = n + k;
+    *pp += 1;
+    return 1;
+}
+
+/*
+ * btp_cbf_decode's path for the usual stream: address instructions from
+ * the first one on, then `end`. Everything is in registers, with no
+ * decoder struct: fast_run over the input while 10 bytes follow an
+ * instruction's start, then over a zero-padded copy of the last bytes. At
+ * the first thing it does not handle (omit, rep, trunc, a fault, a width
+ * the word lacks, an operand cut short, a relative first address under
+ * BTP_CBF_REJECT_RELATIVE_FIRST, a full output array) it hands over to
+ * decode_rest where it stopped, so results and error offsets are the same
+ * as the decoder's. buf[0] is a valid information byte for word_bits and
+ * len >= 2 (the caller checks).
+ */
+static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t len,
+                                                   unsigned policy, frame_out out,
+                                                   size_t max_frames, btp_cbf_info *info,
+                                                   const int addrs, const unsigned word_bits)
+{
+    const uint8_t *p = buf + 1;
+    size_t n = 0, room = max_frames;
+    uint64_t prev = 0;
+    if ((policy & BTP_CBF_REJECT_RELATIVE_FIRST) && !(buf[1] & CBF_OP_ABSOLUTE))
+        room = 0; /* a relative first address (or not an address): next() decides */
+    if (len >= 11) {
+        const uint8_t *const lim = buf + len - 10;
+        unsigned op;
+        do
+            op = fast_run(&p, lim, 1, out, &n, room, &prev, addrs, word_bits);
+        while (p <= lim && take_rep(op, &p, out, &n, room, prev, addrs));
+    }
+    size_t rest = len - (size_t)(p - buf);
+    if (rest < 10 && rest) {
+        /* The last bytes (fewer than 10), where loads would pass the
+         * input: from a copy of the input's last 16 bytes, followed by
+         * zeros (an `end`, which stops the loop). */
+        uint8_t tail[32];
+        memset(tail, 0, sizeof tail);
+        if (len >= 16)
+            memcpy(tail, buf + len - 16, 16);
+        else
+            memcpy(tail + 16 - len, buf, len);
+        const uint8_t *q = tail + 16 - rest, *const end = tail + 16;
+        unsigned op;
+        do
+            op = fast_run(&q, end, 0, out, &n, room, &prev, addrs, word_bits);
+        while (q < end && take_rep(op, &q, out, &n, room, prev, addrs));
+        p = buf + len - (size_t)(end - q);
+    }
+    size_t pos = (size_t)(p - buf);
     if (pos < len && buf[pos] == CBF_OP_END &&
         (pos + 1 == len || !(policy & BTP_CBF_REJECT_TRAILING))) {
         if (info) {
@@ -435,21 +571,62 @@ static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t le
         }
         return BTP_OK;
     }
-    return decode_rest(buf, len, policy, out, max_frames, info, n, pos, prev);
+    /* The frame a rep would repeat: its kind matters only in btp_frame
+     * output (an address array has none), where it is out[n - 1]'s. */
+    btp_frame last = {prev, addrs || !n ? BTP_FRAME_RA : out.frames[n - 1].kind};
+    return decode_rest(buf, len, policy, out, addrs, max_frames, info, n, pos, prev, last);
 }
 
 static BTP_NOINLINE btp_status decode_whole(const uint8_t *buf, size_t len, unsigned policy,
                                             btp_frame *out, size_t max_frames,
                                             btp_cbf_info *info, unsigned word_bits)
 {
-    return CBF_BY_WORD_BITS(word_bits, decode_whole_w, buf, len, policy, out, max_frames, info);
+    frame_out o = {out, NULL};
+    return CBF_BY_WORD_BITS(word_bits, decode_whole_w, buf, len, policy, o, max_frames, info, 0);
+}
+
+static BTP_NOINLINE btp_status decode_whole_addrs(const uint8_t *buf, size_t len,
+                                                  unsigned policy, uint64_t *out,
+                                                  size_t max_frames, btp_cbf_info *info,
+                                                  unsigned word_bits)
+{
+    frame_out o = {NULL, out};
+    return CBF_BY_WORD_BITS(word_bits, decode_whole_w, buf, len, policy, o, max_frames, info, 1);
+}
+
+/* What both one-shot decoders ask before the fast path: a stream of at
+ * least 2 bytes with a valid information byte, and an output if one is
+ * needed. */
+static inline int whole_ok(const uint8_t *b, size_t len, const void *out, size_t max_frames)
+{
+    return b && len >= 2 && (out || !max_frames) && (b[0] >> 2) == 0 && (b[0] & 3) != 3;
+}
+
+/* Both one-shot decoders: the fast path for a usual stream, else the
+ * decoder. */
+static inline btp_status decode_any(const void *buf, size_t len, unsigned policy, frame_out o,
+                                    int addrs, size_t max_frames, btp_cbf_info *info)
+{
+    const uint8_t *b = buf;
+    if (whole_ok(b, len, addrs ? (const void *)o.addrs : (const void *)o.frames, max_frames))
+        return addrs ? decode_whole_addrs(b, len, policy, o.addrs, max_frames, info,
+                                          16u << (b[0] & 3))
+                     : decode_whole(b, len, policy, o.frames, max_frames, info,
+                                    16u << (b[0] & 3));
+    btp_frame none = {0, BTP_FRAME_PC};
+    return decode_rest(buf, len, policy, o, addrs, max_frames, info, 0, 0, 0, none);
 }
 
 btp_status btp_cbf_decode(const void *buf, size_t len, unsigned policy, btp_frame *out,
                           size_t max_frames, btp_cbf_info *info)
 {
-    const uint8_t *b = buf;
-    if (b && len >= 2 && (out || !max_frames) && (b[0] >> 2) == 0 && (b[0] & 3) != 3)
-        return decode_whole(b, len, policy, out, max_frames, info, 16u << (b[0] & 3));
-    return decode_rest(buf, len, policy, out, max_frames, info, 0, 0, 0);
+    frame_out o = {out, NULL};
+    return decode_any(buf, len, policy, o, 0, max_frames, info);
+}
+
+btp_status btp_cbf_decode_addrs(const void *buf, size_t len, unsigned policy, uint64_t *out,
+                                size_t max_frames, btp_cbf_info *info)
+{
+    frame_out o = {NULL, out};
+    return decode_any(buf, len, policy, o, 1, max_frames, info);
 }

@@ -12,21 +12,6 @@
  */
 #include "cbf_internal.h"
 
-/* Number of leading zero bits of x (x != 0). */
-static unsigned clz64(uint64_t x)
-{
-#if defined(__GNUC__)
-    return (unsigned)__builtin_clzll(x);
-#else
-    unsigned n = 0;
-    while (!(x >> 63)) {
-        x <<= 1;
-        n++;
-    }
-    return n;
-#endif
-}
-
 /* Fewest bytes n (1..word bytes) whose big-endian value, sign-extended to
  * the word, equals v (v already reduced to the word). Computed in closed
  * form (one count of leading zeros) rather than by trying each n: this runs
@@ -38,14 +23,14 @@ static unsigned signed_bytes(uint64_t v, unsigned word_bits)
     uint64_t sign = (uint64_t)1 << (word_bits - 1);
     uint64_t ext = (v ^ sign) - sign;           /* sign-extended to 64 bits */
     uint64_t mag = ext ^ (0 - (ext >> 63));     /* ~ext when negative */
-    unsigned n = (72 - clz64(mag | 1)) / 8;     /* (magnitude bits + sign + 7) / 8 */
+    unsigned n = (72 - btp_clz64(mag | 1)) / 8;     /* (magnitude bits + sign + 7) / 8 */
     return n < word_bits / 8 ? n : word_bits / 8;
 }
 
 /* Fewest bytes (>= 1) holding the unsigned value v. */
 static unsigned unsigned_bytes(uint64_t v)
 {
-    return (71 - clz64(v | 1)) / 8;
+    return (71 - btp_clz64(v | 1)) / 8;
 }
 
 /* Append one instruction: opcode then the low n bytes of v, big-endian.
@@ -274,94 +259,189 @@ size_t btp_cbf_encoder_needed(const btp_cbf_encoder *enc)
     return enc ? enc->needed : 0;
 }
 
-/* Where the word-sized value x stops being copies of its sign bit: the top
- * set bit of x ^ (x << 1) is the highest bit a signed operand of x must
- * keep below its sign bit (none for 0 and -1, hence the | 1). Larger edges
- * never need fewer bytes. */
-static BTP_ALWAYS_INLINE uint64_t sign_edge(uint64_t x, const unsigned word_bits)
-{
-    return ((x ^ (x << 1)) & btp_word_mask(word_bits)) | 1;
-}
+/*
+ * What an address instruction of each kind looks like for t, the index of
+ * the top bit of its operand's sign edge (below), whose operand has
+ * (t >> 3) + 1 bytes: the opcode (relative), the left shift that puts the
+ * operand at the top of a big-endian word, and the instruction's length.
+ * A table, as the fast paths need all three a frame: one load each from
+ * one base instead of a few steps of arithmetic.
+ */
+typedef struct cbf_shape {
+    uint8_t op, shift, step, unused;
+} cbf_shape;
+#define CBF_SHAPE(kind, bytes) {(kind) + (bytes) - 1, 64 - 8 * (bytes), (bytes) + 1, 0}
+#define CBF_SHAPE8(kind, bytes)                                                                   \
+    CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes),                       \
+        CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes),                   \
+        CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes)
+#define CBF_SHAPES(kind)                                                                          \
+    {CBF_SHAPE8(kind, 1), CBF_SHAPE8(kind, 2), CBF_SHAPE8(kind, 3), CBF_SHAPE8(kind, 4),          \
+     CBF_SHAPE8(kind, 5), CBF_SHAPE8(kind, 6), CBF_SHAPE8(kind, 7), CBF_SHAPE8(kind, 8)}
+static const cbf_shape cbf_shapes[3][64] = {CBF_SHAPES(CBF_OP_PC), CBF_SHAPES(CBF_OP_RA),
+                                            CBF_SHAPES(CBF_OP_ASYNC)};
+#undef CBF_SHAPES
+#undef CBF_SHAPE8
+#undef CBF_SHAPE
 
-/* 8 * (operand bytes - 1) of a value with sign_edge e: the index of its top
- * bit rounded down to a multiple of 8 (signed_bytes in a few instructions). */
-static inline unsigned edge_shift(uint64_t e)
+/* Write the instruction of shape sh for operand v at p (room for
+ * CBF_MAX_INSTR bytes); returns its end. All 8 operand bytes are stored
+ * at once; those past the instruction are overwritten by the next one or
+ * lie beyond the stream's length. */
+static BTP_ALWAYS_INLINE uint8_t *put_shape(uint8_t *p, const cbf_shape *sh, unsigned absolute,
+                                            uint64_t v)
 {
-    return (63 ^ clz64(e)) & ~7u;
+    *p = (uint8_t)(sh->op | absolute);
+    store_be64(p + 1, v << sh->shift);
+    return p + sh->step;
 }
 
 /*
- * Write the instruction for the address `value` of kind `kind` (pc, ra or
- * async) after the address `prev` at p, which has room for CBF_MAX_INSTR
- * bytes; returns the end of the instruction. Makes the same choice as
- * address_instr for every address after the first (relative unless
- * absolute is strictly shorter; for the first see first_absolute), so the
- * bytes are the same as add()'s, with fewer instructions: the absolute
- * form is sized only when its edge is below the delta's, which on real
- * traces is rare (so the branch is well predicted). word_bits is a
- * constant in each inlined copy, so the masking of 64-bit words
+ * Write the instruction for the address `value` after the address `prev`
+ * at p, which has room for CBF_MAX_INSTR bytes; shapes is cbf_shapes[kind]
+ * for its kind (pc, ra or async). Returns the end of the instruction.
+ * Makes the same choice as address_instr for every address after the
+ * first (relative unless absolute is strictly shorter; for the first see
+ * first_absolute), so the bytes are the same as add()'s, with fewer
+ * instructions. The size of an operand comes from its sign edge, x ^ (x
+ * << 1) in the word: its top set bit is the highest bit the operand must
+ * keep below its sign bit (none for 0 and -1, hence the | 1 unless the
+ * caller knows the delta is not 0); its index t gives the bytes. The
+ * absolute form is sized only when its edge is below the delta's, which
+ * on real traces is rare (so the branch is well predicted). word_bits is
+ * a constant in each inlined copy, so the masking of 64-bit words
  * disappears.
  */
-static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, unsigned kind,
-                                              uint64_t prev, const unsigned word_bits)
+static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, const cbf_shape *shapes,
+                                              uint64_t prev, const int nonzero,
+                                              const unsigned word_bits)
 {
-    uint64_t delta = (value - prev) & btp_word_mask(word_bits);
-    uint64_t abs_edge = sign_edge(value, word_bits);
-    uint64_t rel_edge = sign_edge(delta, word_bits);
-    uint64_t v = delta;
-    unsigned s = edge_shift(rel_edge), absolute = 0;
+    const uint64_t mask = btp_word_mask(word_bits);
+    uint64_t delta = (value - prev) & mask;
+    uint64_t rel_edge = (delta ^ (delta << 1)) & mask;
+    uint64_t abs_edge = (value ^ (value << 1)) & mask;
+    if (!nonzero)
+        rel_edge |= 1;
+    /* 64-bit indexes: no widening of t on the way to the table. */
+    uint64_t t = 63 ^ (uint64_t)btp_clz64(rel_edge);
     if (abs_edge < rel_edge) {
-        unsigned abs_s = edge_shift(abs_edge);
-        if (abs_s < s) {
-            absolute = 1;
-            v = value;
-            s = abs_s;
-        }
+        uint64_t ta = 63 ^ (uint64_t)btp_clz64(abs_edge | 1);
+        if ((ta >> 3) < (t >> 3))
+            return put_shape(p, &shapes[ta], CBF_OP_ABSOLUTE, value);
     }
-    /* pc/ra/async are 0x10/0x20/0x30: (kind + 1) << 4; then the `a` bit
-     * and bytes - 1. */
-    *p = (uint8_t)(((kind + 1) << 4) + (absolute << 3) + (s >> 3));
-    /* All 8 operand bytes at once (there is room); those past the
-     * instruction are overwritten by the next one or lie beyond the
-     * stream's length. */
-    store_be64(p + 1, v << (s ^ 56)); /* 56 - s, s a multiple of 8 up to 56 */
-    return p + 2 + (s >> 3);
+    return put_shape(p, &shapes[t], 0, delta);
+}
+
+/* Write `rep` for `copies` (1 .. word mask - 1) extra copies at p, which
+ * has room for CBF_MAX_INSTR bytes, as emit_rep does; returns its end. */
+static inline uint8_t *put_rep(uint8_t *p, uint64_t copies)
+{
+    if (copies <= CBF_REP_INLINE_MAX) {
+        *p = (uint8_t)(CBF_OP_REP | (copies - 1));
+        return p + 1;
+    }
+    unsigned n = unsigned_bytes(copies);
+    *p = (uint8_t)(CBF_OP_REP | CBF_OP_REP_EXT | (n - 1));
+    store_be64(p + 1, copies << (64 - 8 * n));
+    return p + 1 + n;
 }
 
 /*
- * Address frames q[0..end - q), each different from the one before, while
- * they last: written at *pp, which has room for CBF_MAX_INSTR bytes per
- * frame. *prev and *last_kind are the frame before q (an omit's kind, which
- * no address shares, counts as different) and are updated. Returns the
- * first frame not taken: an omit, a repeat, an invalid frame, or end. The
- * state is passed by pointer into this always-inlined loop so that it
- * stays in registers (stores to the byte buffer may alias an encoder
- * struct, which made the compiler reload it after every byte).
+ * Where the fast paths read frames from: an array of btp_frame, or a plain
+ * array of addresses that all have one kind (btp_cbf_encode_addrs). The
+ * always-inlined readers take `addrs` as a constant, so each copy of a
+ * fast path reads its own form with no test of which.
  */
-static BTP_ALWAYS_INLINE const btp_frame *put_addresses(uint8_t **pp, uint64_t *prev,
-                                                        unsigned *last_kind, const btp_frame *q,
-                                                        const btp_frame *const end,
-                                                        const unsigned word_bits)
+typedef struct frame_src {
+    const btp_frame *frames;
+    const uint64_t *addrs;
+    unsigned kind; /* of every address in addrs */
+} frame_src;
+
+static BTP_ALWAYS_INLINE uint64_t src_value(frame_src s, size_t i, const int addrs)
+{
+    return addrs ? s.addrs[i] : s.frames[i].value;
+}
+
+static BTP_ALWAYS_INLINE unsigned src_kind(frame_src s, size_t i, const int addrs)
+{
+    return addrs ? s.kind : (unsigned)s.frames[i].kind;
+}
+
+static inline btp_frame src_frame(frame_src s, size_t i, int addrs)
+{
+    btp_frame f = {src_value(s, i, addrs), (btp_frame_kind)src_kind(s, i, addrs)};
+    return addrs ? f : s.frames[i];
+}
+
+/*
+ * Address frames i..end of src, each different from the one before, while
+ * they last: written at *pp, which has room for CBF_MAX_INSTR bytes per
+ * frame. *prev and *last_kind are the frame before i (an omit's kind,
+ * which no address shares, stands for none) and are updated. Runs of
+ * repeats become one rep each, as add() writes them (recursion makes
+ * them common). Returns the index of the first frame not taken: an omit,
+ * an invalid frame, a run that may go on past end or needs several reps,
+ * or end. The state is passed by pointer into this always-inlined loop so
+ * that it stays in registers (stores to the byte buffer may alias an
+ * encoder struct, which made the compiler reload it after every byte).
+ * From an address array (kind checked by the caller) no kind is tested,
+ * and on 64-bit words no value is too wide.
+ */
+static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsigned *last_kind,
+                                              frame_src src, size_t i, const size_t end,
+                                              const unsigned word_bits, const int addrs)
 {
     const uint64_t mask = btp_word_mask(word_bits);
     uint8_t *p = *pp;
     uint64_t pv = *prev;
     unsigned pk = *last_kind;
-    for (; q < end; q++) {
-        uint64_t value = q->value;
-        unsigned kind = (unsigned)q->kind;
-        /* A repeat (value, then kind: the value differs almost always, so
-         * that branch alone decides) goes to add(). */
-        if (kind > BTP_FRAME_ASYNC || value > mask || (value == pv && kind == pk))
+    const size_t first = i;
+    /* From an address array every frame has the array's kind, so only a
+     * first address equal to the starting prev with no frame before it
+     * (pk is an omit's kind) is not a repeat: add() takes it, and the
+     * loop needs no kind. */
+    if (addrs && pk == BTP_FRAME_OMIT && i < end && src_value(src, i, addrs) == pv)
+        return i;
+    /* From an address array a value too wide for the word is found after
+     * the loop, from the bits of all: one step a frame instead of a test
+     * (the whole run is then left to add(), which reports it). */
+    uint64_t all = 0;
+    for (; i < end; i++) {
+        uint64_t value = src_value(src, i, addrs);
+        unsigned kind = src_kind(src, i, addrs);
+        if (!addrs && (kind > BTP_FRAME_ASYNC || value > mask))
             break;
-        p = put_address(p, value, kind, pv, word_bits);
+        all |= value;
+        /* A repeat (value, then kind: the value differs almost always, so
+         * that branch alone decides). From an address array the only
+         * other case is a first address of 0 (prev starts at 0), which
+         * goes to add(), so the delta put_address sees is never 0. */
+        if (value == pv && (addrs || kind == pk)) {
+            size_t j = i + 1;
+            while (j < end && src_value(src, j, addrs) == pv &&
+                   (addrs || src_kind(src, j, addrs) == pk))
+                j++;
+            /* The whole run as one rep, as add() writes it; a run that
+             * reaches `end` (it may go on) or needs several reps goes to
+             * add(). */
+            if (j == end || j - i >= mask)
+                break;
+            p = put_rep(p, j - i);
+            i = j - 1;
+            continue;
+        }
+        p = put_address(p, value, cbf_shapes[addrs ? src.kind : kind], pv, addrs, word_bits);
         pv = value;
-        pk = kind;
+        if (!addrs)
+            pk = kind;
     }
+    if (addrs && all > mask)
+        return first;
     *pp = p;
     *prev = pv;
-    *last_kind = pk;
-    return q;
+    *last_kind = addrs && i > first ? src.kind : pk;
+    return i;
 }
 
 /*
@@ -379,39 +459,38 @@ static inline void first_absolute(uint8_t *instr, unsigned flags)
 
 /*
  * The one-shot encoder's fast path through the encoder: frames that are
- * plain addresses, each different from the one before, while the buffer
+ * plain addresses and runs of them (see put_addresses), while the buffer
  * has room for the longest instruction. Returns how many frames it took;
- * anything else (omit, repeats, invalid frames, a nearly full buffer) is
- * left to add().
+ * anything else (omit, invalid frames, a nearly full buffer) is left to
+ * add().
  */
-static BTP_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *f, size_t n,
-                                           const unsigned word_bits)
+static BTP_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, frame_src src, size_t i,
+                                           size_t n, const int addrs, const unsigned word_bits)
 {
     uint8_t *p = e->buf + e->len;
     uint8_t *const begin = p;
     uint8_t *const stop = e->buf + e->limit;
     /* Before the first address prev is 0, and a previous frame, if any,
-     * is an omit (or, with have_last 0, the placeholder PC 0, which at
-     * worst sends a PC 0 to add()). */
+     * is an omit; with no frame yet, a kind no address has, so nothing is
+     * a repeat. */
     uint64_t prev = e->prev;
-    unsigned last_kind = (unsigned)e->last.kind;
-    const btp_frame *q = f;
-    const btp_frame *const end = f + n;
+    unsigned last_kind = e->have_last ? (unsigned)e->last.kind : BTP_FRAME_OMIT;
+    const size_t first = i;
     for (;;) {
         /* An instruction takes at most CBF_MAX_INSTR bytes, so with room
          * for m of them the next m frames need no check of room (and none
          * ever reaches the limit). */
         size_t m = (size_t)(stop - p) / CBF_MAX_INSTR;
-        if (m > (size_t)(end - q))
-            m = (size_t)(end - q);
+        if (m > n - i)
+            m = n - i;
         if (m == 0)
             break;
-        const btp_frame *const chunk = q + m;
-        q = put_addresses(&p, &prev, &last_kind, q, chunk, word_bits);
-        if (q != chunk)
+        const size_t chunk = i + m;
+        i = put_addresses(&p, &prev, &last_kind, src, i, chunk, word_bits, addrs);
+        if (i != chunk)
             break;
     }
-    size_t taken = (size_t)(q - f);
+    size_t taken = i - first;
     if (taken) {
         if (!e->seen_address)
             first_absolute(begin, e->flags);
@@ -426,7 +505,7 @@ static BTP_ALWAYS_INLINE size_t add_fast_w(btp_cbf_encoder *e, const btp_frame *
     return taken;
 }
 
-static btp_status encode_rest(const btp_frame *frames, size_t i, size_t n, int truncated,
+static btp_status encode_rest(frame_src src, int addrs, size_t i, size_t n, int truncated,
                               unsigned word_bits, unsigned flags, uint8_t *buf, uint8_t *p,
                               size_t cap, size_t *len_out, size_t *needed_out);
 
@@ -434,24 +513,24 @@ static btp_status encode_rest(const btp_frame *frames, size_t i, size_t n, int t
  * btp_cbf_encode for the usual call, a buffer of at least BTP_CBF_BOUND(n)
  * bytes: no instruction can reach its end, so there is no encoder struct
  * at all, only registers. Writes the information byte and the leading run
- * of plain, non-repeating addresses of f[0..n), then the terminator; at
- * the first other frame it hands over to encode_rest.
+ * of plain, non-repeating addresses of src's n frames, then the
+ * terminator; at the first other frame it hands over to encode_rest.
  */
-static BTP_ALWAYS_INLINE btp_status encode_whole_w(const btp_frame *f, size_t n, int truncated,
+static BTP_ALWAYS_INLINE btp_status encode_whole_w(frame_src src, size_t n, int truncated,
                                                    unsigned flags, uint8_t *buf, size_t cap,
                                                    size_t *len_out, size_t *needed_out,
-                                                   const unsigned word_bits)
+                                                   const int addrs, const unsigned word_bits)
 {
     uint8_t *p = buf;
     *p++ = cbf_info_byte(word_bits);
     /* No frame before the first: prev 0 and a kind no address has. */
     uint64_t prev = 0;
     unsigned kind = BTP_FRAME_OMIT;
-    size_t i = (size_t)(put_addresses(&p, &prev, &kind, f, f + n, word_bits) - f);
+    size_t i = put_addresses(&p, &prev, &kind, src, 0, n, word_bits, addrs);
     if (i)
         first_absolute(buf + 1, flags);
     if (i < n)
-        return encode_rest(f, i, n, truncated, word_bits, flags, buf, p, cap, len_out,
+        return encode_rest(src, addrs, i, n, truncated, word_bits, flags, buf, p, cap, len_out,
                            needed_out);
     *p++ = truncated ? CBF_OP_TRUNC : CBF_OP_END;
     if (len_out)
@@ -461,20 +540,12 @@ static BTP_ALWAYS_INLINE btp_status encode_whole_w(const btp_frame *f, size_t n,
     return BTP_OK;
 }
 
-static inline btp_status encode_whole(const btp_frame *f, size_t n, int truncated,
-                                            unsigned flags, uint8_t *buf, size_t cap,
-                                            size_t *len_out, size_t *needed_out,
-                                            unsigned word_bits)
-{
-    return CBF_BY_WORD_BITS(word_bits, encode_whole_w, f, n, truncated, flags, buf, cap,
-                            len_out, needed_out);
-}
-
-static size_t add_fast(btp_cbf_encoder *e, const btp_frame *f, size_t n)
+static size_t add_fast(btp_cbf_encoder *e, frame_src src, int addrs, size_t i, size_t n)
 {
     if (e->closed || e->pending || e->finished)
         return 0;
-    return CBF_BY_WORD_BITS(e->word_bits, add_fast_w, e, f, n);
+    return addrs ? CBF_BY_WORD_BITS(e->word_bits, add_fast_w, e, src, i, n, 1)
+                 : CBF_BY_WORD_BITS(e->word_bits, add_fast_w, e, src, i, n, 0);
 }
 
 /*
@@ -483,7 +554,7 @@ static size_t add_fast(btp_cbf_encoder *e, const btp_frame *f, size_t n)
  * Kept out of line so that the usual call does not pay for setting up an
  * encoder it does not use.
  */
-static BTP_NOINLINE btp_status encode_rest(const btp_frame *frames, size_t i, size_t n,
+static BTP_NOINLINE btp_status encode_rest(frame_src src, int addrs, size_t i, size_t n,
                                            int truncated, unsigned word_bits, unsigned flags,
                                            uint8_t *buf, uint8_t *p, size_t cap,
                                            size_t *len_out, size_t *needed_out)
@@ -493,7 +564,9 @@ static BTP_NOINLINE btp_status encode_rest(const btp_frame *frames, size_t i, si
         *len_out = 0;
     if (needed_out)
         *needed_out = 0;
-    if (n && !frames)
+    if (n && (addrs ? !src.addrs : !src.frames))
+        return BTP_E_INVALID_ARGUMENT;
+    if (addrs && (src.kind > BTP_FRAME_ASYNC))
         return BTP_E_INVALID_ARGUMENT;
     btp_status st = init(&enc, buf, cap, word_bits, flags);
     if (st != BTP_OK)
@@ -502,16 +575,16 @@ static BTP_NOINLINE btp_status encode_rest(const btp_frame *frames, size_t i, si
         /* Go on in the state encode_whole left (init wrote the same
          * information byte again). */
         enc.len = enc.needed = (size_t)(p - buf);
-        enc.prev = frames[i - 1].value;
-        enc.last = frames[i - 1];
+        enc.last = src_frame(src, i - 1, addrs);
+        enc.prev = enc.last.value;
         enc.have_last = 1;
         enc.seen_address = 1;
     }
     for (; i < n; i++) {
-        i += add_fast(&enc, frames + i, n - i);
+        i += add_fast(&enc, src, addrs, i, n);
         if (i == n)
             break;
-        st = add(&enc, frames[i], 1);
+        st = add(&enc, src_frame(src, i, addrs), 1);
         if (st == BTP_E_BUFFER_TOO_SMALL)
             continue; /* closed with trunc; keep counting the size needed */
         if (st != BTP_OK)
@@ -527,12 +600,26 @@ btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsi
                           unsigned flags, void *buf, size_t cap, size_t *len_out,
                           size_t *needed_out)
 {
+    frame_src src = {frames, NULL, 0};
     /* frames NULL (allowed with n == 0) goes the general way: frames + n
      * would be arithmetic on a null pointer. */
     if (buf && frames && btp_word_bits_valid(word_bits) && n <= (SIZE_MAX - 2) / 9 &&
         cap >= BTP_CBF_BOUND(n))
-        return encode_whole(frames, n, truncated, flags, buf, cap, len_out, needed_out,
-                            word_bits);
-    return encode_rest(frames, 0, n, truncated, word_bits, flags, buf, buf, cap, len_out,
+        return CBF_BY_WORD_BITS(word_bits, encode_whole_w, src, n, truncated, flags, buf, cap,
+                                len_out, needed_out, 0);
+    return encode_rest(src, 0, 0, n, truncated, word_bits, flags, buf, buf, cap, len_out,
+                       needed_out);
+}
+
+btp_status btp_cbf_encode_addrs(const uint64_t *addrs, size_t n, btp_frame_kind kind,
+                                int truncated, unsigned word_bits, unsigned flags, void *buf,
+                                size_t cap, size_t *len_out, size_t *needed_out)
+{
+    frame_src src = {NULL, addrs, (unsigned)kind};
+    if (buf && addrs && (unsigned)kind <= BTP_FRAME_ASYNC && btp_word_bits_valid(word_bits) &&
+        n <= (SIZE_MAX - 2) / 9 && cap >= BTP_CBF_BOUND(n))
+        return CBF_BY_WORD_BITS(word_bits, encode_whole_w, src, n, truncated, flags, buf, cap,
+                                len_out, needed_out, 1);
+    return encode_rest(src, 1, 0, n, truncated, word_bits, flags, buf, buf, cap, len_out,
                        needed_out);
 }

@@ -157,17 +157,24 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len,
     const size_t end_bits = (len - 2) * 8;
     size_t depth = (size_t)(look(b, 0) >> 59), pos = LWS_W_DEPTH + 1;
     uint32_t suspect = 0;
+    /* The bits from pos on. The next frame's header (at most 15 bits) is
+     * often still among them, and is then taken by a shift instead of a
+     * new look: the position is the chain every frame waits on, and a
+     * look puts a load on it. */
+    uint64_t w = look(b, pos);
+    size_t good = 64 - (pos & 7); /* the bits of w that are the blob's */
     for (size_t i = 0; i < depth; i++) {
         if (pos > end_bits)
             return 0;
-        uint64_t w = look(b, pos), v;
+        uint64_t v;
+        size_t size;
         if (!(w >> 63)) {
             /* literal: kind 0|x, count cccccc|x, then the value */
             unsigned n = (unsigned)(w >> 56) & 0x3f;
             if (n > widest)
                 return 0;
             v = top(look(b, pos + 9), n);
-            pos += 10 + n;
+            size = 10 + n;
             if (wide && lws_truncation_signature(v, n))
                 suspect |= 1u << i;
         } else {
@@ -179,13 +186,22 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len,
             size_t ri = i - 1 - ref;
             uint64_t d = top(look(b, pos + 15), q);
             v = ((w >> 57 & 1) ? vals[ri] - d : vals[ri] + d) & mask;
-            pos += 16 + q;
+            size = 16 + q;
             if ((suspect >> ri & 1) || (wide && lws_truncation_signature(d, q)))
                 suspect |= 1u << i;
         }
         if (wide && lws_truncated_form(v))
             suspect |= 1u << i;
         vals[i] = v;
+        /* 15 good bits must remain for the next header. */
+        pos += size;
+        if (good >= size + 15) {
+            w <<= size;
+            good -= size;
+        } else {
+            w = look(b, pos);
+            good = 64 - (pos & 7);
+        }
     }
     if (pos > end_bits)
         return 0;

@@ -5,6 +5,7 @@
  * Signal-safe: arithmetic on the caller's arrays and buffer only.
  */
 #include "bitio.h"
+#include "common/compiler.h"
 #include "lws_internal.h"
 
 /* How one frame is written. */
@@ -19,19 +20,20 @@ typedef struct lws_choice {
 /* The extra bit after a field holding v, as gcc-built libwebsockets writes
  * it: its loop's last step tests `v & (1 << -1)`, which x86 evaluates as a
  * test of bit 31 of an int mask sign-extended to the word. */
-static unsigned extra_bit(uint64_t v, unsigned word_bits)
+static BTP_ALWAYS_INLINE unsigned extra_bit(uint64_t v, const unsigned word_bits)
 {
     return word_bits == 32 ? (unsigned)(v >> 31) & 1u : (v >> 31) != 0;
 }
 
-static void put_field(bit_writer *w, uint64_t v, unsigned width, unsigned word_bits)
+/* A field of nominal width `width` (<= 63) holding v, then its extra bit. */
+static BTP_ALWAYS_INLINE void put_field(bit_writer *w, uint64_t v, unsigned width,
+                                        const unsigned word_bits)
 {
-    bw_put(w, v, width);
-    bw_put(w, extra_bit(v, word_bits), 1);
+    bw_put64(w, v << 1 | extra_bit(v, word_bits), width + 1);
 }
 
 /* A count and value pair; v must fit 63 bits. */
-static void put_counted(bit_writer *w, uint64_t v, unsigned word_bits)
+static BTP_ALWAYS_INLINE void put_counted(bit_writer *w, uint64_t v, const unsigned word_bits)
 {
     unsigned n = lws_sigbits(v);
     put_field(w, n, LWS_W_COUNT, word_bits);
@@ -109,6 +111,103 @@ static lws_choice choose(const btp_frame *f, size_t i, int optimal)
     return best_delta(f, lo, i);
 }
 
+/* How libwebsockets' encoder writes frame i (spec/lws.md): the nearest of
+ * frames max(0, i-8)..i-1 by plain difference, earliest on ties; a delta
+ * only if that frame is not frame 0 and sigbits(value) >= sigbits(|delta|)
+ * + 5. The scan walks the frames by pointer and picks the minimum with
+ * conditional moves; the rare cases (a value with bit 63 set, which no
+ * literal holds, or a magnitude with bit 63 set) go to choose(). */
+static BTP_ALWAYS_INLINE lws_choice choose_lws(const btp_frame *f, size_t i)
+{
+    uint64_t v = f[i].value, best = UINT64_MAX;
+    const btp_frame *r = f + (i > LWS_REFS ? i - LWS_REFS : 0), *near = r;
+    for (; r < f + i; r++) {
+        uint64_t m = v > r->value ? v - r->value : r->value - v;
+        int closer = m < best;
+        near = closer ? r : near;
+        best = closer ? m : best;
+    }
+    if (near > f && lws_sigbits(v) >= lws_sigbits(best) + 5 && !(best >> 63)) {
+        lws_choice c = {1, (size_t)(near - f), v <= near->value, best, 1};
+        return c;
+    }
+    if (!(v >> 63)) {
+        lws_choice c = {0, 0, 0, 0, 1};
+        return c;
+    }
+    return choose(f, i, 0);
+}
+
+/* Write frame i as c says. The fixed-width fields and the count are below
+ * 2^31, so their extra bits are 0: a literal's kind and count are one
+ * 9-bit field, a delta's kind, reference, sign and count one of 15 bits,
+ * and that with the value one write when they fit in 57 bits (a 47-bit
+ * literal does). */
+static BTP_ALWAYS_INLINE void put_frame(bit_writer *w, size_t i, uint64_t value, lws_choice c,
+                                        const unsigned word_bits)
+{
+    uint64_t head, v;
+    unsigned head_bits;
+    if (!c.delta) {
+        v = value;
+        head_bits = 2 + LWS_W_COUNT + 1;
+        head = (uint64_t)lws_sigbits(v) << 1;
+    } else {
+        v = c.mag;
+        head_bits = 2 + 4 + 2 + LWS_W_COUNT + 1;
+        head = (uint64_t)1 << 14 | (uint64_t)(i - 1 - c.ref) << 10 | (uint64_t)c.sign << 8 |
+               (uint64_t)lws_sigbits(v) << 1;
+    }
+    unsigned n = lws_sigbits(v) + 1; /* the value and its extra bit */
+    uint64_t field = v << 1 | extra_bit(v, word_bits);
+    if (head_bits + n <= 57) {
+        bw_put(w, head << n | field, head_bits + n);
+    } else {
+        bw_put(w, head, head_bits);
+        bw_put64(w, field, n);
+    }
+}
+
+/* dst[0..n) = src[0..n), by hand: a compiler would turn a plain loop into
+ * a call to memcpy, which this signal-safe code must not make. */
+static void copy_bytes(void *dst, const uint8_t *src, size_t n)
+{
+    uint8_t *d = dst;
+    for (size_t i = 0; i < n; i++) {
+#if defined(__GNUC__)
+        __asm__("" : "+r"(i)); /* hides the loop's shape from the optimizer */
+#endif
+        d[i] = src[i];
+    }
+}
+
+/* btp_lws_encode's work after its checks, with the word size a constant
+ * in each copy (no test of it per extra bit). out has room for the
+ * largest blob and the writer's slack. Returns the blob's length, or 0
+ * with *err_frame set when a frame cannot be written. */
+static BTP_ALWAYS_INLINE size_t encode_w(const btp_frame *frames, size_t n, uint64_t alloc_size,
+                                         unsigned flags, uint8_t *out, size_t *err_frame,
+                                         const unsigned word_bits)
+{
+    bit_writer w;
+    bw_init(&w, out);
+    put_field(&w, n, LWS_W_DEPTH, word_bits);
+    for (size_t i = 0; i < n; i++) {
+        lws_choice c = (flags & BTP_LWS_ENC_OPTIMAL) ? choose(frames, i, 1) : choose_lws(frames, i);
+        if (!c.cost) {
+            *err_frame = i;
+            return 0;
+        }
+        put_frame(&w, i, frames[i].value, c, word_bits);
+    }
+    put_counted(&w, alloc_size, word_bits);
+    /* Zero padding to a byte (the writer leaves it), then the length. */
+    size_t bytes = bw_bytes(&w, out), total = bytes + LWS_TRAILER_BITS / 8;
+    out[bytes] = (uint8_t)(total >> 8);
+    out[bytes + 1] = (uint8_t)total;
+    return total;
+}
+
 btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size,
                           unsigned word_bits, unsigned flags, void *buf, size_t cap,
                           size_t *len_out, size_t *err_frame)
@@ -128,39 +227,31 @@ btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size
         btp_frame_kind k = frames[i].kind;
         int ok = k == BTP_FRAME_RA ||
                  ((flags & BTP_LWS_ENC_ANY_ADDRESS) && (k == BTP_FRAME_PC || k == BTP_FRAME_ASYNC));
-        if (err_frame)
-            *err_frame = i;
-        if (!ok)
-            return BTP_E_UNREPRESENTABLE;
-        if (frames[i].value > mask)
-            return BTP_E_VALUE_TOO_WIDE;
-    }
-
-    bit_writer w;
-    bw_init(&w, buf, cap);
-    put_field(&w, n, LWS_W_DEPTH, word_bits);
-    for (size_t i = 0; i < n; i++) {
-        lws_choice c = choose(frames, i, flags & BTP_LWS_ENC_OPTIMAL);
-        if (!c.cost) {
+        if (!ok || frames[i].value > mask) {
             if (err_frame)
                 *err_frame = i;
-            return BTP_E_UNREPRESENTABLE;
-        }
-        if (!c.delta) {
-            put_field(&w, 0, LWS_W_KIND, word_bits);
-            put_counted(&w, frames[i].value, word_bits);
-        } else {
-            put_field(&w, 1, LWS_W_KIND, word_bits);
-            put_field(&w, i - 1 - c.ref, LWS_W_REF, word_bits);
-            put_field(&w, (uint64_t)c.sign, LWS_W_SIGN, word_bits);
-            put_counted(&w, c.mag, word_bits);
+            return ok ? BTP_E_VALUE_TOO_WIDE : BTP_E_UNREPRESENTABLE;
         }
     }
-    put_counted(&w, alloc_size, word_bits);
-    w.pos = bw_bytes(&w) * 8; /* zero padding: bw_put cleared the byte */
-    size_t total = bw_bytes(&w) + LWS_TRAILER_BITS / 8;
-    bw_put(&w, total, LWS_TRAILER_BITS);
+
+    /* Straight into the caller's buffer when it has room for the largest
+     * blob and the writer's 8 bytes of slack, else into a local one and
+     * copied (by hand: no libc here). */
+    uint8_t local[BTP_LWS_BLOB_MAX + 8];
+    uint8_t *out = cap >= sizeof local ? (uint8_t *)buf : local;
+    size_t bad = 0;
+    size_t total = word_bits == 64 ? encode_w(frames, n, alloc_size, flags, out, &bad, 64)
+                                   : encode_w(frames, n, alloc_size, flags, out, &bad, 32);
+    if (!total) {
+        if (err_frame)
+            *err_frame = bad;
+        return BTP_E_UNREPRESENTABLE;
+    }
     if (len_out)
         *len_out = total;
-    return bw_overflowed(&w) ? BTP_E_BUFFER_TOO_SMALL : BTP_OK;
+    if (total > cap)
+        return BTP_E_BUFFER_TOO_SMALL;
+    if (out == local)
+        copy_bytes(buf, local, total);
+    return BTP_OK;
 }

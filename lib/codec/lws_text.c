@@ -4,6 +4,8 @@
  */
 #include "lws_internal.h"
 
+#include "common/hexdigit.h"
+
 static const char m_lead[3] = {'~', 'm', '#'};
 
 btp_status btp_lws_m_format(const void *blob, size_t len, char *out, size_t cap, size_t *out_len)
@@ -139,17 +141,6 @@ btp_status btp_lws_b_format(const btp_frame *frames, size_t n, uint64_t alloc_si
     return BTP_OK;
 }
 
-static int hex_digit(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static int b_space(unsigned char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
@@ -212,11 +203,11 @@ btp_status btp_lws_b_parse(const char *text, size_t n, unsigned word_bits, btp_f
             break;
         at = i;
         if (n - i < 3 || text[i] != '0' || (text[i + 1] != 'x' && text[i + 1] != 'X') ||
-            hex_digit((unsigned char)text[i + 2]) < 0)
+            btp_hex_digit((unsigned char)text[i + 2]) < 0)
             return b_fail(info, BTP_E_SYNTAX, i);
         i += 2;
         uint64_t v = 0;
-        for (int d; i < n && (d = hex_digit((unsigned char)text[i])) >= 0; i++) {
+        for (int d; i < n && (d = btp_hex_digit((unsigned char)text[i])) >= 0; i++) {
             if (v >> 60)
                 return b_fail(info, BTP_E_VALUE_TOO_WIDE, at);
             v = v << 4 | (unsigned)d;

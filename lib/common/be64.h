@@ -1,5 +1,5 @@
 /*
- * Big-endian 64-bit loads and stores on byte buffers (private). Written
+ * Big- and little-endian 64-bit loads and stores on byte buffers (private). Written
  * byte by byte, which compilers turn into one load or store and a byte
  * swap; no libc, so usable in the async-signal-safe encoders.
  */
@@ -14,6 +14,52 @@ static inline uint64_t load_be64(const uint8_t *p)
     return (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 |
            (uint64_t)p[3] << 32 | (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 |
            (uint64_t)p[6] << 8 | (uint64_t)p[7];
+}
+
+/* v with its bytes in the opposite order (a builtin, not libc). */
+static inline uint64_t byte_swap64(uint64_t v)
+{
+#if defined(__GNUC__)
+    return __builtin_bswap64(v);
+#else
+    v = (v & 0x00ff00ff00ff00ffu) << 8 | (v >> 8 & 0x00ff00ff00ff00ffu);
+    v = (v & 0x0000ffff0000ffffu) << 16 | (v >> 16 & 0x0000ffff0000ffffu);
+    return v << 32 | v >> 32;
+#endif
+}
+
+/* x shifted right by c mod 64 (logical, arithmetic): the low 6 bits of c
+ * are the count, as x86 shift instructions take it, so a caller whose
+ * count is a multiple of 8 plus junk above bit 5 needs no masking on its
+ * critical path. Elsewhere the masking is explicit. */
+static inline uint64_t shr64(uint64_t x, unsigned c)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    __asm__("shrq %%cl, %0" : "+r"(x) : "c"(c));
+    return x;
+#else
+    return x >> (c & 63);
+#endif
+}
+
+static inline int64_t sar64(int64_t x, unsigned c)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    __asm__("sarq %%cl, %0" : "+r"(x) : "c"(c));
+    return x;
+#else
+    /* Right shift of a negative value is implementation-defined in C;
+     * every compiler we support shifts arithmetically. */
+    return x >> (c & 63);
+#endif
+}
+
+/* The 8 bytes at p as a little-endian number. */
+static inline uint64_t load_le64(const uint8_t *p)
+{
+    return (uint64_t)p[7] << 56 | (uint64_t)p[6] << 48 | (uint64_t)p[5] << 40 |
+           (uint64_t)p[4] << 32 | (uint64_t)p[3] << 24 | (uint64_t)p[2] << 16 |
+           (uint64_t)p[1] << 8 | (uint64_t)p[0];
 }
 
 /* Write v big-endian to p[0..8). */

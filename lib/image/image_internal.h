@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "common/hexdigit.h"
+
 /* Inline, so that each parser stands alone (the crash handler links only
  * the image-line writer). */
 
@@ -51,20 +53,10 @@ static inline int btp_image_parse_hex(const char *p, size_t end, size_t *i, uint
 {
     uint64_t v = 0;
     size_t k = *i, digits = 0;
-    for (; k < end; k++, digits++) {
-        char c = p[k];
-        unsigned d;
-        if (c >= '0' && c <= '9')
-            d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            d = (unsigned)(c - 'A' + 10);
-        else
-            break;
+    for (int d; k < end && (d = btp_hex_digit((unsigned char)p[k])) >= 0; k++, digits++) {
         if (digits == 16)
             return -1;
-        v = v << 4 | d;
+        v = v << 4 | (unsigned)d;
     }
     if (!digits)
         return -1;

@@ -79,15 +79,11 @@ btp_status btp_image_line_format(const btp_image *image, char *out, size_t cap, 
     return s.n <= cap ? BTP_OK : BTP_E_BUFFER_TOO_SMALL;
 }
 
-static int hexval(char c)
+/* The byte written as two hex digits at s[k], s[k + 1], or -1. */
+static int hex_byte_at(const char *s, size_t k)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    int hi = btp_hex_digit((unsigned char)s[k]), lo = btp_hex_digit((unsigned char)s[k + 1]);
+    return hi < 0 || lo < 0 ? -1 : hi << 4 | lo;
 }
 
 btp_status btp_image_line_parse(const char *line, size_t len, unsigned word_bits,
@@ -141,7 +137,7 @@ btp_status btp_image_line_parse(const char *line, size_t len, unsigned word_bits
         if (id_digits == 0 || id_digits % 2 || id_digits / 2 > MAX_BUILD_ID)
             FAIL_AT(id_at);
         for (size_t k = id_at; k < i; k++)
-            if (hexval(line[k]) < 0)
+            if (btp_hex_digit((unsigned char)line[k]) < 0)
                 FAIL_AT(k);
     }
     if (i >= len || line[i] != ' ')
@@ -153,14 +149,15 @@ btp_status btp_image_line_parse(const char *line, size_t len, unsigned word_bits
     if (i == len)
         FAIL_AT(i);
     for (size_t k = i; !no_path && k < len; path_len++) {
+        if (line[k] == 0)
+            FAIL_AT(k); /* a C string cannot hold it: the path would be cut there */
         if (line[k] != '\\') {
             k++;
             continue;
         }
         if (k + 1 < len && (line[k + 1] == '\\' || line[k + 1] == 'n')) {
             k += 2;
-        } else if (k + 3 < len && line[k + 1] == 'x' && hexval(line[k + 2]) >= 0 &&
-                   hexval(line[k + 3]) >= 0 && (hexval(line[k + 2]) << 4 | hexval(line[k + 3]))) {
+        } else if (k + 3 < len && line[k + 1] == 'x' && hex_byte_at(line, k + 2) > 0) {
             k += 4; /* any byte but NUL (a path cannot hold one) */
         } else {
             FAIL_AT(k);
@@ -173,7 +170,7 @@ btp_status btp_image_line_parse(const char *line, size_t len, unsigned word_bits
     if (!im || (!no_id && !id) || (!no_path && !path))
         return BTP_E_BUFFER_TOO_SMALL;
     for (size_t k = 0; !no_id && k < id_digits / 2; k++)
-        id[k] = (unsigned char)(hexval(line[id_at + 2 * k]) << 4 | hexval(line[id_at + 2 * k + 1]));
+        id[k] = (unsigned char)hex_byte_at(line, id_at + 2 * k);
     size_t o = 0;
     for (size_t k = path_at; !no_path && k < len;) {
         if (line[k] != '\\') {
@@ -185,7 +182,7 @@ btp_status btp_image_line_parse(const char *line, size_t len, unsigned word_bits
             path[o++] = '\n';
             k += 2;
         } else {
-            path[o++] = (char)(hexval(line[k + 2]) << 4 | hexval(line[k + 3]));
+            path[o++] = (char)hex_byte_at(line, k + 2);
             k += 4;
         }
     }

@@ -130,6 +130,11 @@ btp_status btp_procmaps_line(const char *t, size_t b, size_t e, unsigned word_bi
 #undef EXPECT
     while (i < e && is_space(t[i]))
         i++;
+    for (size_t k = i; k < e; k++)
+        if (t[k] == 0) { /* the kernel never writes one; a C string would be cut there */
+            *at = k;
+            return BTP_E_MAPS_SYNTAX;
+        }
     f->path = t + i;
     f->path_len = e - i;
     return BTP_OK;
@@ -155,8 +160,11 @@ static btp_status parse_line(parse *ps, const char *t, size_t b, size_t e, unsig
 
     candidate *c = NULL;
     if (offset != 0 || vdso) {
+        /* a file's later mappings lie above where it starts; one below
+         * cannot be of the same load (and would end the image's text
+         * before its base) */
         for (size_t k = ps->n_open; k-- > 0;)
-            if (same_file(&ps->open[k], path, path_len, inode)) {
+            if (same_file(&ps->open[k], path, path_len, inode) && start >= ps->open[k].base) {
                 c = &ps->open[k];
                 break;
             }

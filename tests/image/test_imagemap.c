@@ -95,6 +95,38 @@ static void test_procmaps_hostile(void)
     expect_bad("00000000000000001-2 r-xp 0 0:0 0 /x", 64, BTP_E_MAPS_SYNTAX, 0);
     expect_bad("1000-100000000 r-xp 0 0:0 0 /x", 32, BTP_E_VALUE_TOO_WIDE, 5);
     expect_bad("1000-2000 r-xp 0 0:0 0 /x\nbad", 64, BTP_E_MAPS_SYNTAX, 29); /* "bad" is hex */
+    {
+        /* a mapping below where its file starts is not of that load: it starts
+         * an image of its own, and no image ends before its base */
+        static const char below[] = "ffdc0000-ffde1000 rw-p 0 0:0 0 [vdso]\n"
+                                    "f7f96000-f7f98000 r-xp 0 0:0 0 [vdso]\n"
+                                    "5000-6000 r--p 0 8:1 7 /x\n"
+                                    "1000-2000 r-xp 1000 8:1 7 /x\n";
+        btp_image ims[4];
+        char b[64];
+        btp_image_buf nb = {ims, 4, 0, b, sizeof b, 0};
+        btp_image_map m;
+        btp_status st = btp_image_map_from_procmaps(below, sizeof below - 1, 32, &nb, &m, NULL);
+        CHECK(st == BTP_OK && m.n_images == 2 && !m.images[0].path &&
+                  m.images[0].base == 0xf7f96000 && m.images[0].end_of_text == 0xf7f98000 &&
+                  strcmp(m.images[1].path, "/x") == 0 && m.images[1].base == 0 &&
+                  m.images[1].end_of_text == 0x2000,
+              "mappings below their file's base: %s, %zu images", btp_status_name(st),
+              m.n_images);
+    }
+    {
+        /* a NUL in a path (the kernel never writes one): refused at its byte,
+         * not a path cut short */
+        static const char nul[] = "1000-2000 r-xp 0 0:0 0 /a\0b\n";
+        btp_image ims[2];
+        char b[64];
+        btp_image_buf nb = {ims, 2, 0, b, sizeof b, 0};
+        btp_image_map m;
+        size_t off = 0;
+        btp_status st = btp_image_map_from_procmaps(nul, sizeof nul - 1, 64, &nb, &m, &off);
+        CHECK(st == BTP_E_MAPS_SYNTAX && off == 25, "NUL in a path: %s at %zu",
+              btp_status_name(st), off);
+    }
     /* blank lines and CRLF are fine; pseudo-paths and anonymous code are not images */
     btp_image images[2];
     char bytes[64];
@@ -192,6 +224,11 @@ static void test_image_lines(void)
     btp_image out[1];
     char bytes[64];
     btp_image_buf buf = {out, 1, 0, bytes, sizeof bytes, 0};
+    static const char nul[] = "image 0x1 0x2 - /a\0b";
+    size_t nul_off = 0;
+    btp_status nul_st = btp_image_line_parse(nul, sizeof nul - 1, 64, &buf, &nul_off);
+    CHECK(nul_st == BTP_E_IMAGE_SYNTAX && nul_off == 18, "NUL in a path: %s at %zu",
+          btp_status_name(nul_st), nul_off);
     const char *wide = "image 0x100000000 0x100000001 - -";
     CHECK(btp_image_line_parse(wide, strlen(wide), 32, &buf, NULL) == BTP_E_VALUE_TOO_WIDE,
           "too wide for 32 bits");

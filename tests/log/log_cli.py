@@ -80,6 +80,13 @@ def test_corpora(tmp):
                 # --keep-going: lws holds at most 31 frames, deeper stacks are skipped
                 rc1, a, e1 = conv("trace", to, "--keep-going", src)
                 rc2, b, e2 = conv("log", to, "--keep-going", log)
+                if to in ("swift", "swift-crashlog"):
+                    # These carry the log's stored maps as each trace's image
+                    # map (the .trace has none): same traces, and the map.
+                    check(b"imageMap" in b[:20000] or b'"images"' in b[:20000],
+                          "%s: log -> %s carries the stored maps" % (name, to))
+                    a = conv(to, "json", data=a)[1]
+                    b = conv(to, "json", data=b)[1]
                 check(rc1 == rc2 and len(a) > 1000 and a == b,
                       "%s: log -> %s equals trace -> %s (%s %s)" % (name, to, to, e1[:300],
                                                                  e2[:300]))

@@ -8,6 +8,7 @@
 extern const format fmt_json, fmt_hex, fmt_b64, fmt_cbf, fmt_addrs, fmt_trace;
 extern const format fmt_log, fmt_crash;
 extern const format fmt_lws, fmt_lws_b;
+extern const format fmt_swift, fmt_swift_crashlog;
 
 static const format *const formats[] = {
     &fmt_json,
@@ -20,6 +21,8 @@ static const format *const formats[] = {
     &fmt_crash,
     &fmt_lws,
     &fmt_lws_b,
+    &fmt_swift,
+    &fmt_swift_crashlog,
 };
 
 const format *format_find(const char *name)

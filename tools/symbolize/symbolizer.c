@@ -529,6 +529,24 @@ static const char *notef(symbolizer *s, int *oom, const char *fmt, ...)
 static int symbol_fallback(symbolizer *s, lookup *l, elf_file *f, uint64_t vaddr, int *oom)
 {
     sym_loc *first = l->n_locs ? &s->locs[l->first_loc] : NULL;
+    sym_loc *outer = l->n_locs ? &s->locs[l->first_loc + l->n_locs - 1] : NULL;
+    if (outer && outer->function && !strchr(outer->function, '(')) {
+        /* A C++ function of internal linkage (static, anonymous namespace)
+         * has no linkage name in DWARF, only its short name ("start"); the
+         * symbol table has its mangled name. The symbol that holds the
+         * address is the outermost function (the one whose code this is),
+         * so its demangled name replaces the short one, as llvm-symbolizer
+         * does: "(anonymous namespace)::start(int)". Inlined frames have no
+         * symbol and keep their DWARF names. */
+        const elf_sym *sym = elf_symbol_at(f, vaddr);
+        char *d = sym && sym->name[0] == '_' && sym->name[1] == 'Z' ? sym_demangle(sym->name)
+                                                                     : NULL;
+        if (d && strstr(d, outer->function))
+            outer->function = intern(s, d, oom);
+        free(d);
+        if (*oom)
+            return -1;
+    }
     if (first && first->function && first->file)
         return 0;
     const elf_sym *sym = elf_symbol_at(f, vaddr);

@@ -15,6 +15,8 @@
 
 #include <btpack/btpack.h>
 
+#include "strbuf.h"
+
 typedef struct sym_options {
     const char *backend;           /* "libdw", "addr2line", or NULL: the default */
     const char *addr2line;         /* program for the addr2line back end (NULL: addr2line) */
@@ -80,5 +82,15 @@ int sym_resolve(symbolizer *s);
 
 /* The answer for a handle (valid until sym_free). */
 void sym_get(const symbolizer *s, long handle, sym_answer *out);
+
+/* An answer as the JSON members that follow a frame's "addr" (each with a
+ * leading comma): "image", "offset", "build_id" when known, "symbols" (one
+ * {"function","file","line","inlined"} per position, innermost first) and
+ * "note" when there is one. */
+void sym_answer_json(strbuf *o, const sym_answer *a);
+
+/* An answer on one line: "0xADDR  image+0xOFF  function file:line
+ * (inlined into F)", the parts known. */
+void sym_answer_line(strbuf *o, uint64_t addr, const sym_answer *a);
 
 #endif

@@ -1,0 +1,1247 @@
+/*
+ * libbtpack-heap.so: an LD_PRELOAD heap tracer. Records every malloc,
+ * calloc, realloc, reallocarray, free, posix_memalign, aligned_alloc,
+ * memalign, valloc and pvalloc (and so C++ new/delete, which call them)
+ * with the allocating stack into a btpack trace log (spec/log.md), with the
+ * process's images and their build IDs. Built on the public API only. spec/heap.md
+ * describes the design; in short:
+ *
+ * - Fast path, per thread, no lock: each thread owns a ring of event slots
+ *   (mmap'd, so the tracer never needs the allocator it traces). An event
+ *   takes a number from one global counter (an atomic add, not a lock),
+ *   is captured straight into its slot and published with a release store.
+ *   The counter orders events across threads the way the allocator did: a
+ *   free takes its number before the real free, an allocation after the
+ *   real allocation, so a pointer's free always precedes its reuse.
+ * - A writer thread merges the rings in number order into the log writer
+ *   (zlib, dictionary), waking every millisecond; a thread that finds its
+ *   ring full does that work itself (wait_room). Blocks are large
+ *   (the writer's 2 MiB maximum): the log's coding state and zlib's window
+ *   restart at every block, so small blocks cost several times the bytes.
+ *   A block is flushed when full or every BTPACK_HEAP_FLUSH_MS (default
+ *   5000), with the clock samples taken every 100 ms since the last flush
+ *   (a `clock` note) and, when objects were loaded or unloaded, the
+ *   process's `images` (with their build IDs).
+ * - Recursion: a per-thread flag marks "inside the tracer"; an allocation
+ *   made while it is set (by dlsym, the capture, the writer, or a signal
+ *   handler interrupting the tracer) goes straight to the real allocator and
+ *   is counted as untraced. Before the real functions are known (dlsym
+ *   bootstrap), allocations come from a static arena that is never freed.
+ * - fork: the child is not traced (pthread_atfork turns its hooks into pass
+ *   through; the parent's log is untouched). exec: the log is completed
+ *   first (END block, an `exec` note) and the new image is not traced
+ *   (LD_PRELOAD and BTPACK_HEAP_OUTPUT are removed from the environment at
+ *   start, so no child or new image inherits them). vfork children are told
+ *   apart by their pid. exit and _exit: the rings are drained and the log
+ *   completed. A crash (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP,
+ *   SIGSYS while their action is the default): the crashing thread asks the
+ *   writer thread to complete the log and waits for it (at most 2 s) before
+ *   the signal takes its default action. A process killed otherwise loses
+ *   the events since the last flush (the log promises every complete block).
+ *
+ * Environment: BTPACK_HEAP_OUTPUT=FILE (required: without it nothing is
+ * traced), BTPACK_STACKTRACE_METHOD (the capture method), BTPACK_HEAP_ZLIB
+ * (zlib level 1..9, 0 = no compression; default 9: the writer thread has
+ * the time), BTPACK_HEAP_FLUSH_MS (longest time between flushes, 100..
+ * 600000; default 5000).
+ */
+#include <btpack/btpack.h>
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Declared by <malloc.h>, which would also declare what glibc deprecates. */
+void *memalign(size_t align, size_t size);
+void *pvalloc(size_t size);
+
+#define EXPORT __attribute__((visibility("default")))
+#define NOINLINE __attribute__((noinline))
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
+#define MAX_FRAMES 128 /* per event; deeper stacks keep head + omit + tail */
+#define RING_SLOTS 256 /* per thread */
+#define SNIP 2         /* our record function and the interposed entry point */
+
+enum { EV_ALLOC = 1, EV_FREE = 2, EV_NOP = 3 };
+
+typedef struct event {
+    uint64_t seq;
+    uint64_t ptr;
+    uint64_t size;
+    uint32_t kind;
+    uint32_t n;
+    btp_frame frames[MAX_FRAMES];
+} event;
+
+enum { RING_ACTIVE = 1, RING_DEAD = 2 };
+
+/* head and tail each have a cache line, with each side's last look at the
+ * other's counter: the producer reads tail, and the writer head, only when
+ * that copy says the ring is full or empty, not once per event. */
+typedef struct ring {
+    _Atomic uint64_t head; /* events published (producer) */
+    uint64_t tail_seen;    /* producer's copy of tail (<= tail) */
+    char pad0[48];
+    _Atomic uint64_t tail; /* events consumed (writer) */
+    uint64_t head_seen;    /* writer's copy of head (<= head) */
+    char pad1[48];
+    _Atomic int state;
+    struct ring *_Atomic next; /* the list is append-only */
+    event slots[RING_SLOTS];
+} ring;
+
+/* ---- real functions and the bootstrap arena ------------------------------ */
+
+static void *(*real_malloc)(size_t);
+static void (*real_free)(void *);
+static void *(*real_calloc)(size_t, size_t);
+static void *(*real_realloc)(void *, size_t);
+static int (*real_posix_memalign)(void **, size_t, size_t);
+static void *(*real_aligned_alloc)(size_t, size_t);
+static void *(*real_memalign)(size_t, size_t);
+static void *(*real_valloc)(size_t);
+static void *(*real_pvalloc)(size_t);
+static int (*real_execve)(const char *, char *const[], char *const[]);
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
+static int (*real_fexecve)(int, char *const[], char *const[]);
+static void (*real__exit)(int);
+
+/* dlsym allocates (its error buffer) before we know the real malloc: that
+ * comes from here and is never freed or traced. */
+static _Alignas(64) unsigned char boot_arena[256 * 1024];
+static _Atomic size_t boot_used;
+
+static void *boot_alloc(size_t size, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    size_t off = atomic_load(&boot_used), start;
+    do {
+        start = (off + align - 1) & ~(align - 1);
+        if (start + size > sizeof boot_arena || start + size < start)
+            return NULL;
+    } while (!atomic_compare_exchange_weak(&boot_used, &off, start + size));
+    return boot_arena + start; /* static storage: already zero for calloc */
+}
+
+static int is_boot(const void *p)
+{
+    return (const unsigned char *)p >= boot_arena &&
+           (const unsigned char *)p < boot_arena + sizeof boot_arena;
+}
+
+/* ---- state --------------------------------------------------------------- */
+
+enum { ST_OFF = 0, ST_ON = 1, ST_CLOSED = 2 };
+
+static _Atomic int g_state;          /* ST_*: tracing on? */
+static _Atomic int g_resolving;      /* dlsym in progress */
+static _Atomic int g_resolved;
+static pid_t g_pid;                  /* the traced process (vfork children differ) */
+static _Atomic uint64_t g_seq;       /* next event number */
+static ring *_Atomic g_rings;        /* every ring ever made */
+static ring g_late_ring_storage;     /* threads past their TLS destructor */
+static atomic_flag g_late_lock = ATOMIC_FLAG_INIT;
+static btp_capture_options g_capture;
+static pthread_key_t g_key;
+
+/* Writer side: everything below is used with g_wlock held. */
+static pthread_mutex_t g_wlock = PTHREAD_MUTEX_INITIALIZER;
+static btp_log_writer *g_w;
+static uint64_t g_next;              /* next event number to write */
+static ring *g_last;                 /* ring that gave the last event */
+static uint64_t g_gap_seq = UINT64_MAX, g_gap_since;
+static uint64_t g_written, g_lost, g_last_flush, g_last_sample, g_t0;
+static uint64_t g_flush_ns = 5000000000u; /* BTPACK_HEAP_FLUSH_MS */
+static unsigned long long g_dl_adds = ~0ull, g_dl_subs = ~0ull;
+#define CLOCK_SAMPLES 128   /* (record, ns) pairs between flushes */
+#define CLOCK_EVERY 100000000u /* ns between clock samples */
+static uint64_t g_clock_rec[CLOCK_SAMPLES], g_clock_ns[CLOCK_SAMPLES];
+static size_t g_n_clock;
+static pthread_t g_thread;
+static _Atomic int g_thread_stop;
+static int g_thread_started;
+/* A crashing thread sets g_crash (the signal) and waits for g_crash_done:
+ * the writer thread then completes the log. */
+static _Atomic int g_crash, g_crash_done;
+
+/* Counted without the lock (relaxed adds). */
+static _Atomic uint64_t g_untraced, g_boot_allocs;
+
+typedef struct tstate {
+    ring *r;
+    int busy;     /* inside the tracer on this thread */
+    int internal; /* the writer thread, or the tracer's start: not the program's */
+    int exited; /* past our TLS destructor: use the late ring */
+} tstate;
+
+static TLS tstate t_self;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void nap(long ns)
+{
+    struct timespec ts = {0, ns};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- resolving the real functions ---------------------------------------- */
+
+static void *next_sym(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+static void resolve(void)
+{
+    if (atomic_load_explicit(&g_resolved, memory_order_acquire))
+        return;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&g_resolving, &expected, 1)) {
+        while (!atomic_load_explicit(&g_resolved, memory_order_acquire))
+            sched_yield(); /* another thread is resolving: its dlsym uses the arena */
+        return;
+    }
+    real_malloc = (void *(*)(size_t))next_sym("malloc");
+    real_free = (void (*)(void *))next_sym("free");
+    real_calloc = (void *(*)(size_t, size_t))next_sym("calloc");
+    real_realloc = (void *(*)(void *, size_t))next_sym("realloc");
+    real_posix_memalign = (int (*)(void **, size_t, size_t))next_sym("posix_memalign");
+    real_aligned_alloc = (void *(*)(size_t, size_t))next_sym("aligned_alloc");
+    real_memalign = (void *(*)(size_t, size_t))next_sym("memalign");
+    real_valloc = (void *(*)(size_t))next_sym("valloc");
+    real_pvalloc = (void *(*)(size_t))next_sym("pvalloc");
+    real_execve = (int (*)(const char *, char *const[], char *const[]))next_sym("execve");
+    real_execvpe = (int (*)(const char *, char *const[], char *const[]))next_sym("execvpe");
+    real_fexecve = (int (*)(int, char *const[], char *const[]))next_sym("fexecve");
+    real__exit = (void (*)(int))next_sym("_exit");
+    atomic_store_explicit(&g_resolved, 1, memory_order_release);
+}
+
+/* While dlsym runs, allocations come from the arena. */
+static int bootstrapping(void)
+{
+    if (atomic_load_explicit(&g_resolved, memory_order_acquire))
+        return 0;
+    if (atomic_load(&g_resolving))
+        return 1;
+    resolve();
+    return 0;
+}
+
+/* ---- rings ---------------------------------------------------------------- */
+
+static ring *ring_new(void)
+{
+    /* Reuse the ring of a thread that has exited, once it is drained. */
+    for (ring *r = atomic_load(&g_rings); r; r = atomic_load(&r->next)) {
+        int dead = RING_DEAD;
+        if (atomic_load(&r->state) == RING_DEAD &&
+            atomic_load_explicit(&r->tail, memory_order_acquire) == atomic_load(&r->head) &&
+            atomic_compare_exchange_strong(&r->state, &dead, RING_ACTIVE))
+            return r;
+    }
+    void *m = mmap(NULL, sizeof(ring), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    ring *r = m;
+    atomic_store(&r->state, RING_ACTIVE);
+    ring *old = atomic_load(&g_rings);
+    do
+        atomic_store(&r->next, old);
+    while (!atomic_compare_exchange_weak(&g_rings, &old, r));
+    return r;
+}
+
+static void thread_gone(void *arg)
+{
+    ring *r = arg;
+    t_self.r = NULL;
+    t_self.exited = 1;
+    if (r)
+        atomic_store(&r->state, RING_DEAD);
+}
+
+static int drain(int final);
+
+/* Events in r the producer must assume unconsumed; tail is read only when
+ * the copy says `want` more would not fit. */
+static uint64_t ring_used(ring *r, uint64_t want)
+{
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    if (h - r->tail_seen + want > RING_SLOTS)
+        r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
+    return h - r->tail_seen;
+}
+
+/* Wait for room in r. The thread that finds its ring full drains every
+ * ring itself when the writer thread is not already at it: on a busy
+ * machine that is cheaper than handing the work over (no wake-up, no
+ * switch, the events still in this core's cache). Never holds an event
+ * number while waiting. */
+static void wait_room(ring *r)
+{
+    for (int spins = 0; atomic_load_explicit(&g_state, memory_order_relaxed) == ST_ON &&
+                        ring_used(r, 1) >= RING_SLOTS;
+         spins++) {
+        if (pthread_mutex_trylock(&g_wlock) == 0) {
+            if (g_w)
+                drain(0);
+            pthread_mutex_unlock(&g_wlock);
+        }
+        if (ring_used(r, 1) < RING_SLOTS)
+            break;
+        if (spins > 16)
+            nap(20000);
+        else
+            sched_yield();
+    }
+}
+
+/* ---- recording ------------------------------------------------------------ */
+
+static int tracing(void)
+{
+    return atomic_load_explicit(&g_state, memory_order_relaxed) == ST_ON && !t_self.busy;
+}
+
+/* A call the program made that is not traced (it came while this thread
+ * was inside the tracer: a signal handler, or the tracer's own calls into
+ * libc that allocate). The writer thread's own allocations are not counted. */
+static void count_untraced(void)
+{
+    if (atomic_load_explicit(&g_state, memory_order_relaxed) == ST_ON && !t_self.internal)
+        atomic_fetch_add_explicit(&g_untraced, 1, memory_order_relaxed);
+}
+
+static ring *my_ring(void)
+{
+    if (t_self.r)
+        return t_self.r;
+    if (t_self.exited)
+        return NULL;
+    ring *r = ring_new();
+    if (!r)
+        return NULL;
+    t_self.r = r;
+    pthread_setspecific(g_key, r); /* may allocate: we are busy */
+    return r;
+}
+
+/* Make the slot at r's head visible to the writer. */
+static void publish(ring *r)
+{
+    atomic_store_explicit(&r->head, atomic_load_explicit(&r->head, memory_order_relaxed) + 1,
+                          memory_order_release);
+}
+
+static event *slot_of(ring *r)
+{
+    return &r->slots[atomic_load_explicit(&r->head, memory_order_relaxed) % RING_SLOTS];
+}
+
+/* Reserve a slot for this thread (or the late ring, locked). Returns the
+ * ring, or NULL when the event cannot be recorded. */
+static ring *reserve(void)
+{
+    ring *r = my_ring();
+    if (r) {
+        wait_room(r);
+        return r;
+    }
+    if (!t_self.exited)
+        return NULL;
+    while (atomic_flag_test_and_set_explicit(&g_late_lock, memory_order_acquire))
+        sched_yield();
+    r = &g_late_ring_storage;
+    wait_room(r);
+    return r;
+}
+
+static void release(ring *r)
+{
+    if (r == &g_late_ring_storage)
+        atomic_flag_clear_explicit(&g_late_lock, memory_order_release);
+}
+
+static uint64_t take_seq(void)
+{
+    return atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed);
+}
+
+NOINLINE static void record_alloc(ring *r, void *p, size_t size)
+{
+    event *e = slot_of(r);
+    e->seq = take_seq();
+    e->kind = p ? EV_ALLOC : EV_NOP;
+    e->ptr = (uintptr_t)p;
+    e->size = size;
+    size_t n = 0;
+    if (p && btp_capture(&g_capture, e->frames, MAX_FRAMES, &n) != BTP_OK)
+        n = 0;
+    e->n = (uint32_t)n;
+    publish(r);
+}
+
+/* An event numbered before the real call: FREE, or the free half of a
+ * realloc (turned into a NOP if the realloc fails). */
+static event *begin_free(ring *r, void *p)
+{
+    event *e = slot_of(r);
+    e->seq = take_seq();
+    e->kind = EV_FREE;
+    e->ptr = (uintptr_t)p;
+    e->size = 0;
+    e->n = 0;
+    return e;
+}
+
+/* Common shape of every allocating entry point. */
+#define TRACE_ALLOC(expr, size)                                                         \
+    do {                                                                                \
+        if (!tracing()) {                                                               \
+            count_untraced();                                                           \
+            return (expr);                                                              \
+        }                                                                               \
+        t_self.busy = 1;                                                                \
+        ring *r_ = reserve();                                                           \
+        void *p_ = (expr);                                                              \
+        if (r_) {                                                                       \
+            record_alloc(r_, p_, (size));                                               \
+            release(r_);                                                                \
+        }                                                                               \
+        t_self.busy = 0;                                                                \
+        return p_;                                                                      \
+    } while (0)
+
+EXPORT void *malloc(size_t size)
+{
+    if (bootstrapping())
+        return atomic_fetch_add(&g_boot_allocs, 1), boot_alloc(size, 16);
+    TRACE_ALLOC(real_malloc(size), size);
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+    if (bootstrapping()) {
+        if (size && n > SIZE_MAX / size)
+            return NULL;
+        return atomic_fetch_add(&g_boot_allocs, 1), boot_alloc(n * size, 16);
+    }
+    TRACE_ALLOC(real_calloc(n, size), n * size);
+}
+
+EXPORT void free(void *p)
+{
+    if (!p || is_boot(p))
+        return;
+    if (bootstrapping())
+        return; /* cannot happen: nothing but the arena exists yet */
+    if (!tracing()) {
+        count_untraced();
+        real_free(p);
+        return;
+    }
+    t_self.busy = 1;
+    ring *r = reserve();
+    if (r) {
+        begin_free(r, p);
+        publish(r);
+        release(r);
+    }
+    real_free(p);
+    t_self.busy = 0;
+}
+
+/* Inlined into realloc and reallocarray, so the stack depth to snip is the
+ * same as for every other entry point. */
+static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t size)
+{
+    if (is_boot(p)) {
+        /* Moving out of the arena: the old size is unknown, but the arena
+         * block runs at most to the arena's end. */
+        void *q = malloc(size);
+        if (q) {
+            size_t room = (size_t)(boot_arena + sizeof boot_arena - (unsigned char *)p);
+            memcpy(q, p, size < room ? size : room);
+        }
+        return q;
+    }
+    if (bootstrapping())
+        return boot_alloc(size, 16);
+    if (!tracing()) {
+        count_untraced();
+        return real_realloc(p, size);
+    }
+    t_self.busy = 1;
+    ring *r = reserve();
+    void *q;
+    if (r) {
+        /* The free half is numbered before the real call (the old block may
+         * be reused by another thread as soon as realloc releases it). */
+        event *e = p ? begin_free(r, p) : NULL;
+        q = real_realloc(p, size);
+        if (e) {
+            if (!q && size)
+                e->kind = EV_NOP; /* failed: the old block is still live */
+            publish(r);
+            release(r);
+            r = (q && size) ? reserve() : NULL;
+        }
+        if (r) {
+            record_alloc(r, q, size);
+            release(r);
+        }
+    } else {
+        q = real_realloc(p, size);
+    }
+    t_self.busy = 0;
+    return q;
+}
+
+EXPORT void *realloc(void *p, size_t size)
+{
+    return realloc_impl(p, size);
+}
+
+EXPORT void *reallocarray(void *p, size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc_impl(p, n * size);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+    if (bootstrapping()) {
+        void *p = boot_alloc(size, align);
+        if (!p)
+            return ENOMEM;
+        *out = p;
+        return 0;
+    }
+    if (!tracing()) {
+        count_untraced();
+        return real_posix_memalign(out, align, size);
+    }
+    t_self.busy = 1;
+    ring *r = reserve();
+    int rc = real_posix_memalign(out, align, size);
+    if (r) {
+        record_alloc(r, rc == 0 ? *out : NULL, size);
+        release(r);
+    }
+    t_self.busy = 0;
+    return rc;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+    if (bootstrapping())
+        return boot_alloc(size, align);
+    TRACE_ALLOC(real_aligned_alloc(align, size), size);
+}
+
+EXPORT void *memalign(size_t align, size_t size)
+{
+    if (bootstrapping())
+        return boot_alloc(size, align);
+    TRACE_ALLOC(real_memalign(align, size), size);
+}
+
+EXPORT void *valloc(size_t size)
+{
+    if (bootstrapping())
+        return boot_alloc(size, 4096);
+    TRACE_ALLOC(real_valloc(size), size);
+}
+
+EXPORT void *pvalloc(size_t size)
+{
+    if (bootstrapping())
+        return boot_alloc((size + 4095) & ~(size_t)4095, 4096);
+    TRACE_ALLOC(real_pvalloc(size), size);
+}
+
+/* ---- the writer ----------------------------------------------------------- */
+
+/* The oldest unconsumed event of r, or NULL. Called with g_wlock held
+ * (head_seen is the writer side's). */
+static const event *peek(ring *r)
+{
+    uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    if (r->head_seen == t) {
+        r->head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
+        if (r->head_seen == t)
+            return NULL;
+    }
+    return &r->slots[t % RING_SLOTS];
+}
+
+/* The ring whose oldest event is number g_next, or NULL. *pending says
+ * whether any ring has events at all, *min the smallest number waiting. */
+static ring *find_next(int *pending, uint64_t *min)
+{
+    const event *e;
+    *pending = 0;
+    *min = UINT64_MAX;
+    if (g_last && (e = peek(g_last)) != NULL && e->seq == g_next) {
+        *pending = 1;
+        return g_last;
+    }
+    ring *all[2] = {atomic_load(&g_rings), &g_late_ring_storage};
+    for (int pass = 0; pass < 2; pass++)
+        for (ring *r = all[pass]; r; r = pass ? NULL : atomic_load(&r->next)) {
+            if (!(e = peek(r)))
+                continue;
+            *pending = 1;
+            if (e->seq == g_next)
+                return r;
+            if (e->seq < *min)
+                *min = e->seq;
+        }
+    return NULL;
+}
+
+static void write_event(const event *e)
+{
+    btp_status st = BTP_OK;
+    if (e->kind == EV_ALLOC) {
+        st = btp_log_writer_alloc(g_w, e->size, e->ptr, e->frames, e->n);
+        if (st == BTP_E_VALUE_TOO_WIDE || st == BTP_E_INVALID_ARGUMENT || st == BTP_E_LIMIT)
+            st = btp_log_writer_alloc(g_w, e->size, e->ptr, NULL, 0);
+    } else if (e->kind == EV_FREE) {
+        st = btp_log_writer_free(g_w, e->ptr);
+    } else {
+        return;
+    }
+    if (st != BTP_OK) {
+        /* The file cannot be written (disk full, ...): stop tracing. */
+        atomic_store(&g_state, ST_CLOSED);
+        return;
+    }
+    g_written++;
+}
+
+/* Write every event that can be written in order. A gap (a number taken
+ * whose event is not published yet) is waited for; after 1 s (or at once
+ * when final, after 20 ms) it is counted lost and skipped. Returns the
+ * number of events written. Called with g_wlock held. */
+static int drain(int final)
+{
+    int done = 0;
+    uint64_t final_wait = 0;
+    for (;;) {
+        int pending;
+        uint64_t m;
+        ring *r = find_next(&pending, &m);
+        if (r) {
+            uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+            if (g_w && atomic_load(&g_state) != ST_CLOSED)
+                write_event(&r->slots[t % RING_SLOTS]);
+            atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+            g_next++;
+            g_last = r;
+            done++;
+            g_gap_seq = UINT64_MAX;
+            continue;
+        }
+        if (!pending) {
+            /* Numbers taken but not published yet: at the end, wait a bit. */
+            if (final && atomic_load(&g_seq) > g_next) {
+                if (!final_wait)
+                    final_wait = now_ns();
+                if (now_ns() - final_wait < 20000000u) {
+                    sched_yield();
+                    continue;
+                }
+                g_lost += atomic_load(&g_seq) - g_next;
+                g_next = atomic_load(&g_seq);
+            }
+            break;
+        }
+        uint64_t now = now_ns();
+        if (g_gap_seq != g_next) {
+            g_gap_seq = g_next;
+            g_gap_since = now;
+        }
+        if (now - g_gap_since < (final ? 20000000u : 1000000000u)) {
+            if (final) {
+                sched_yield();
+                continue;
+            }
+            break;
+        }
+        if (m == UINT64_MAX || m < g_next)
+            break;
+        g_lost += m - g_next;
+        g_next = m;
+    }
+    return done;
+}
+
+/* ---- metadata ------------------------------------------------------------- */
+
+static void meta(const char *key, const void *data, size_t len)
+{
+    if (g_w && atomic_load(&g_state) != ST_CLOSED &&
+        btp_log_writer_meta(g_w, key, data, len) != BTP_OK)
+        atomic_store(&g_state, ST_CLOSED);
+}
+
+static void meta_text(const char *key, const char *text)
+{
+    meta(key, text, strlen(text));
+}
+
+/* Read a whole small /proc file with plain read(2) into malloc'd memory
+ * (we are busy: the allocation is not traced). */
+static char *read_file(const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n == cap) {
+            if (cap >= BTP_LOG_MAX_BLOCK / 2)
+                break;
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    *len = n;
+    return buf;
+}
+
+/* ---- images and clock ---------------------------------------------------- */
+
+#define WORD_BITS ((unsigned)sizeof(void *) * 8)
+#define MAX_ID 64 /* build ID bytes kept per image */
+
+typedef struct images_ctx {
+    btp_image *images;
+    size_t n;
+    unsigned char (*ids)[MAX_ID]; /* copies: an object may be unloaded after the walk */
+    unsigned long long adds, subs;
+} images_ctx;
+
+static int count_objects(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    images_ctx *c = arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        c->adds = info->dlpi_adds;
+        c->subs = info->dlpi_subs;
+    }
+    return 0;
+}
+
+/* Give the image holding an object's build-ID note that build ID, read in
+ * memory (what was loaded, whatever the file on disk says now). */
+static int on_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    images_ctx *c = arg;
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        const unsigned char *id;
+        size_t id_len;
+        const void *notes = (const void *)(info->dlpi_addr + ph->p_vaddr);
+        if (ph->p_type != PT_NOTE ||
+            btp_elf_notes_build_id(notes, ph->p_memsz, 0, &id, &id_len) != BTP_OK || !id)
+            continue;
+        uint64_t at = (uintptr_t)notes;
+        for (size_t k = 0; k < c->n; k++) {
+            btp_image *im = &c->images[k];
+            if (im->build_id_len || at < im->base || at >= im->end_of_text)
+                continue;
+            im->build_id_len = id_len < MAX_ID ? id_len : MAX_ID;
+            memcpy(c->ids[k], id, im->build_id_len);
+            im->build_id = c->ids[k];
+            break;
+        }
+        break;
+    }
+    return 0;
+}
+
+/* Store the process's images (image lines with build IDs, imagemap.h) when
+ * the set of loaded objects changed (dlopen/dlclose), so every address can
+ * be symbolized: readers place an address by the newest `images` holding
+ * it. /proc/self/maps is parsed by the library (btp_image_map_from_procmaps). */
+static void note_objects(void)
+{
+    images_ctx c = {0};
+    dl_iterate_phdr(count_objects, &c);
+    if (c.adds == g_dl_adds && c.subs == g_dl_subs)
+        return;
+    g_dl_adds = c.adds; /* a change from now on is seen next time */
+    g_dl_subs = c.subs;
+    size_t len = 0, lines = 1;
+    char *maps = read_file("/proc/self/maps", &len);
+    if (!maps)
+        return;
+    for (size_t i = 0; i < len; i++)
+        lines += maps[i] == '\n';
+    btp_image_buf buf = {malloc(lines * sizeof(btp_image)), lines, 0, malloc(len + 1), len + 1, 0};
+    btp_image_map map;
+    char *out = NULL;
+    size_t out_len = 0;
+    if (buf.images && buf.bytes &&
+        btp_image_map_from_procmaps(maps, len, WORD_BITS, &buf, &map, NULL) == BTP_OK &&
+        (c.ids = malloc((map.n_images + 1) * sizeof *c.ids)) != NULL) {
+        c.images = buf.images;
+        c.n = map.n_images;
+        dl_iterate_phdr(on_object, &c);
+        size_t cap = 0;
+        for (size_t i = 0; i < c.n; i++) {
+            size_t n = 0;
+            btp_image_line_format(&c.images[i], NULL, 0, &n);
+            cap += n + 1;
+        }
+        out = malloc(cap + 1);
+        for (size_t i = 0; out && i < c.n; i++) {
+            size_t n = 0;
+            if (btp_image_line_format(&c.images[i], out + out_len, cap - out_len, &n) != BTP_OK)
+                continue;
+            out_len += n;
+            out[out_len++] = '\n';
+        }
+    }
+    if (out_len)
+        meta("images", out, out_len);
+    free(out);
+    free(c.ids);
+    free(buf.images);
+    free(buf.bytes);
+    free(maps);
+}
+
+/* Write the clock samples as one `clock` note (lines "RECORD NS": the
+ * number of records written before the sample, nanoseconds since start).
+ * A note flushes the pending records: this is the tracer's flush. */
+static void flush_clock(void)
+{
+    char buf[CLOCK_SAMPLES * 42 + 1];
+    size_t n = 0;
+    for (size_t i = 0; i < g_n_clock; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%llu %llu\n",
+                              (unsigned long long)g_clock_rec[i],
+                              (unsigned long long)g_clock_ns[i]);
+    if (n)
+        meta("clock", buf, n);
+    g_n_clock = 0;
+    g_last_flush = now_ns();
+}
+
+static void sample_clock(uint64_t now)
+{
+    if (g_n_clock == CLOCK_SAMPLES)
+        flush_clock();
+    g_clock_rec[g_n_clock] = g_written;
+    g_clock_ns[g_n_clock++] = now - g_t0;
+    g_last_sample = now;
+}
+
+/* Complete the log: drain, final notes, END block. Idempotent. Called with
+ * g_wlock held and this thread busy. */
+static void finish(const char *why)
+{
+    if (!g_w)
+        return;
+    drain(1);
+    note_objects();
+    sample_clock(now_ns());
+    char buf[256];
+    snprintf(buf, sizeof buf,
+             "end=%s events=%llu written=%llu lost=%llu untraced=%llu bootstrap=%llu\n", why,
+             (unsigned long long)atomic_load(&g_seq), (unsigned long long)g_written,
+             (unsigned long long)g_lost, (unsigned long long)atomic_load(&g_untraced),
+             (unsigned long long)atomic_load(&g_boot_allocs));
+    flush_clock();
+    meta_text("tracer-end", buf);
+    atomic_store(&g_state, ST_CLOSED);
+    btp_log_writer_close(g_w);
+    g_w = NULL;
+}
+
+static const char *crash_name(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGILL: return "SIGILL";
+    case SIGFPE: return "SIGFPE";
+    case SIGABRT: return "SIGABRT";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
+    }
+    return "signal";
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    t_self.busy = 1; /* the writer's own allocations are not traced */
+    t_self.internal = 1;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are for the program */
+    while (!atomic_load(&g_thread_stop)) {
+        int done = 0, sig = atomic_load(&g_crash);
+        pthread_mutex_lock(&g_wlock);
+        if (sig) {
+            finish(crash_name(sig));
+            pthread_mutex_unlock(&g_wlock);
+            atomic_store(&g_crash_done, 1);
+            break;
+        }
+        if (g_w) {
+            done = drain(0);
+            uint64_t now = now_ns();
+            if (now - g_last_sample >= CLOCK_EVERY)
+                sample_clock(now);
+            if (now - g_last_flush >= g_flush_ns) {
+                note_objects();
+                flush_clock();
+            }
+        }
+        pthread_mutex_unlock(&g_wlock);
+        if (!done)
+            nap(1000000);
+    }
+    return NULL;
+}
+
+static void stop_thread(void)
+{
+    if (g_thread_started && !pthread_equal(pthread_self(), g_thread)) {
+        atomic_store(&g_thread_stop, 1);
+        pthread_join(g_thread, NULL);
+        g_thread_started = 0;
+    }
+}
+
+/* End the recording from a thread of the traced process. */
+static void shutdown_trace(const char *why)
+{
+    if (getpid() != g_pid || atomic_load(&g_state) != ST_ON)
+        return; /* a (v)fork child, or already done */
+    int was = t_self.busy;
+    t_self.busy = 1;
+    stop_thread();
+    pthread_mutex_lock(&g_wlock);
+    finish(why);
+    pthread_mutex_unlock(&g_wlock);
+    t_self.busy = was;
+}
+
+/* ---- process events ------------------------------------------------------- */
+
+static void at_fork_child(void)
+{
+    /* Only this thread exists in the child, the writer thread does not; the
+     * parent's log is the parent's. Everything passes through from now on. */
+    atomic_store(&g_state, ST_OFF);
+    g_thread_started = 0;
+    pthread_mutex_init(&g_wlock, NULL);
+    g_w = NULL;
+}
+
+static void note_exec(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "exec %s", path ? path : "?");
+    if (getpid() == g_pid && atomic_load(&g_state) == ST_ON) {
+        t_self.busy = 1;
+        pthread_mutex_lock(&g_wlock);
+        meta_text("exec", buf);
+        pthread_mutex_unlock(&g_wlock);
+        t_self.busy = 0;
+    }
+    shutdown_trace("exec");
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    resolve();
+    note_exec(path);
+    return real_execve(path, argv, envp);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    resolve();
+    note_exec(file);
+    return real_execvpe(file, argv, envp);
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+    return execve(path, argv, environ);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+    return execvpe(file, argv, environ);
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    resolve();
+    note_exec("(fexecve)");
+    return real_fexecve(fd, argv, envp);
+}
+
+/* execl* take their arguments as varargs: collect them (bounded). */
+#include <stdarg.h>
+#define EXECL_MAX 1024 /* arguments of an execl* call (on the stack) */
+
+static int collect_args(const char *arg0, va_list ap, char **argv, char ***envp)
+{
+    int n = 0;
+    argv[n++] = (char *)arg0;
+    while (arg0 && n < EXECL_MAX && (argv[n] = va_arg(ap, char *)) != NULL)
+        n++;
+    if (n >= EXECL_MAX) {
+        errno = E2BIG;
+        return -1;
+    }
+    if (!arg0)
+        argv[0] = NULL;
+    if (envp)
+        *envp = va_arg(ap, char **);
+    return 0;
+}
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+    char *argv[EXECL_MAX + 1];
+    va_list ap;
+    va_start(ap, arg);
+    int rc = collect_args(arg, ap, argv, NULL);
+    va_end(ap);
+    return rc < 0 ? -1 : execve(path, argv, environ);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    char *argv[EXECL_MAX + 1];
+    va_list ap;
+    va_start(ap, arg);
+    int rc = collect_args(arg, ap, argv, NULL);
+    va_end(ap);
+    return rc < 0 ? -1 : execvpe(file, argv, environ);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+    char *argv[EXECL_MAX + 1];
+    char **envp = NULL;
+    va_list ap;
+    va_start(ap, arg);
+    int rc = collect_args(arg, ap, argv, &envp);
+    va_end(ap);
+    return rc < 0 ? -1 : execve(path, argv, envp);
+}
+
+EXPORT void _exit(int status)
+{
+    resolve();
+    shutdown_trace("_exit");
+    real__exit(status);
+    for (;;) /* real__exit does not return; say so to the compiler */
+        ;
+}
+
+EXPORT void _Exit(int status)
+{
+    _exit(status);
+}
+
+/* ---- crashes --------------------------------------------------------------- */
+
+static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
+
+/* Installed with SA_RESETHAND, so the signal's action is the default again
+ * by the time this runs: have the writer thread complete the log (only
+ * async-signal-safe calls here: atomics, getpid, nanosleep), then let the
+ * signal kill the process as it would have. Another thread crashing at the
+ * same time, or the writer's own thread, just dies. */
+static void on_crash(int sig, siginfo_t *si, void *uc)
+{
+    (void)si;
+    (void)uc;
+    int saved = errno, none = 0;
+    if (getpid() == g_pid && g_thread_started && !t_self.internal &&
+        atomic_load(&g_state) == ST_ON && atomic_compare_exchange_strong(&g_crash, &none, sig)) {
+        for (int i = 0; i < 2000 && !atomic_load(&g_crash_done); i++)
+            nap(1000000); /* at most 2 s: the writer may be stuck behind this thread */
+    }
+    errno = saved;
+    raise(sig); /* pending until this handler returns; then the default action */
+}
+
+/* Only where the action is the default: a program's own handlers (and an
+ * inherited SIG_IGN) are left alone. */
+static void catch_crashes(void)
+{
+    for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++) {
+        struct sigaction old, sa;
+        if (sigaction(crash_signals[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+            old.sa_handler != SIG_DFL)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_crash;
+        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        sigaction(crash_signals[i], &sa, NULL);
+    }
+}
+
+/* Remove our library from LD_PRELOAD and our variables, so children and new
+ * images run untraced (and cannot overwrite this log). */
+static void clean_environment(void)
+{
+    const char *pre = getenv("LD_PRELOAD");
+    if (pre) {
+        Dl_info info;
+        const char *self = dladdr((void *)clean_environment, &info) ? info.dli_fname : NULL;
+        const char *base = self ? strrchr(self, '/') : NULL;
+        base = base ? base + 1 : "libbtpack-heap.so";
+        size_t n = strlen(pre);
+        char *out = malloc(n + 1);
+        if (out) {
+            size_t k = 0;
+            for (const char *p = pre; *p;) {
+                size_t len = strcspn(p, ": ");
+                const char *slash = memrchr(p, '/', len);
+                const char *name = slash ? slash + 1 : p;
+                size_t name_len = len - (size_t)(name - p);
+                int ours = name_len == strlen(base) && memcmp(name, base, name_len) == 0;
+                if (!ours && len) {
+                    if (k)
+                        out[k++] = ':';
+                    memcpy(out + k, p, len);
+                    k += len;
+                }
+                p += len;
+                while (*p == ':' || *p == ' ')
+                    p++;
+            }
+            out[k] = 0;
+            if (k)
+                setenv("LD_PRELOAD", out, 1);
+            else
+                unsetenv("LD_PRELOAD");
+            free(out);
+        }
+    }
+    unsetenv("BTPACK_HEAP_OUTPUT");
+}
+
+__attribute__((constructor)) static void heap_init(void)
+{
+    resolve();
+    const char *out = getenv("BTPACK_HEAP_OUTPUT");
+    if (!out || !*out || atomic_load(&g_state) != ST_OFF)
+        return;
+    t_self.busy = 1;
+    t_self.internal = 1;
+    g_pid = getpid();
+    g_t0 = now_ns();
+    const char *fl = getenv("BTPACK_HEAP_FLUSH_MS");
+    long flush_ms = fl && *fl ? atol(fl) : 0;
+    if (flush_ms >= 100 && flush_ms <= 600000)
+        g_flush_ns = (uint64_t)flush_ms * 1000000u;
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "libbtpack-heap: cannot write %s: %s\n", out, strerror(errno));
+        t_self.busy = t_self.internal = 0;
+        return;
+    }
+    btp_capture_options_init(&g_capture);
+    g_capture.snip_pre = SNIP;
+    btp_log_writer_options wo;
+    btp_log_writer_options_init(&wo, (unsigned)sizeof(void *) * 8);
+    wo.block_bytes = BTP_LOG_MAX_BLOCK / 2; /* the largest: see the top of this file */
+    const char *z = getenv("BTPACK_HEAP_ZLIB");
+    wo.zlib_level = z && *z ? atoi(z) : 9;
+    if (wo.zlib_level <= 0 || !btp_log_have_zlib()) {
+        wo.flags |= BTP_LOG_WRITE_NO_ZLIB;
+        wo.zlib_level = 6;
+    } else if (wo.zlib_level > 9) {
+        wo.zlib_level = 9;
+    }
+    if (btp_log_writer_open_fd(&g_w, fd, &wo) != BTP_OK) {
+        fprintf(stderr, "libbtpack-heap: cannot start the log %s\n", out);
+        close(fd);
+        t_self.busy = t_self.internal = 0;
+        return;
+    }
+    clean_environment();
+    char info[512];
+    char exe[256] = "";
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[el > 0 ? el : 0] = 0;
+    snprintf(info, sizeof info, "pid=%d exe=%s method=%s\n", (int)g_pid, exe,
+             btp_capture_method_name(g_capture.method));
+    pthread_mutex_lock(&g_wlock);
+    meta_text("tracer", info);
+    size_t cl = 0;
+    char *cmd = read_file("/proc/self/cmdline", &cl);
+    if (cmd) {
+        meta("cmdline", cmd, cl);
+        free(cmd);
+    }
+    note_objects();
+    sample_clock(now_ns());
+    g_last_flush = now_ns();
+    pthread_mutex_unlock(&g_wlock);
+    pthread_key_create(&g_key, thread_gone);
+    pthread_atfork(NULL, NULL, at_fork_child);
+    atomic_store(&g_state, ST_ON);
+    if (pthread_create(&g_thread, NULL, writer_main, NULL) == 0) {
+        g_thread_started = 1;
+        catch_crashes();
+    }
+    t_self.busy = 0;
+    t_self.internal = 0;
+}
+
+__attribute__((destructor)) static void heap_fini(void)
+{
+    shutdown_trace("exit");
+}

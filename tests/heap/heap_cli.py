@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""btpack heap record|report|map, run as a user would.
+
+usage: heap_cli.py BTPACK HEAP_PROG [--no-tracer]
+
+Records tests/heap/heap_prog.c (threads, every allocation function, a
+signal handler that allocates, fork, exec, _exit, abort) and checks the
+report against what the program is known to do; reads seed-style CSV
+records and lws ~m# logs with known answers; checks the map outputs."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pycheck import check, finish  # noqa: E402
+
+btpack, prog = sys.argv[1], sys.argv[2]
+tracer = "--no-tracer" not in sys.argv[3:]
+tmp = tempfile.mkdtemp(prefix="btpack-heap-")
+THREADS, PER_THREAD = 4, 5000
+
+
+def run(args, **kw):
+    return subprocess.run([btpack] + args, capture_output=True, text=True, timeout=60, **kw)
+
+
+def report(path, *extra):
+    r = run(["heap", "report", "--json", "--top", "1000"] + list(extra) + [path])
+    try:
+        return r.returncode, json.loads(r.stdout), r.stderr
+    except ValueError:
+        return r.returncode, None, r.stderr + r.stdout
+
+
+def sites_with(rep, key, name):
+    """Sites of list `key` with a frame in function name (inlined or not)."""
+    return [s for s in rep.get(key, [])
+            if any(loc.get("function") == name
+                   for f in s["frames"] for loc in f.get("symbols", []))]
+
+
+def check_prog_log(mode, path, rc_expected):
+    r = run(["heap", "record", "-o", path, "--", prog, mode])
+    check(r.returncode == rc_expected, "%s: record exit %d, want %d: %s" %
+          (mode, r.returncode, rc_expected, r.stderr))
+    rc, rep, err = report(path)
+    check(rep is not None, "%s: report --json parses: %s" % (mode, err))
+    if rep is None:
+        return None
+    check(rep["complete"], "%s: complete=%s" % (mode, rep["complete"]))
+    # the three leaks of leaky(): exactly 1001+1002+1003 bytes from one stack
+    leaks = sites_with(rep, "leaks", "leaky")
+    check(len(leaks) == 1 and leaks[0]["leaked_bytes"] == 3006 and
+          leaks[0]["leaked_allocations"] == 3, "%s: leaky(): %s" % (mode, leaks))
+    # every worker allocation recorded and freed: 4 x 5000 of 48 bytes
+    work = [s for s in sites_with(rep, "by_allocations", "worker")]
+    n = sum(s["allocations"] for s in work)
+    check(n == THREADS * PER_THREAD, "%s: worker allocations %d" % (mode, n))
+    check(all(s["leaked_allocations"] == 0 for s in work), "%s: worker leaks" % mode)
+    check(sum(s["bytes"] for s in work) == 48 * THREADS * PER_THREAD, "%s: worker bytes" % mode)
+    # each allocation function recorded from every_function()
+    every = sites_with(rep, "by_allocations", "every_function")
+    sizes = sorted(s["bytes"] for s in every)
+    check(sum(s["allocations"] for s in every) == 8 and
+          sizes == sorted([100, 5000, 3000, 100, 128, 200, 300, 400]),
+          "%s: every_function sites %s" % (mode, [(s["allocations"], s["bytes"]) for s in every]))
+    check(all(s["leaked_allocations"] == 0 for s in every), "%s: every_function leaks" % mode)
+    # the signal handler's 10 allocations of 4321 bytes
+    sig = sites_with(rep, "by_allocations", "on_usr1")
+    check(sum(s["allocations"] for s in sig) == 10, "%s: on_usr1 %s" % (mode, sig))
+    # fork: the child's allocation is not in the parent's log
+    check(not sites_with(rep, "by_allocations", "child_work"), "%s: child traced" % mode)
+    check(rep["unmatched_frees"] == 0,
+          "%s: unmatched frees %d" % (mode, rep["unmatched_frees"]))
+    check("lost=0" in rep.get("tracer", "lost=0"), "%s: tracer lost events: %s" %
+          (mode, rep.get("tracer")))
+    return rep
+
+
+if tracer:
+    rep = check_prog_log("basic", os.path.join(tmp, "basic.btlog"), 0)
+    check_prog_log("_exit", os.path.join(tmp, "exit.btlog"), 0)
+    rep = check_prog_log("exec", os.path.join(tmp, "exec.btlog"), 0)
+    # a crash: abort() kills it, after the tracer completed the log
+    rep = check_prog_log("crash", os.path.join(tmp, "crash.btlog"), 128 + 6)
+    check(rep is not None and "end=SIGABRT " in rep.get("tracer", ""),
+          "crash: tracer %s" % (rep or {}).get("tracer"))
+    # SIGKILL: the log ends without its END block; the report says so and
+    # reports what the flushed blocks hold
+    r = run(["heap", "record", "-o", os.path.join(tmp, "kill.btlog"), "--", prog, "kill"],
+            env=dict(os.environ, BTPACK_HEAP_FLUSH_MS="100"))
+    check(r.returncode == 128 + 9, "kill: exit %d" % r.returncode)
+    rc, rep, err = report(os.path.join(tmp, "kill.btlog"))
+    check(rc == 0 and rep is not None and rep["complete"] is False,
+          "kill: report of a cut log: %s" % err)
+    # text report and map of a real recording
+    r = run(["heap", "report", os.path.join(tmp, "basic.btlog")])
+    check(r.returncode == 0 and "peak heap:" in r.stdout and "leaky" in r.stdout,
+          "text report: %s" % r.stderr)
+    html = os.path.join(tmp, "basic.html")
+    r = run(["heap", "map", "-o", html, os.path.join(tmp, "basic.btlog")])
+    text = open(html).read() if os.path.exists(html) else ""
+    check(r.returncode == 0 and "leaky" in text and "/*BTPACK_HEAP_DATA*/" not in text,
+          "map html: %s" % r.stderr)
+    # self-contained: nothing fetched from anywhere
+    for bad in ("http://", "https://", "<link", "src=", "import("):
+        check(bad not in text.replace("http://www.w3.org/2000/svg", ""),
+              "map html refers to %s" % bad)
+    # usage errors
+    r = run(["heap", "record"])
+    check(r.returncode == 2, "record without a command: %d" % r.returncode)
+    r = run(["heap", "record", "-o", os.path.join(tmp, "x.btlog"), "--", "/nonexistent/prog"])
+    check(r.returncode == 127, "record of a missing program: %d" % r.returncode)
+
+# ---- seed-style CSV records among other log text --------------------------
+csv = os.path.join(tmp, "uart.log")
+with open(csv, "w") as f:
+    f.write("boot: heap at 0x50000000\n"
+            "m,12,0x50000000\n"
+            "m,10,0x5000000C\n"
+            "[ 0.1] net: link up\n"
+            "c,40,0x50000034\n"
+            "f,,0x50000000\n"
+            "f,,0x5000000C\n"
+            "m,12,0x50000000\n"
+            "12:00:01.5 m,0000001c,5000005c\n"   # %8.8x sizes, no 0x: hex (28)
+            "f,,0x50000100\n"                    # never allocated: unmatched
+            "m,8,0x50000034\n"                   # the c,40 lost its free
+            "f,,0x5000005c\n")
+rc, rep, err = report(csv)
+check(rep is not None and rc == 0, "csv report: %s" % err)
+if rep:
+    check(rep["format"] == "csv", "csv detected")
+    check(rep["allocations"] == 6 and rep["frees"] == 3, "csv counts %s" % rep)
+    check(rep["bytes_allocated"] == 12 + 10 + 40 + 12 + 28 + 8, "csv bytes")
+    check(rep["unmatched_frees"] == 1 and rep["frees_missing"] == 1, "csv unmatched")
+    check(rep["leaked"]["bytes"] == 12 + 8 and rep["leaked"]["allocations"] == 2, "csv leaks")
+    check(rep["peak"] == {"bytes": 80, "allocations": 3, "event": 6}, "csv peak %s" % rep["peak"])
+r = run(["heap", "report", csv])
+check(r.returncode == 0 and "1 frees of pointers not allocated in the input (first at line 10)"
+      in r.stdout, "csv text: %s" % r.stdout)
+bad = os.path.join(tmp, "bad.log")
+with open(bad, "w") as f:
+    f.write("m,12,0x1000\nm,zz,0x2000\n")
+r = run(["heap", "report", bad])
+check(r.returncode == 1 and ":2:" in r.stderr, "malformed csv: %s" % r.stderr)
+r = run(["heap", "report", "--keep-going", bad])
+check(r.returncode == 1 and "allocations: 1 " in r.stdout, "csv keep-going: %s" % r.stdout)
+
+# ---- libwebsockets ~m# dumps ------------------------------------------------
+lws = os.path.join(tmp, "lws.log")
+with open(lws, "w") as f:
+    f.write("[2024/01/01 00:00:00:0000] N: dump: ~m#IF0BmagugNDWgCnkhdAYpQa6wAAV\n"
+            "other text\n"
+            "~m#IF0BmagugNDWgCnkhdAYpQa6wAAV ~m#IF0BmagugNDWgCnkhdAYpQa6wAAV\n")
+rc, rep, err = report(lws)
+check(rep is not None and rc == 0, "lws report: %s" % err)
+if rep:
+    check(rep["format"] == "lws" and rep["allocations"] == 3 and
+          rep["bytes_allocated"] == 3 * 7520 and rep["leaked"]["stacks"] == 1,
+          "lws: %s" % {k: rep[k] for k in ("format", "allocations", "bytes_allocated")})
+    frames = rep["leaks"][0]["frames"] if rep["leaks"] else []
+    r = run(["convert", "--from", "lws", "--to", "addrs", lws])
+    want = r.stdout.split("\n")[0].split()
+    check([f["addr"] for f in frames] == want and len(want) == 4,
+          "lws frames %s, convert says %s" % (frames, want))
+
+# ---- maps of text inputs ----------------------------------------------------
+for name, src in (("csv", csv), ("lws", lws)):
+    svg = os.path.join(tmp, name + ".svg")
+    r = run(["heap", "map", "-o", svg, src])
+    body = open(svg).read() if os.path.exists(svg) else ""
+    check(r.returncode == 0 and body.startswith("<svg") and body.count("<rect") > 2,
+          "%s svg: %s" % (name, r.stderr))
+    r = run(["heap", "map", src])
+    check(r.returncode == 0 and r.stdout.startswith("<!DOCTYPE html>"), "%s html to stdout" % name)
+r = run(["heap", "map", os.path.join(tmp, "missing.btlog")])
+check(r.returncode == 1 and "missing.btlog" in r.stderr, "missing input: %s" % r.stderr)
+r = run(["heap", "--help"])
+check(r.returncode == 0 and "btpack heap record" in r.stdout, "help")
+finish()

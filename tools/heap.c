@@ -1,0 +1,228 @@
+/* btpack heap: record a program's heap with libbtpack-heap.so, report on
+ * it, draw it. `record` is here; report and map in heap_report.c and
+ * heap_map.c, reading through heap_model.c. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "diag.h"
+#include "heap_cmd.h"
+
+#ifndef BTP_HEAP_LIBDIR
+#define BTP_HEAP_LIBDIR "/usr/local/lib"
+#endif
+#define PRELOAD_NAME "libbtpack-heap.so"
+
+static const char heap_help[] =
+    "usage: btpack heap record [-o FILE.btlog] [--method M] -- CMD [ARGS...]\n"
+    "       btpack heap report [--json] [--top N] [--elf FILE] [IN]\n"
+    "       btpack heap map [-o heap.html|heap.svg] [--elf FILE] [IN]\n"
+    "\n"
+    "Heap profiling with compact backtraces.\n"
+    "  record  run CMD with libbtpack-heap.so preloaded: every malloc, calloc, realloc,\n"
+    "          reallocarray, free, posix_memalign, aligned_alloc, memalign, valloc and\n"
+    "          pvalloc (so C++ new/delete too) is written with its stack to a trace log,\n"
+    "          with the process's images and build IDs. Only CMD's own process is traced\n"
+    "          (not its children); an exec completes the log.\n"
+    "  report  peak heap and when, leaks grouped by allocating stack, top stacks by\n"
+    "          allocations, bytes and temporary allocations, symbolized.\n"
+    "  map     a picture: addresses on one axis, time on the other, each allocation a\n"
+    "          bar from its malloc to its free coloured by stack, heap in use below;\n"
+    "          hover for size and stack. One self-contained HTML file (or SVG).\n"
+    "\n"
+    "IN is a trace log from `heap record`, or a text log with CSV records\n"
+    "(m,SIZE,PTR  c,SIZE,PTR  f,,PTR) or libwebsockets ~m# records among other text\n"
+    "(detected; --from log|csv|lws to say). `btpack heap COMMAND --help` for more.\n"
+    "\n"
+    "examples:\n"
+    "  btpack heap record -o ls.btlog -- ls -l /\n"
+    "  btpack heap report ls.btlog\n"
+    "  btpack heap map -o ls.html ls.btlog\n";
+
+static const char record_help[] =
+    "usage: btpack heap record [-o FILE.btlog] [--method M] [--zlib N] -- CMD [ARGS...]\n"
+    "\n"
+    "Run CMD with libbtpack-heap.so preloaded and record its heap into FILE (default\n"
+    "btpack-heap.CMD.PID.btlog). Exits with CMD's exit status (128+N if signal N\n"
+    "killed it). Statically linked and setuid programs cannot be traced this way.\n"
+    "Forked children are not traced; an exec ends the recording (the log is\n"
+    "completed first). A crash (SIGSEGV, SIGABRT, SIGBUS, ...) completes the log\n"
+    "before the program dies; killed otherwise (SIGKILL), it loses the events since\n"
+    "the last flush: at most BTPACK_HEAP_FLUSH_MS milliseconds (default 5000).\n"
+    "\n"
+    "options:\n"
+    "  -o FILE        the trace log to write\n"
+    "  --method M     stack capture method: fp, cfi, libgcc, libunwind, glibc\n"
+    "                 (BTPACK_STACKTRACE_METHOD; default: the build's default)\n"
+    "  --zlib N       compression level 1..9, 0 for none (default 9)\n"
+    "  --preload LIB  the tracer library (default: BTPACK_HEAP_PRELOAD, the build\n"
+    "                 tree's, or the installed " BTP_HEAP_LIBDIR "/" PRELOAD_NAME ")\n"
+    "  -h, --help     this help\n"
+    "\n"
+    "example:\n"
+    "  btpack heap record -o sort.btlog -- sort /etc/services\n"
+    "  btpack heap report sort.btlog\n";
+
+/* The tracer library: BTPACK_HEAP_PRELOAD, next to the btpack binary in a
+ * build tree (../preload/), or the installed one. */
+static int find_preload(const char *given, char *out, size_t cap)
+{
+    const char *env = getenv("BTPACK_HEAP_PRELOAD");
+    if (given || (env && *env)) {
+        const char *p = given ? given : env;
+        if (!realpath(p, out) || access(out, R_OK) != 0) {
+            diag(DIAG_ERROR, NULL, NULL, "cannot read the tracer library %s", p);
+            return -1;
+        }
+        return 0;
+    }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = 0;
+            char cand[PATH_MAX + 64];
+            snprintf(cand, sizeof cand, "%s/../preload/" PRELOAD_NAME, self);
+            if (access(cand, R_OK) == 0 && realpath(cand, out))
+                return 0;
+        }
+    }
+    snprintf(out, cap, "%s/%s", BTP_HEAP_LIBDIR, PRELOAD_NAME);
+    if (access(out, R_OK) == 0)
+        return 0;
+    diag(DIAG_ERROR, NULL, NULL,
+         "cannot find %s (set BTPACK_HEAP_PRELOAD or give --preload)", PRELOAD_NAME);
+    return -1;
+}
+
+static int heap_record(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"output", required_argument, NULL, 'o'}, {"method", required_argument, NULL, 'M'},
+        {"zlib", required_argument, NULL, 'z'},   {"preload", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    const char *out = NULL, *method = NULL, *zlib = NULL, *preload = NULL;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'o': out = optarg; break;
+        case 'M': method = optarg; break;
+        case 'z': zlib = optarg; break;
+        case 'P': preload = optarg; break;
+        case 'h': fputs(record_help, stdout); return EXIT_OK;
+        default: return cli_bad_option("heap record", argv);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error("heap record", "no command to run (btpack heap record -- CMD ...)");
+    if (method) {
+        btp_capture_method m;
+        if (btp_capture_method_parse(method, &m) != BTP_OK)
+            return cli_usage_error("heap record", "unknown --method '%s'", method);
+    }
+    if (zlib && (strlen(zlib) != 1 || zlib[0] < '0' || zlib[0] > '9'))
+        return cli_usage_error("heap record", "--zlib takes 0..9");
+    char lib[PATH_MAX + 64];
+    if (find_preload(preload, lib, sizeof lib) < 0)
+        return EXIT_USAGE;
+    char defname[PATH_MAX];
+    if (!out) {
+        const char *base = strrchr(argv[optind], '/');
+        snprintf(defname, sizeof defname, "btpack-heap.%s.%d.btlog",
+                 base ? base + 1 : argv[optind], (int)getpid());
+        out = defname;
+    }
+    /* The library opens the file in the child, after chdir-free exec: give
+     * it an absolute path. */
+    char abs_out[PATH_MAX * 2];
+    if (out[0] == '/') {
+        snprintf(abs_out, sizeof abs_out, "%s", out);
+    } else {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd))
+            return cli_usage_error("heap record", "cannot tell the current directory");
+        snprintf(abs_out, sizeof abs_out, "%s/%s", cwd, out);
+    }
+    unlink(abs_out); /* a stale file must not pass for this run's */
+    const char *old = getenv("LD_PRELOAD");
+    char *pre = malloc(strlen(lib) + (old ? strlen(old) : 0) + 2);
+    if (!pre)
+        return EXIT_BAD_INPUT;
+    sprintf(pre, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
+    /* Like time(1): the terminal's ^C and ^\ are for the program. */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
+    sigemptyset(&ign.sa_mask);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        diag(DIAG_ERROR, NULL, NULL, "fork: %s", strerror(errno));
+        free(pre);
+        return EXIT_BAD_INPUT;
+    }
+    if (pid == 0) {
+        setenv("LD_PRELOAD", pre, 1);
+        setenv("BTPACK_HEAP_OUTPUT", abs_out, 1);
+        if (method)
+            setenv("BTPACK_STACKTRACE_METHOD", method, 1);
+        if (zlib)
+            setenv("BTPACK_HEAP_ZLIB", zlib, 1);
+        execvp(argv[optind], argv + optind);
+        fprintf(stderr, "btpack: heap record: cannot run %s: %s\n", argv[optind],
+                strerror(errno));
+        _exit(127);
+    }
+    free(pre);
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    struct stat st;
+    if (stat(abs_out, &st) != 0) {
+        if (rc != 127)
+            diag(DIAG_WARNING, NULL, NULL,
+                 "%s wrote no trace (a static or setuid program ignores LD_PRELOAD)",
+                 argv[optind]);
+        return rc ? rc : EXIT_BAD_INPUT;
+    }
+    fprintf(stderr, "btpack: heap: %s %s %d; trace %s (%lld bytes)\n", argv[optind],
+            WIFEXITED(status) ? "exited with status" : "killed by signal",
+            WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), out,
+            (long long)st.st_size);
+    fprintf(stderr, "btpack: heap: next: btpack heap report %s\n", out);
+    return rc;
+}
+
+int cmd_heap(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(heap_help, stderr);
+        return EXIT_USAGE;
+    }
+    const char *sub = argv[1];
+    if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+        fputs(heap_help, stdout);
+        return EXIT_OK;
+    }
+    if (!strcmp(sub, "record"))
+        return heap_record(argc - 1, argv + 1);
+    if (!strcmp(sub, "report"))
+        return heap_report(argc - 1, argv + 1);
+    if (!strcmp(sub, "map"))
+        return heap_map(argc - 1, argv + 1);
+    return cli_usage_error("heap", "unknown subcommand '%s' (record, report or map)", sub);
+}
