@@ -90,8 +90,8 @@
  * bounded by BTP_CAPTURE_MAX_WALK frames.
  *
  * The cfi cache: one table for the process (16384 slots of 64 bytes in
- * .bss: 1 MiB of address space, pages touched as slots are used), keyed by
- * the pc looked up, each entry tied to its image by a tag (the image's
+ * .bss, in two-way sets: 1 MiB of address space, pages touched as slots
+ * are used), keyed by the pc looked up, each entry tied to its image by a tag (the image's
  * address range, unwind table address, loader record, and the size and
  * first and last entries of its search table). Each walk asks the loader
  * once per image it meets whether that image is still there, and uses an

@@ -1141,7 +1141,7 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
     /* The layout, under its slot's sequence lock (cfi_cache.h). */
     if (look == 0)
         return FS_MISS;
-    btp_cfi_slot *slot = &wk->slots[(look ^ (look >> 14) ^ (look >> 28)) & wk->mask];
+    btp_cfi_slot *slot = btp_cfi_cache_slot(wk->slots, wk->mask, look);
     uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
     if (seq & 1 || atomic_load_explicit(&slot->w[0], memory_order_relaxed) != look)
         return FS_MISS;

@@ -32,7 +32,16 @@ static int take(btp_cfi_slot *s, uint64_t *seq)
 
 void btp_cfi_cache_put(btp_cfi_cache *c, const btp_cfi_fast *in)
 {
-    btp_cfi_slot *s = &c->slot[btp_cfi_cache_index(c, in->w[0])];
+    /* Its own old slot, else an empty one, else the one a bit of the key
+     * picks. (Keys are read outside any lock: at worst a layout is stored
+     * twice, or where a racing writer's goes.) */
+    uint64_t key = in->w[0];
+    size_t at = btp_cfi_cache_index(c->mask, key);
+    uint64_t k0 = atomic_load_explicit(&c->slot[at].w[0], memory_order_relaxed);
+    uint64_t k1 = atomic_load_explicit(&c->slot[at ^ 1].w[0], memory_order_relaxed);
+    if (k0 != key && k0 != 0 && (k1 == key || k1 == 0 || (key >> 4 & 1)))
+        at ^= 1;
+    btp_cfi_slot *s = &c->slot[at];
     uint64_t seq;
     if (!take(s, &seq))
         return;

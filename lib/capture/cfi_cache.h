@@ -24,8 +24,10 @@
  *    never used again, even if another image is loaded at the same
  *    address. The unwind tables of a loaded image are assumed not to
  *    change (they are read-only data of the file).
- * Slots are direct-mapped by a hash of the pc; a new layout replaces what
- * was in its slot.
+ * Slots come in pairs (two-way sets) chosen by a hash of the pc: a layout
+ * may sit in either slot of its pair; a new one takes an empty slot or its
+ * own old one, else replaces the slot of the pair a bit of the pc chooses.
+ * (Direct-mapped, gcc's cc1 missed on 23% of its walks; two-way, on 2.4%.)
  */
 #ifndef BTPACK_CAPTURE_CFI_CACHE_H
 #define BTPACK_CAPTURE_CFI_CACHE_H
@@ -47,7 +49,7 @@ typedef struct btp_cfi_slot {
 } btp_cfi_slot;
 
 typedef struct btp_cfi_cache {
-    size_t mask; /* slots - 1 (a power of two) */
+    size_t mask; /* slots - 1 (a power of two, at least 2 slots) */
     btp_cfi_slot *slot;
 } btp_cfi_cache;
 
@@ -58,30 +60,22 @@ typedef struct btp_cfi_cache {
 /* The process's cache. */
 btp_cfi_cache *btp_cfi_cache_global(void);
 
-static inline size_t btp_cfi_cache_index(const btp_cfi_cache *c, uint64_t key)
+/* The first slot of the pair `key` may sit in (the other is index ^ 1).
+ * Return addresses differ in their low bits; folding in higher ones spreads
+ * code that lies a multiple of the table's span apart. */
+static inline size_t btp_cfi_cache_index(size_t mask, uint64_t key)
 {
-    /* Return addresses differ in their low bits; folding in higher ones
-     * spreads code that lies a multiple of the table's span apart. */
-    return (size_t)(key ^ (key >> 14) ^ (key >> 28)) & c->mask;
+    return (size_t)(key ^ (key >> 14) ^ (key >> 28)) & mask;
 }
 
-/* Copy the entry for `key` into *out: 1 if there is one (complete and
- * consistent), 0 otherwise. */
-static inline int btp_cfi_cache_get(const btp_cfi_cache *c, uint64_t key, btp_cfi_fast *out)
+/* The slot of the pair that holds `key` now, or the first one (the caller
+ * still checks the key under the slot's sequence lock). */
+static inline btp_cfi_slot *btp_cfi_cache_slot(btp_cfi_slot *slots, size_t mask, uint64_t key)
 {
-    btp_cfi_slot *s = &c->slot[btp_cfi_cache_index(c, key)];
-    uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
-    if (seq & 1 || atomic_load_explicit(&s->w[0], memory_order_relaxed) != key)
-        return 0;
-    out->w[0] = key;
-    out->w[1] = atomic_load_explicit(&s->w[1], memory_order_relaxed);
-    out->w[2] = atomic_load_explicit(&s->w[2], memory_order_relaxed);
-    out->w[3] = atomic_load_explicit(&s->w[3], memory_order_relaxed);
-    out->w[4] = atomic_load_explicit(&s->w[4], memory_order_relaxed);
-    out->w[5] = atomic_load_explicit(&s->w[5], memory_order_relaxed);
-    out->w[6] = atomic_load_explicit(&s->w[6], memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
-    return atomic_load_explicit(&s->seq, memory_order_relaxed) == seq;
+    size_t i = btp_cfi_cache_index(mask, key);
+    if (atomic_load_explicit(&slots[i].w[0], memory_order_relaxed) != key)
+        i ^= 1;
+    return &slots[i];
 }
 
 /* Store *in (key in->w[0]) unless its slot is being written. */
