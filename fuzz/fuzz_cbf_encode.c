@@ -26,7 +26,9 @@
  * btp_cbf_encode_addrs() of the address frames' values (as return
  * addresses) the same results as btp_cbf_encode() of those frames, into
  * buffers of the size needed, one byte less and half, with and without
- * TRUNCATE_ON_FULL.
+ * TRUNCATE_ON_FULL; and btp_cbf_encode_chain32() of those values modulo
+ * 2^32 (a pc, then return addresses) the same as btp_cbf_encode() of
+ * that chain at 32 bits, into the same sizes.
  */
 #include "fuzz.h"
 #include "guard.h"
@@ -55,7 +57,7 @@ static unsigned word_bits, enc_flags;
 static int truncated;
 static fuzz_runs model;
 static fuzz_cbf_stream decoded;
-static fuzz_guard out_guard, ref_guard, frames_guard, addrs_guard, out2_guard;
+static fuzz_guard out_guard, ref_guard, frames_guard, addrs_guard, out2_guard, chain_guard;
 
 static uint64_t be(const uint8_t *p, size_t n)
 {
@@ -193,8 +195,51 @@ static void try_cap(size_t cap, const uint8_t *ref, size_t needed, fuzz_count *p
     }
 }
 
+/* Another one-shot entry point on src[0..m) (in its own form), against
+ * btp_cbf_encode of frames[0..m) at `bits`: the same status, length, size
+ * needed and bytes, into buffers of need bytes, one less and half, with
+ * and without TRUNCATE_ON_FULL. */
+typedef btp_status (*other_encoder)(const void *src, size_t m, unsigned flags, uint8_t *buf,
+                                    size_t cap, size_t *len, size_t *needed);
+
+static void compare_with_frames(const char *what, other_encoder other, const void *src,
+                                const btp_frame *frames, size_t m, unsigned bits, size_t need)
+{
+    size_t caps[3] = {need, need - 1, need / 2};
+    for (unsigned t = 0; t < 2; t++) {
+        unsigned flags = enc_flags | (t ? BTP_CBF_ENC_TRUNCATE_ON_FULL : 0);
+        for (unsigned c = 0; c < 3; c++) {
+            uint8_t *a = fuzz_guard_buf(&out_guard, caps[c]);
+            uint8_t *b = fuzz_guard_buf(&out2_guard, caps[c]);
+            size_t alen = 7, aneed = 7, blen = 7, bneed = 7;
+            btp_status ast = other(src, m, flags, a, caps[c], &alen, &aneed);
+            btp_status bst = btp_cbf_encode(frames, m, truncated, bits, flags, b, caps[c], &blen,
+                                            &bneed);
+            FUZZ_CHECK(ast == bst && alen == blen && aneed == bneed,
+                       "%s: %d, len %zu, needed %zu; frames: %d, %zu, %zu (cap %zu)", what, ast,
+                       alen, aneed, bst, blen, bneed, caps[c]);
+            FUZZ_CHECK(memcmp(a, b, alen) == 0, "%s: different bytes (cap %zu)", what, caps[c]);
+        }
+    }
+}
+
+static btp_status encode_addrs(const void *src, size_t m, unsigned flags, uint8_t *buf,
+                               size_t cap, size_t *len, size_t *needed)
+{
+    return btp_cbf_encode_addrs(src, m, BTP_FRAME_RA, truncated, word_bits, flags, buf, cap, len,
+                                needed);
+}
+
+static btp_status encode_chain32(const void *src, size_t m, unsigned flags, uint8_t *buf,
+                                 size_t cap, size_t *len, size_t *needed)
+{
+    return btp_cbf_encode_chain32(src, m, truncated, flags, buf, cap, len, needed);
+}
+
 /* btp_cbf_encode_addrs on the values of the address frames of frames[0..n)
- * against btp_cbf_encode on those frames made return addresses. */
+ * against btp_cbf_encode on those frames made return addresses; then
+ * btp_cbf_encode_chain32 on those values modulo 2^32 against
+ * btp_cbf_encode of that chain (a pc, then return addresses) at 32 bits. */
 static void check_addrs(btp_frame *frames, size_t n)
 {
     uint64_t *addrs = (uint64_t *)fuzz_guard_buf(&addrs_guard, n * sizeof(uint64_t));
@@ -206,24 +251,15 @@ static void check_addrs(btp_frame *frames, size_t n)
             frames[m].kind = BTP_FRAME_RA;
             m++;
         }
-    size_t need = BTP_CBF_BOUND(m);
-    size_t caps[3] = {need, need - 1, need / 2};
-    for (unsigned t = 0; t < 2; t++) {
-        unsigned flags = enc_flags | (t ? BTP_CBF_ENC_TRUNCATE_ON_FULL : 0);
-        for (unsigned c = 0; c < 3; c++) {
-            uint8_t *a = fuzz_guard_buf(&out_guard, caps[c]);
-            uint8_t *b = fuzz_guard_buf(&out2_guard, caps[c]);
-            size_t alen = 7, aneed = 7, blen = 7, bneed = 7;
-            btp_status ast = btp_cbf_encode_addrs(addrs, m, BTP_FRAME_RA, truncated, word_bits,
-                                                  flags, a, caps[c], &alen, &aneed);
-            btp_status bst = btp_cbf_encode(frames, m, truncated, word_bits, flags, b, caps[c],
-                                            &blen, &bneed);
-            FUZZ_CHECK(ast == bst && alen == blen && aneed == bneed,
-                       "addresses: %d, len %zu, needed %zu; frames: %d, %zu, %zu (cap %zu)",
-                       ast, alen, aneed, bst, blen, bneed, caps[c]);
-            FUZZ_CHECK(memcmp(a, b, alen) == 0, "addresses: different bytes (cap %zu)", caps[c]);
-        }
+    compare_with_frames("addresses", encode_addrs, addrs, frames, m, word_bits,
+                        BTP_CBF_BOUND(m));
+    uint32_t *chain = (uint32_t *)fuzz_guard_buf(&chain_guard, m * sizeof(uint32_t));
+    for (size_t i = 0; i < m; i++) {
+        chain[i] = (uint32_t)addrs[i];
+        frames[i].value = chain[i];
+        frames[i].kind = i ? BTP_FRAME_RA : BTP_FRAME_PC;
     }
+    compare_with_frames("chain32", encode_chain32, chain, frames, m, 32, BTP_CBF_BOUND32(m));
 }
 
 /* The one-shot API on the frames expanded one by one gives the same bytes. */

@@ -335,4 +335,70 @@ out:
     free(back);
 }
 
+/*
+ * btp_cbf_encode_chain32 on the chain addrs[0..n) (a pc, then return
+ * addresses) against btp_cbf_encode of the same frames at 32 bits, with
+ * `flags` and with flags | TRUNCATE_ON_FULL: the same status, *len_out and
+ * *needed_out, and the same bytes wherever the general encoder gives a
+ * stream (a complete one, or one closed early by trunc). With every_cap,
+ * at every capacity from 0 to one past the size needed, each buffer
+ * ending at a PROT_NONE guard page (a write past cap faults); else at the
+ * size needed and at BTP_CBF_BOUND32(n).
+ */
+static inline void tu_check_chain32(const char *what, const uint32_t *addrs, size_t n,
+                                    int truncated, unsigned flags, int every_cap)
+{
+    btp_frame *frames = malloc((n + 1) * sizeof *frames);
+    size_t bound = BTP_CBF_BOUND32(n), need = 0;
+    uint8_t *ref = malloc(bound);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t span = (bound + 1 + page - 1) / page * page;
+    uint8_t *map = mmap(NULL, 2 * (span + page), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!frames || !ref || map == MAP_FAILED) {
+        CHECK(0, "%s: out of memory", what);
+        goto out;
+    }
+    /* Two buffers, each right before its own guard page. */
+    uint8_t *guard_a = map + span, *guard_b = map + 2 * span + page;
+    CHECK(mprotect(guard_a, page, PROT_NONE) == 0 && mprotect(guard_b, page, PROT_NONE) == 0,
+          "%s: mprotect", what);
+    for (size_t i = 0; i < n; i++)
+        frames[i] = tu_frame(i ? BTP_FRAME_RA : BTP_FRAME_PC, addrs[i]);
+    btp_status st = btp_cbf_encode(frames, n, truncated, 32, flags, ref, bound, &need, NULL);
+    CHECK(st == BTP_OK && need <= bound, "%s: reference encode: %s, %zu of %zu bytes", what,
+          btp_status_name(st), need, bound);
+    if (st != BTP_OK)
+        goto out;
+    const size_t fixed[2] = {need, bound};
+    for (size_t c = 0; c < (every_cap ? need + 2 : 2); c++) {
+        size_t cap = every_cap ? c : fixed[c];
+        for (int t = 0; t < 2; t++) {
+            unsigned fl = flags | (t ? BTP_CBF_ENC_TRUNCATE_ON_FULL : 0u);
+            uint8_t *a = guard_a - cap, *b = guard_b - cap;
+            size_t len_a = 11, len_b = 22, need_a = 33, need_b = 44;
+            btp_status sa = btp_cbf_encode(frames, n, truncated, 32, fl, a, cap, &len_a, &need_a);
+            btp_status sb = btp_cbf_encode_chain32(addrs, n, truncated, fl, b, cap, &len_b,
+                                                   &need_b);
+            CHECK(sa == sb && len_a == len_b && need_a == need_b,
+                  "%s: cap %zu flags %#x: chain32 %s len %zu needed %zu, btp_cbf_encode %s len "
+                  "%zu needed %zu",
+                  what, cap, fl, btp_status_name(sb), len_b, need_b, btp_status_name(sa), len_a,
+                  need_a);
+            if (sa == sb && len_a == len_b && len_a <= cap)
+                CHECK(memcmp(a, b, len_a) == 0, "%s: cap %zu flags %#x: bytes differ", what, cap,
+                      fl);
+            /* Also through the NULL outputs. */
+            sb = btp_cbf_encode_chain32(addrs, n, truncated, fl, b, cap, NULL, NULL);
+            CHECK(sb == sa, "%s: cap %zu flags %#x: without outputs %s", what, cap, fl,
+                  btp_status_name(sb));
+        }
+    }
+out:
+    if (map != MAP_FAILED)
+        munmap(map, 2 * (span + page));
+    free(frames);
+    free(ref);
+}
+
 #endif

@@ -68,7 +68,7 @@ static const char record_help[] =
     "  -h, --help     this help\n"
     "\n"
     "example:\n"
-    "  btpack heap record -o sort.btlog -- sort /etc/services\n"
+    "  btpack heap record -o sort.btlog -- sort /etc/passwd\n"
     "  btpack heap report sort.btlog\n";
 
 /* The tracer library: BTPACK_HEAP_PRELOAD, next to the btpack binary in a

@@ -131,6 +131,27 @@ BTP_API btp_status btp_cbf_encode_addrs(const uint64_t *addrs, size_t n, btp_fra
                                         void *buf, size_t cap, size_t *len_out,
                                         size_t *needed_out);
 
+/* Upper bound on btp_cbf_encode_chain32's output for n addresses (an
+ * information byte, at most 5 bytes per frame, the terminator). */
+#define BTP_CBF_BOUND32(n) ((size_t)2 + (size_t)5 * (size_t)(n))
+
+/*
+ * One-shot for a call chain captured on a 32-bit target, e.g. in a fault
+ * handler: addrs[0] is the pc, addrs[1..n) are return addresses, words are
+ * 32 bits. The same bytes, results, *len_out and *needed_out as
+ * btp_cbf_encode of the frames {addrs[0], BTP_FRAME_PC}, {addrs[i],
+ * BTP_FRAME_RA} (i >= 1) with word_bits 32 and the same flags, and the
+ * same signal safety, in far less code: 32-bit arithmetic, no streaming
+ * state (under 512 bytes of Thumb-2 at -Os with the codecs built for
+ * size; bench/embedded.md). BTP_CBF_BOUND32(n) bytes always suffice.
+ * Returns BTP_E_INVALID_ARGUMENT for a NULL addrs with n > 0, a NULL
+ * buffer with a non-zero capacity, or TRUNCATE_ON_FULL with cap < 2;
+ * BTP_E_BUFFER_TOO_SMALL as btp_cbf_encode does.
+ */
+BTP_API btp_status btp_cbf_encode_chain32(const uint32_t *addrs, size_t n, int truncated,
+                                          unsigned flags, void *buf, size_t cap,
+                                          size_t *len_out, size_t *needed_out);
+
 /* ------------------------------------------------------------------ */
 /* Decoder                                                              */
 /* ------------------------------------------------------------------ */

@@ -9,6 +9,16 @@
 
 #include "cbf_internal.h"
 
+/* The general path of the one-shot decoders: out of line, so that the
+ * fast path's registers are its own; in the small build, where it is the
+ * only path, inlined into each decoder (an address array or frames, known
+ * in each). */
+#if BTP_CODEC_SMALL
+#define CBF_REST_INLINE BTP_ALWAYS_INLINE
+#else
+#define CBF_REST_INLINE BTP_NOINLINE
+#endif
+
 static btp_status fail(btp_cbf_decoder *d, btp_status st, size_t offset)
 {
     d->status = st;
@@ -34,7 +44,7 @@ btp_status btp_cbf_decoder_init(btp_cbf_decoder *d, const void *buf, size_t len,
     if ((info & 3) == 3)
         return fail(d, BTP_E_RESERVED_SIZE, 0);
     d->word_bits = 16u << (info & 3);
-    d->mask = btp_word_mask(d->word_bits);
+    d->mask = UINT64_MAX >> (64 - d->word_bits); /* btp_word_mask, with no test */
     d->pos = 1;
     return BTP_OK;
 }
@@ -117,7 +127,7 @@ static btp_status read_frame(btp_cbf_decoder *d, uint8_t op, btp_frame *f)
     }
     unsigned n = (op & 7u) + 1;
     int absolute = (op & CBF_OP_ABSOLUTE) != 0;
-    if (n <= d->word_bits / 8 && d->len - at - 1 >= 8) {
+    if (!BTP_CODEC_SMALL && n <= d->word_bits / 8 && d->len - at - 1 >= 8) {
         /* Fast path for the common case, an operand that fits the word
          * with 8 bytes readable after the opcode: one big-endian load
          * keeps the n wanted bytes and sign-extends them, instead of a
@@ -228,6 +238,7 @@ btp_cbf_terminator btp_cbf_decoder_terminator(const btp_cbf_decoder *d)
     return d ? d->terminator : BTP_CBF_TERM_NONE;
 }
 
+#if !BTP_CODEC_SMALL
 /* The opcodes decode_whole_w's block loop takes for a word size: pc, ra
  * or async with an operand of 1 to 7 bytes that fits the word. Bit
  * CBF_FAST_BIT(word_bits) of cbf_fast_op[op]. A table, as the test is one
@@ -249,6 +260,7 @@ static const uint8_t cbf_fast_op[256] = {CBF_FAST64(0), CBF_FAST64(64), CBF_FAST
 #undef CBF_FAST64
 #undef CBF_FAST8
 #undef CBF_FAST
+#endif
 
 /*
  * Where the one-shot decoders write: an array of btp_frame, or a plain
@@ -278,6 +290,7 @@ static BTP_ALWAYS_INLINE frame_out out_at(frame_out o, size_t i, const int addrs
     return r;
 }
 
+#if !BTP_CODEC_SMALL
 /*
  * btp_cbf_decode's fast path: address instructions (pc/ra/async with an
  * operand that fits the word and is all there) straight into
@@ -371,6 +384,7 @@ static size_t decode_fast(btp_cbf_decoder *d, frame_out out, size_t room, int ad
     return addrs ? CBF_BY_WORD_BITS(d->word_bits, decode_fast_w, d, out, room, 1)
                  : CBF_BY_WORD_BITS(d->word_bits, decode_fast_w, d, out, room, 0);
 }
+#endif
 
 /* Offset of the omit that the run read from `at` on came from: next()
  * skips any zero-count reps before it (all checked already). */
@@ -385,11 +399,12 @@ static size_t omit_offset(const btp_cbf_decoder *d, size_t at)
  * n frames (n may be 0) decode_whole wrote, with pos and prev as it left
  * them (and `last`, the frame before pos, when n > 0). Kept out of the
  * fast path so that its state does not compete with the fast loop for
- * registers. For an address array an omit is BTP_E_UNREPRESENTABLE. */
-static BTP_NOINLINE btp_status decode_rest(const void *buf, size_t len, unsigned policy,
-                                           frame_out out, int addrs, size_t max_frames,
-                                           btp_cbf_info *info, size_t n, size_t pos,
-                                           uint64_t prev, btp_frame last)
+ * registers (CBF_REST_INLINE). For an address array an omit is
+ * BTP_E_UNREPRESENTABLE. */
+static CBF_REST_INLINE btp_status decode_rest(const void *buf, size_t len, unsigned policy,
+                                              frame_out out, const int addrs, size_t max_frames,
+                                              btp_cbf_info *info, size_t n, size_t pos,
+                                              uint64_t prev, btp_frame last)
 {
     btp_cbf_decoder d;
     btp_cbf_run run;
@@ -404,8 +419,10 @@ static BTP_NOINLINE btp_status decode_rest(const void *buf, size_t len, unsigned
         d.have_last = 1;
     }
     while (st == BTP_OK) {
+#if !BTP_CODEC_SMALL
         if (n < max_frames)
             n += decode_fast(&d, out_at(out, n, addrs), max_frames - n, addrs);
+#endif
         size_t at = d.pos;
         st = next(&d, &run);
         if (st != BTP_OK)
@@ -415,11 +432,11 @@ static BTP_NOINLINE btp_status decode_rest(const void *buf, size_t len, unsigned
             st = fail(&d, BTP_E_UNREPRESENTABLE, omit_offset(&d, at));
             break;
         }
-        uint64_t room = max_frames - n;
-        uint64_t take = run.count < room ? run.count : room;
+        size_t room = max_frames - n;
+        size_t take = run.count < room ? (size_t)run.count : room;
         /* Field by field: a whole-struct copy of the run just stored
          * field by field stalls on store forwarding. */
-        for (uint64_t i = 0; i < take; i++, n++)
+        for (size_t i = 0; i < take; i++, n++)
             put_frame(out, n, run.frame.value, run.frame.kind, addrs);
         if (take < run.count)
             st = BTP_E_LIMIT;
@@ -435,6 +452,7 @@ static BTP_NOINLINE btp_status decode_rest(const void *buf, size_t len, unsigned
     return st == BTP_END ? BTP_OK : st;
 }
 
+#if !BTP_CODEC_SMALL
 /*
  * The fast loop of decode_whole_w: plain address instructions from p on
  * (op is *p), into out from n, while n < room, the opcode is one the word
@@ -601,18 +619,23 @@ static inline int whole_ok(const uint8_t *b, size_t len, const void *out, size_t
 {
     return b && len >= 2 && (out || !max_frames) && (b[0] >> 2) == 0 && (b[0] & 3) != 3;
 }
+#endif
 
 /* Both one-shot decoders: the fast path for a usual stream, else the
- * decoder. */
-static inline btp_status decode_any(const void *buf, size_t len, unsigned policy, frame_out o,
-                                    int addrs, size_t max_frames, btp_cbf_info *info)
+ * decoder (always, in the small build). Always inlined, so that each
+ * decoder's copy knows what it writes. */
+static BTP_ALWAYS_INLINE btp_status decode_any(const void *buf, size_t len, unsigned policy,
+                                               frame_out o, int addrs, size_t max_frames,
+                                               btp_cbf_info *info)
 {
+#if !BTP_CODEC_SMALL
     const uint8_t *b = buf;
     if (whole_ok(b, len, addrs ? (const void *)o.addrs : (const void *)o.frames, max_frames))
         return addrs ? decode_whole_addrs(b, len, policy, o.addrs, max_frames, info,
                                           16u << (b[0] & 3))
                      : decode_whole(b, len, policy, o.frames, max_frames, info,
                                     16u << (b[0] & 3));
+#endif
     btp_frame none = {0, BTP_FRAME_PC};
     return decode_rest(buf, len, policy, o, addrs, max_frames, info, 0, 0, 0, none);
 }

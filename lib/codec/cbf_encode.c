@@ -12,30 +12,58 @@
  */
 #include "cbf_internal.h"
 
-/* Fewest bytes n (1..word bytes) whose big-endian value, sign-extended to
- * the word, equals v (v already reduced to the word). Computed in closed
- * form (one count of leading zeros) rather than by trying each n: this runs
- * twice per frame and dominated encoding time. Sign-extend v from the word
- * to 64 bits, fold negative values onto their complement; the bits of that
- * plus a sign bit, rounded up to bytes, is n. */
-static unsigned signed_bytes(uint64_t v, unsigned word_bits)
+/* The instruction writer: inlined for speed, one copy in the small build
+ * (it is called from a few places; inlined, each pays for it). */
+#if BTP_CODEC_SMALL
+#define CBF_INLINE_FAST BTP_NOINLINE
+#else
+#define CBF_INLINE_FAST inline
+#endif
+
+/* Fewest bytes (>= 1) holding the bits of v, and a sign bit above them
+ * when `sign` (0 or 1) is 1. Always inlined, so that a 32-bit value costs
+ * 32-bit arithmetic; where counting leading zeros is a libgcc call the
+ * small build counts bytes by a loop instead. */
+static BTP_ALWAYS_INLINE unsigned byte_count(uint64_t v, const unsigned sign)
 {
-    uint64_t sign = (uint64_t)1 << (word_bits - 1);
-    uint64_t ext = (v ^ sign) - sign;           /* sign-extended to 64 bits */
-    uint64_t mag = ext ^ (0 - (ext >> 63));     /* ~ext when negative */
-    unsigned n = (72 - btp_clz64(mag | 1)) / 8;     /* (magnitude bits + sign + 7) / 8 */
-    return n < word_bits / 8 ? n : word_bits / 8;
+#if BTP_CODEC_SMALL && BTP_CLZ_IS_CALL
+    unsigned n = 1;
+    for (; v > (0xffu >> sign); v >>= 8)
+        n++;
+    return n;
+#else
+    return (71 + sign - btp_clz64(v | 1)) / 8; /* (bits + sign + 7) / 8 */
+#endif
 }
 
 /* Fewest bytes (>= 1) holding the unsigned value v. */
-static unsigned unsigned_bytes(uint64_t v)
+static BTP_ALWAYS_INLINE unsigned unsigned_bytes(uint64_t v)
 {
-    return (71 - btp_clz64(v | 1)) / 8;
+    return byte_count(v, 0);
+}
+
+/* Fewest bytes n (1..word bytes) whose big-endian value, sign-extended to
+ * the word, equals v (v already reduced to the word). Computed in closed
+ * form (one count of leading zeros) rather than by trying each n: fold a
+ * negative value onto its complement in the word; its bits (fewer than
+ * the word's) and a sign bit, rounded up to bytes, are n. With a constant
+ * word size of 32 bits or less it is 32-bit arithmetic. */
+static BTP_ALWAYS_INLINE unsigned signed_bytes(uint64_t v, const unsigned word_bits)
+{
+    uint64_t neg = 0 - (v >> (word_bits - 1) & 1);       /* all ones when negative */
+    uint64_t mag = (v ^ neg) & btp_word_mask(word_bits); /* ~v when negative */
+    return byte_count(mag, 1);
+}
+
+/* signed_bytes for a word size known only at run time: one copy. */
+static unsigned operand_bytes(uint64_t v, unsigned word_bits)
+{
+    return signed_bytes(v, word_bits);
 }
 
 /* Append one instruction: opcode then the low n bytes of v, big-endian.
  * Instructions are written whole or not at all. */
-static inline void emit(btp_cbf_encoder *e, uint8_t op, uint64_t v, unsigned n)
+static CBF_INLINE_FAST void emit(btp_cbf_encoder *e, uint8_t op, uint64_t v, unsigned n)
 {
     size_t size = 1 + (size_t)n;
     e->needed += size;
@@ -55,33 +83,55 @@ static inline void emit(btp_cbf_encoder *e, uint8_t op, uint64_t v, unsigned n)
      * e->buf[e->len++] would reload both after every byte. */
     uint8_t *p = e->buf + e->len;
     e->len += size;
-    *p++ = op;
-    while (n--)
-        *p++ = (uint8_t)(v >> (8 * n));
+    *p = op;
+    for (; n; n--, v >>= 8)
+        p[n] = (uint8_t)v;
+}
+
+/* The `rep` instruction for `copies` extra copies: returns the opcode,
+ * with the operand's byte count (0: inline) in *n. */
+static BTP_ALWAYS_INLINE uint8_t rep_instr(uint64_t copies, unsigned *n)
+{
+    if (copies <= CBF_REP_INLINE_MAX) {
+        *n = 0;
+        return (uint8_t)(CBF_OP_REP | (copies - 1));
+    }
+    *n = unsigned_bytes(copies);
+    return (uint8_t)(CBF_OP_REP | CBF_OP_REP_EXT | (*n - 1));
 }
 
 static void emit_rep(btp_cbf_encoder *e, uint64_t copies)
 {
-    if (copies <= CBF_REP_INLINE_MAX) {
-        emit(e, (uint8_t)(CBF_OP_REP | (copies - 1)), 0, 0);
-    } else {
-        unsigned n = unsigned_bytes(copies);
-        emit(e, (uint8_t)(CBF_OP_REP | CBF_OP_REP_EXT | (n - 1)), copies, n);
-    }
+    unsigned n;
+    uint8_t op = rep_instr(copies, &n);
+    emit(e, op, copies, n);
 }
 
 /* Write `rep`s of the word's maximum while the pending count holds one. An
  * external count must fit the word, so on 16/32-bit words a long run takes
  * several. Once nothing more can be written, the remaining full chunks are
  * only counted, at once: a run of 2^64 copies on a 16-bit word would
- * otherwise loop 2^48 times. */
+ * otherwise loop 2^48 times. They are counted without a division (a 64-bit
+ * one is a library call of several hundred bytes on a 32-bit core): the
+ * mask is 2^w - 1, so x = hi * 2^w + lo is hi full chunks and hi + lo
+ * copies more; folding that while it exceeds the mask takes at most 6
+ * steps (16-bit words; on 64-bit words x never exceeds the mask). */
 static void flush_full_reps(btp_cbf_encoder *e)
 {
     while (e->pending >= e->mask) {
         if (e->closed) {
-            uint64_t chunks = e->pending / e->mask;
-            e->needed += (size_t)(chunks * (1 + e->word_bits / 8));
-            e->pending -= chunks * e->mask;
+            uint64_t x = e->pending, chunks = 0;
+            while (x > e->mask) {
+                chunks += x >> e->word_bits;
+                x = (x >> e->word_bits) + (x & e->mask);
+            }
+            if (x == e->mask) {
+                chunks++;
+                x = 0;
+            }
+            /* In size_t: the same as the 64-bit product, truncated. */
+            e->needed += (size_t)chunks * (1 + e->word_bits / 8);
+            e->pending = x;
             return;
         }
         emit_rep(e, e->mask);
@@ -109,8 +159,8 @@ static inline uint8_t address_instr(uint64_t value, btp_frame_kind kind, uint64_
 {
     static const uint8_t base[] = {CBF_OP_PC, CBF_OP_RA, CBF_OP_ASYNC};
     uint64_t delta = (value - prev) & mask;
-    unsigned abs_n = signed_bytes(value, word_bits);
-    unsigned rel_n = signed_bytes(delta, word_bits);
+    unsigned abs_n = operand_bytes(value, word_bits);
+    unsigned rel_n = operand_bytes(delta, word_bits);
     /* Relative unless absolute is strictly shorter, except that the first
      * address is absolute as the specification requires (same length: the
      * previous address is 0). Swift mode keeps that one relative too. */
@@ -143,6 +193,22 @@ static inline void emit_frame(btp_cbf_encoder *e, btp_frame f)
     e->seen_address = 1;
 }
 
+/* What every stream starts with (btp_cbf_encoder_init and
+ * btp_cbf_encode_chain32): the output's fields of enc set and checked.
+ * Returns 0 when the buffer and flags do not go together. */
+static int start(btp_cbf_encoder *enc, void *buf, size_t cap, unsigned flags)
+{
+    int truncating = (flags & BTP_CBF_ENC_TRUNCATE_ON_FULL) != 0;
+    enc->buf = buf;
+    enc->cap = cap;
+    enc->limit = truncating ? cap - 1 : cap;
+    enc->len = 0;
+    enc->needed = 0;
+    enc->flags = flags;
+    enc->closed = 0;
+    return !(cap && !buf) && !(truncating && cap < 2);
+}
+
 /* The bodies of btp_cbf_encoder_init and _finish, static so that
  * btp_cbf_encode inlines them: it calls them once per trace, and on short
  * traces the calls were a noticeable part of the cost. */
@@ -152,31 +218,20 @@ static inline btp_status init(btp_cbf_encoder *enc, void *buf, size_t cap, unsig
     if (!enc)
         return BTP_E_INVALID_ARGUMENT;
     /* Field by field: no memset, so no libc at all. */
-    enc->buf = buf;
-    enc->cap = cap;
-    enc->len = 0;
-    enc->needed = 0;
     enc->prev = 0;
     enc->mask = btp_word_mask(word_bits);
     enc->last.value = 0;
     enc->last.kind = BTP_FRAME_PC;
     enc->pending = 0;
     enc->word_bits = word_bits;
-    enc->flags = flags;
     enc->have_last = 0;
     enc->seen_address = 0;
-    enc->closed = 0;
-    enc->finished = 0;
-    enc->error = BTP_OK;
-    int truncating = (flags & BTP_CBF_ENC_TRUNCATE_ON_FULL) != 0;
-    if (!btp_word_bits_valid(word_bits) || (cap && !buf) || (truncating && cap < 2)) {
-        enc->error = BTP_E_INVALID_ARGUMENT;
-        enc->finished = 1;
-        return BTP_E_INVALID_ARGUMENT;
-    }
-    enc->limit = truncating ? cap - 1 : cap;
-    emit(enc, cbf_info_byte(word_bits), 0, 0);
-    return BTP_OK;
+    int ok = start(enc, buf, cap, flags) && btp_word_bits_valid(word_bits);
+    enc->finished = !ok;
+    enc->error = ok ? BTP_OK : BTP_E_INVALID_ARGUMENT;
+    if (ok)
+        emit(enc, cbf_info_byte(word_bits), 0, 0);
+    return enc->error;
 }
 
 /* The body of btp_cbf_encoder_add, static so that btp_cbf_encode's loop
@@ -221,13 +276,10 @@ btp_status btp_cbf_encoder_add(btp_cbf_encoder *enc, btp_frame frame, uint64_t c
     return add(enc, frame, copies);
 }
 
-static inline btp_status finish(btp_cbf_encoder *enc, int truncated, size_t *len_out)
+/* What every stream ends with: the terminator, and the result (*len_out
+ * is 0 unless it is BTP_OK or a stream closed early by `trunc`). */
+static btp_status close_stream(btp_cbf_encoder *enc, int truncated, size_t *len_out)
 {
-    if (len_out)
-        *len_out = 0;
-    if (!enc || enc->finished)
-        return BTP_E_INVALID_ARGUMENT;
-    flush_reps(enc);
     enc->needed += 1;
     if (!enc->closed) {
         if (enc->len < enc->cap)
@@ -241,6 +293,16 @@ static inline btp_status finish(btp_cbf_encoder *enc, int truncated, size_t *len
     if (len_out)
         *len_out = enc->len;
     return enc->closed ? BTP_E_BUFFER_TOO_SMALL : BTP_OK;
+}
+
+static inline btp_status finish(btp_cbf_encoder *enc, int truncated, size_t *len_out)
+{
+    if (len_out)
+        *len_out = 0;
+    if (!enc || enc->finished)
+        return BTP_E_INVALID_ARGUMENT;
+    flush_reps(enc);
+    return close_stream(enc, truncated, len_out);
 }
 
 btp_status btp_cbf_encoder_init(btp_cbf_encoder *enc, void *buf, size_t cap, unsigned word_bits,
@@ -259,6 +321,68 @@ size_t btp_cbf_encoder_needed(const btp_cbf_encoder *enc)
     return enc ? enc->needed : 0;
 }
 
+/*
+ * btp_cbf_encode_chain32: what add() and finish() write for these frames,
+ * in 32-bit arithmetic, for fault handlers on small cores (under 512
+ * bytes of Thumb-2 built for size, a third of the streaming encoder). The
+ * rep is rep_instr's, the address address_instr's rule (relative unless
+ * absolute is strictly shorter, the first absolute unless in Swift mode)
+ * on signed_bytes at 32 bits; the stream's start, every instruction (room,
+ * `trunc` when full, the size needed) and its end go through the
+ * encoder's own start, emit and close_stream. tests/test_cbf_chain32.c
+ * and the cbf_encode fuzzer check it against btp_cbf_encode byte for
+ * byte.
+ */
+btp_status btp_cbf_encode_chain32(const uint32_t *addrs, size_t n, int truncated, unsigned flags,
+                                  void *buf, size_t cap, size_t *len_out, size_t *needed_out)
+{
+    btp_cbf_encoder e;
+    btp_status st = BTP_E_INVALID_ARGUMENT;
+    if (len_out)
+        *len_out = 0;
+    /* start first: it sets e.needed (0), which is reported either way. */
+    if (start(&e, buf, cap, flags) && (addrs || !n)) {
+        emit(&e, cbf_info_byte(32), 0, 0);
+        uint32_t prev = 0;
+        /* 0: before the pc, 1: after it, 2: after a return address (a pc
+         * is never repeated by one). */
+        unsigned state = 0;
+        const uint32_t *p = addrs, *const end = addrs + n;
+        while (p < end) {
+            uint32_t a = *p, v;
+            unsigned op, k;
+            if (state == 2 && a == prev) {
+                /* A run of repeats: one rep, of at most the word's maximum
+                 * (a longer run, possible only where size_t is wider than
+                 * 32 bits, takes several as in flush_full_reps). */
+                const uint32_t *q = p + 1;
+                while (q < end && *q == a && !(SIZE_MAX > 0xffffffffu && q - p == 0xffffffff))
+                    q++;
+                v = (uint32_t)(q - p);
+                p = q;
+                op = rep_instr(v, &k);
+            } else {
+                /* address_instr's choice. */
+                uint32_t delta = a - prev;
+                unsigned abs_n = signed_bytes(a, 32), rel_n = signed_bytes(delta, 32);
+                int absolute = abs_n < rel_n || (!state && !(flags & BTP_CBF_ENC_SWIFT));
+                k = absolute ? abs_n : rel_n;
+                v = absolute ? a : delta;
+                op = (state ? CBF_OP_RA : CBF_OP_PC) | (absolute ? CBF_OP_ABSOLUTE : 0) | (k - 1);
+                state = state ? 2 : 1;
+                prev = a;
+                p++;
+            }
+            emit(&e, (uint8_t)op, v, k);
+        }
+        st = close_stream(&e, truncated, len_out);
+    }
+    if (needed_out)
+        *needed_out = e.needed;
+    return st;
+}
+
+#if !BTP_CODEC_SMALL
 /*
  * What an address instruction of each kind looks like for t, the index of
  * the top bit of its operand's sign edge (below), whose operand has
@@ -345,11 +469,12 @@ static inline uint8_t *put_rep(uint8_t *p, uint64_t copies)
     store_be64(p + 1, copies << (64 - 8 * n));
     return p + 1 + n;
 }
+#endif
 
 /*
- * Where the fast paths read frames from: an array of btp_frame, or a plain
- * array of addresses that all have one kind (btp_cbf_encode_addrs). The
- * always-inlined readers take `addrs` as a constant, so each copy of a
+ * Where the one-shot encoders read frames from: an array of btp_frame, or
+ * a plain array of addresses that all have one kind (btp_cbf_encode_addrs).
+ * The always-inlined readers take `addrs` as a constant, so each copy of a
  * fast path reads its own form with no test of which.
  */
 typedef struct frame_src {
@@ -374,6 +499,7 @@ static inline btp_frame src_frame(frame_src s, size_t i, int addrs)
     return addrs ? f : s.frames[i];
 }
 
+#if !BTP_CODEC_SMALL
 /*
  * Address frames i..end of src, each different from the one before, while
  * they last: written at *pp, which has room for CBF_MAX_INSTR bytes per
@@ -547,6 +673,7 @@ static size_t add_fast(btp_cbf_encoder *e, frame_src src, int addrs, size_t i, s
     return addrs ? CBF_BY_WORD_BITS(e->word_bits, add_fast_w, e, src, i, n, 1)
                  : CBF_BY_WORD_BITS(e->word_bits, add_fast_w, e, src, i, n, 0);
 }
+#endif
 
 /*
  * btp_cbf_encode's general path, through the encoder: frames[i..n) after
@@ -581,9 +708,11 @@ static BTP_NOINLINE btp_status encode_rest(frame_src src, int addrs, size_t i, s
         enc.seen_address = 1;
     }
     for (; i < n; i++) {
+#if !BTP_CODEC_SMALL
         i += add_fast(&enc, src, addrs, i, n);
         if (i == n)
             break;
+#endif
         st = add(&enc, src_frame(src, i, addrs), 1);
         if (st == BTP_E_BUFFER_TOO_SMALL)
             continue; /* closed with trunc; keep counting the size needed */
@@ -601,12 +730,14 @@ btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsi
                           size_t *needed_out)
 {
     frame_src src = {frames, NULL, 0};
+#if !BTP_CODEC_SMALL
     /* frames NULL (allowed with n == 0) goes the general way: frames + n
      * would be arithmetic on a null pointer. */
     if (buf && frames && btp_word_bits_valid(word_bits) && n <= (SIZE_MAX - 2) / 9 &&
         cap >= BTP_CBF_BOUND(n))
         return CBF_BY_WORD_BITS(word_bits, encode_whole_w, src, n, truncated, flags, buf, cap,
                                 len_out, needed_out, 0);
+#endif
     return encode_rest(src, 0, 0, n, truncated, word_bits, flags, buf, buf, cap, len_out,
                        needed_out);
 }
@@ -616,10 +747,12 @@ btp_status btp_cbf_encode_addrs(const uint64_t *addrs, size_t n, btp_frame_kind 
                                 size_t cap, size_t *len_out, size_t *needed_out)
 {
     frame_src src = {NULL, addrs, (unsigned)kind};
+#if !BTP_CODEC_SMALL
     if (buf && addrs && (unsigned)kind <= BTP_FRAME_ASYNC && btp_word_bits_valid(word_bits) &&
         n <= (SIZE_MAX - 2) / 9 && cap >= BTP_CBF_BOUND(n))
         return CBF_BY_WORD_BITS(word_bits, encode_whole_w, src, n, truncated, flags, buf, cap,
                                 len_out, needed_out, 1);
+#endif
     return encode_rest(src, 1, 0, n, truncated, word_bits, flags, buf, buf, cap, len_out,
                        needed_out);
 }

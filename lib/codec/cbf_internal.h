@@ -26,7 +26,7 @@ enum {
 /* Information byte: version in bits 7..2, word size code in bits 1..0. */
 static inline uint8_t cbf_info_byte(unsigned word_bits)
 {
-    return (uint8_t)(word_bits == 16 ? 0 : word_bits == 32 ? 1 : 2);
+    return (uint8_t)(word_bits >> 5); /* 16, 32, 64: 0, 1, 2 */
 }
 
 /* Longest instruction: opcode and an 8-byte operand. */

@@ -109,6 +109,7 @@ static btp_status decode_careful(const uint8_t *p, size_t len, unsigned word_bit
     return BTP_OK;
 }
 
+#if !BTP_CODEC_SMALL
 /* Bytes of zeros after the copy of the blob decode_fast reads from: every
  * look starts at most 3 bytes past the blob (see decode_fast) and is 8
  * bytes long. */
@@ -230,6 +231,14 @@ static int decode_fast(const uint8_t *p, size_t len, unsigned word_bits,
     return word_bits == 64 ? decode_fast_w(p, len, vals, info, 64)
                            : decode_fast_w(p, len, vals, info, 32);
 }
+#else
+/* The small build has no fast path: every blob goes the careful way. */
+static inline int decode_fast(const uint8_t *p, size_t len, unsigned word_bits,
+                              uint64_t vals[BTP_LWS_MAX_FRAMES], btp_lws_info *info)
+{
+    return 0;
+}
+#endif
 
 btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_frame *out,
                           size_t max_frames, btp_lws_info *info)

@@ -142,7 +142,7 @@ static BTP_ALWAYS_INLINE lws_choice choose_lws(const btp_frame *f, size_t i)
  * 2^31, so their extra bits are 0: a literal's kind and count are one
  * 9-bit field, a delta's kind, reference, sign and count one of 15 bits,
  * and that with the value one write when they fit in 57 bits (a 47-bit
- * literal does). */
+ * literal does; the small build makes two, which is less code). */
 static BTP_ALWAYS_INLINE void put_frame(bit_writer *w, size_t i, uint64_t value, lws_choice c,
                                         const unsigned word_bits)
 {
@@ -160,7 +160,7 @@ static BTP_ALWAYS_INLINE void put_frame(bit_writer *w, size_t i, uint64_t value,
     }
     unsigned n = lws_sigbits(v) + 1; /* the value and its extra bit */
     uint64_t field = v << 1 | extra_bit(v, word_bits);
-    if (head_bits + n <= 57) {
+    if (!BTP_CODEC_SMALL && head_bits + n <= 57) {
         bw_put(w, head << n | field, head_bits + n);
     } else {
         bw_put(w, head, head_bits);
@@ -174,9 +174,7 @@ static void copy_bytes(void *dst, const uint8_t *src, size_t n)
 {
     uint8_t *d = dst;
     for (size_t i = 0; i < n; i++) {
-#if defined(__GNUC__)
-        __asm__("" : "+r"(i)); /* hides the loop's shape from the optimizer */
-#endif
+        BTP_OPAQUE(i);
         d[i] = src[i];
     }
 }
@@ -193,7 +191,11 @@ static BTP_ALWAYS_INLINE size_t encode_w(const btp_frame *frames, size_t n, uint
     bw_init(&w, out);
     put_field(&w, n, LWS_W_DEPTH, word_bits);
     for (size_t i = 0; i < n; i++) {
-        lws_choice c = (flags & BTP_LWS_ENC_OPTIMAL) ? choose(frames, i, 1) : choose_lws(frames, i);
+        /* The small build: one choose() for both. */
+        int optimal = (flags & BTP_LWS_ENC_OPTIMAL) != 0;
+        lws_choice c = BTP_CODEC_SMALL ? choose(frames, i, optimal)
+                       : optimal       ? choose(frames, i, 1)
+                                       : choose_lws(frames, i);
         if (!c.cost) {
             *err_frame = i;
             return 0;
@@ -240,8 +242,10 @@ btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size
     uint8_t local[BTP_LWS_BLOB_MAX + 8];
     uint8_t *out = cap >= sizeof local ? (uint8_t *)buf : local;
     size_t bad = 0;
-    size_t total = word_bits == 64 ? encode_w(frames, n, alloc_size, flags, out, &bad, 64)
-                                   : encode_w(frames, n, alloc_size, flags, out, &bad, 32);
+    /* One copy per word size, or in the small build one for both. */
+    size_t total = BTP_CODEC_SMALL   ? encode_w(frames, n, alloc_size, flags, out, &bad, word_bits)
+                   : word_bits == 64 ? encode_w(frames, n, alloc_size, flags, out, &bad, 64)
+                                     : encode_w(frames, n, alloc_size, flags, out, &bad, 32);
     if (!total) {
         if (err_frame)
             *err_frame = bad;

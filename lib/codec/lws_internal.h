@@ -5,6 +5,8 @@
 
 #include <btpack/lws.h>
 
+#include "common/compiler.h"
+
 /* Nominal field widths; every field is followed by one extra bit. */
 enum {
     LWS_W_DEPTH = 5,
@@ -25,8 +27,9 @@ static inline int lws_word_ok(unsigned word_bits)
 static inline unsigned lws_sigbits(uint64_t v)
 {
     /* One count of leading zeros instead of a loop over up to 64 bits: the
-     * encoder asks this for every candidate reference of every frame. */
-#if defined(__GNUC__)
+     * encoder asks this for every candidate reference of every frame. The
+     * small build loops where the count would be a libgcc call. */
+#if defined(__GNUC__) && !(BTP_CODEC_SMALL && BTP_CLZ_IS_CALL)
     return v ? 64u - (unsigned)__builtin_clzll(v) : 1u;
 #else
     unsigned n = 0;

@@ -1,5 +1,5 @@
 /* The GNU build ID in an ELF note area (imagemap.h). */
-#include <btpack/imagemap.h>
+#include "image/image_internal.h"
 
 #include <string.h>
 
@@ -33,8 +33,8 @@ btp_status btp_elf_notes_build_id(const void *notes, size_t len, int swap,
         i += name_room;
         if (descsz > len - i)
             return BTP_E_BAD_NOTE;
-        if (type == NT_GNU_BUILD_ID_TYPE && namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
-            descsz > 0) {
+        if (type == NT_GNU_BUILD_ID_TYPE && namesz == 4 &&
+            btp_image_same_bytes((const char *)name, "GNU", 4) && descsz > 0) {
             *id = p + i;
             *id_len = descsz;
             return BTP_OK;

@@ -7,10 +7,21 @@
 
 #include <string.h>
 
+#include "common/compiler.h"
 #include "common/hexdigit.h"
 
 /* Inline, so that each parser stands alone (the crash handler links only
  * the image-line writer). */
+
+/* a[0..n) == b[0..n), by hand: lib/image, like lib/codec, calls no libc
+ * beyond memcpy and memset (the crash handler runs its parsers). */
+static inline int btp_image_same_bytes(const char *a, const char *b, size_t n)
+{
+    size_t i = 0;
+    while (i < n && a[i] == b[i])
+        i++;
+    return i == n;
+}
 
 /* Room for n bytes in buf->bytes: a pointer to them, or NULL when they do
  * not fit (buf->n_bytes still grows by n, so it ends up as the size needed). */

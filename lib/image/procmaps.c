@@ -52,7 +52,11 @@ static candidate *open_candidate(parse *ps)
 {
     if (ps->n_open == OPEN_MAX) {
         commit(ps, &ps->open[0]);
-        memmove(&ps->open[0], &ps->open[1], (OPEN_MAX - 1) * sizeof ps->open[0]);
+        /* One at a time, no memmove (see btp_image_same_bytes). */
+        for (size_t k = 1; k < OPEN_MAX; k++) {
+            BTP_OPAQUE(k);
+            ps->open[k - 1] = ps->open[k];
+        }
         ps->n_open--;
     }
     candidate *c = &ps->open[ps->n_open++];
@@ -64,7 +68,7 @@ static int same_file(const candidate *c, const char *path, size_t len, uint64_t 
 {
     if (!c->path || !path)
         return !c->path && !path;
-    return c->inode == inode && c->path_len == len && memcmp(c->path, path, len) == 0;
+    return c->inode == inode && c->path_len == len && btp_image_same_bytes(c->path, path, len);
 }
 
 static int is_space(char c)
@@ -152,7 +156,7 @@ static btp_status parse_line(parse *ps, const char *t, size_t b, size_t e, unsig
     const int exec = f.perms[2] == 'x';
     const char *path = f.path;
     size_t path_len = f.path_len;
-    int vdso = path_len == 6 && memcmp(path, "[vdso]", 6) == 0;
+    int vdso = path_len == 6 && btp_image_same_bytes(path, "[vdso]", 6);
     if (!vdso && (path_len == 0 || path[0] != '/'))
         return BTP_OK; /* anonymous memory, [heap], [stack], [vvar], ... */
     if (vdso)
@@ -205,8 +209,9 @@ btp_status btp_image_map_from_procmaps(const char *text, size_t len, unsigned wo
     size_t lineno = 0, at = 0;
     btp_status st = BTP_OK;
     for (size_t b = 0; b < len && st == BTP_OK; lineno++) {
-        const char *nl = memchr(text + b, '\n', len - b);
-        size_t e = nl ? (size_t)(nl - text) : len;
+        size_t e = b;
+        while (e < len && text[e] != '\n')
+            e++;
         size_t k = b;
         while (k < e && (is_space(text[k]) || text[k] == '\r'))
             k++;

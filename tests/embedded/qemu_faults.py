@@ -204,10 +204,17 @@ def bench(args):
     print("DWT CYCCNT over the calibration loop of %s instructions: %s" %
           (v["spin_insns"], v.get("dwt_cyccnt_delta", "n/a")))
     per_insn = int(v["spin_ticks"]) / int(v["spin_insns"])
+    frames = int(v["frames"])
     insns = int(v["encode_ticks"]) / per_insn
     print("%s: CBF encode (init + add per frame + finish, 16-frame chains): "
           "%.1f instructions per frame (QEMU -icount; %d frames, %.3f ticks/insn, %s bytes)"
-          % (args.machine, insns / int(v["frames"]), int(v["frames"]), per_insn, v["cbf_bytes"]))
+          % (args.machine, insns / frames, frames, per_insn, v["cbf_bytes"]))
+    insns = int(v["chain32_ticks"]) / per_insn
+    print("%s: CBF encode (btp_cbf_encode_chain32, the same chains): "
+          "%.1f instructions per frame" % (args.machine, insns / frames))
+    if v["chain32_same"] != "1":
+        print("FAIL: btp_cbf_encode_chain32 wrote other bytes than the streaming encoder")
+        return 1
     return 0
 
 

@@ -19,6 +19,7 @@
 #define PROBE_FAULT 6       /* fault entry, frame, scan capture, CBF line record */
 #define PROBE_FAULT_FP 7    /* the same with the frame record walk */
 #define PROBE_FAULT_EHABI 8 /* the same with the EHABI method (and libgcc's unwinder) */
+#define PROBE_CBF_CHAIN32 9 /* the 32-bit chain encoder (what the fault path uses) */
 #define PROBE_IS_FAULT (PROBE == PROBE_FAULT || PROBE == PROBE_FAULT_FP || PROBE == PROBE_FAULT_EHABI)
 
 extern volatile uintptr_t probe_sink;
@@ -59,7 +60,11 @@ void btp_cm_on_fault(uint32_t frame, const btp_cm_entry *entry)
 
 int probe_main(void)
 {
-#if PROBE == PROBE_CBF_ENCODE
+#if PROBE == PROBE_CBF_CHAIN32
+    size_t len;
+    probe_sink = btp_cbf_encode_chain32((const uint32_t *)in, in[0], 0, 0, buf, sizeof buf, &len,
+                                        0);
+#elif PROBE == PROBE_CBF_ENCODE
     btp_cbf_encoder e;
     size_t len;
     btp_cbf_encoder_init(&e, buf, sizeof buf, 32, 0);

@@ -196,7 +196,7 @@ BTP_API btp_status btp_cm_capture(const btp_cm_fault *f, const btp_cm_layout *la
 typedef int (*btp_cm_sink)(void *ctx, const void *bytes, size_t n);
 
 /* Bytes of the longest CBF record of n addresses (what a RAM buffer needs). */
-#define BTP_CM_CBF_MAX(n) ((size_t)2 + (size_t)5 * (size_t)(n))
+#define BTP_CM_CBF_MAX(n) BTP_CBF_BOUND32(n)
 
 /*
  * Write the chain addrs[0..n) (as btp_cm_capture gives it: a PC, then
