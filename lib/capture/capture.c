@@ -45,6 +45,21 @@ int btp_collector_cfa_slow(btp_collector *c, uintptr_t cfa, int may_switch)
     return 1;
 }
 
+/* The stack has more than lin_cap (cap-1) frames, so it will be shortened:
+ * the ring_cap frames kept in order past the head become the ring's, a
+ * full ring whose oldest frame is the next one overwritten. The fast paths
+ * end here (the frames they stored still count as walked). */
+static void spill(btp_collector *c)
+{
+    if (c->fast_end)
+        c->walked += (uint64_t)(c->head_n - c->fast_from);
+    c->fast_end = 0;
+    memmove(c->out + c->head_cap + 1, c->out + c->head_cap, c->ring_cap * sizeof *c->out);
+    c->head_n = c->head_cap;
+    c->ring_pos = 0;
+    c->ring_total = c->ring_cap;
+}
+
 static void keep(btp_collector *c, uintptr_t addr)
 {
     if (c->skip > 0) {
@@ -53,9 +68,11 @@ static void keep(btp_collector *c, uintptr_t addr)
         return;
     }
     btp_frame f = {(uint64_t)addr, BTP_FRAME_RA};
-    if (c->head_n < c->head_cap) {
+    if (c->ring_total == 0 && c->head_n < c->lin_cap) {
         c->out[c->head_n++] = f;
     } else if (c->ring_cap > 0) {
+        if (c->ring_total == 0)
+            spill(c);
         c->out[c->head_cap + 1 + c->ring_pos] = f;
         if (++c->ring_pos == c->ring_cap)
             c->ring_pos = 0;

@@ -231,11 +231,12 @@ __attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
 int btp_capture_fp_quick(btp_frame *frames, size_t cap, uintptr_t fp, size_t *n_out)
 {
     /* Only the thread's own stack, known already, and only a chain that
-     * ends inside the head (what btp_collector_init() would make of cap):
-     * then the general walk would keep exactly these frames. */
+     * ends before the frames the collector keeps in order run out (cap-1,
+     * its lin_cap for any cap of 2 or more): then the general walk would
+     * keep exactly these frames. */
     if (thread_stack.hi == 0 || !inside(&thread_stack, fp) || cap < 2)
         return 0;
-    size_t head = cap - 1 - (cap - 1) / 2;
+    size_t head = cap - 1;
     btp_frame *o = frames;
     uintptr_t prev = 0;
     int ended;

@@ -35,8 +35,11 @@
  * Where a walker puts the addresses it finds, innermost first. It drops the
  * frames above the anchor, applies snip_pre, keeps the head of the stack in
  * out[0..head_cap) and the tail in a ring at out[head_cap+1..cap), counting
- * what falls out of the ring. No allocation, no libc: usable in signal
- * handlers.
+ * what falls out of the ring. Until a stack proves deeper than cap-1 frames
+ * (when it is kept whole) the frames go on in order past head_cap, up to
+ * lin_cap, which the walkers' fast paths fill; the frame after those moves
+ * the ones past head_cap into the ring (btp_collector_push). No
+ * allocation, no libc: usable in signal handlers.
  */
 /* The highest method number. */
 #define BTP_CAPTURE_LAST BTP_CAPTURE_CFI
@@ -55,6 +58,7 @@ typedef struct btp_collector {
     size_t fast_from;     /* head_n when that began (for the walk's count) */
     size_t cap;
     size_t head_cap;
+    size_t lin_cap;       /* frames kept in order before the ring is used */
     size_t ring_cap;
     size_t ring_pos;      /* where the next ring frame goes */
     uint64_t ring_total;  /* frames pushed into the ring, including overwritten ones */
@@ -73,11 +77,11 @@ typedef struct btp_collector {
 } btp_collector;
 
 /* Frames may go straight into the head once nothing is sought or
- * skipped any more. */
+ * skipped any more, and while the ring is not in use. */
 static inline void btp_collector_go_fast(btp_collector *c)
 {
-    if (!c->seeking && c->skip == 0 && c->fast_end == 0) {
-        c->fast_end = c->head_cap;
+    if (!c->seeking && c->skip == 0 && c->fast_end == 0 && c->ring_total == 0) {
+        c->fast_end = c->lin_cap;
         c->fast_from = c->head_n;
     }
 }
@@ -91,6 +95,7 @@ static inline void btp_collector_init(btp_collector *c, btp_frame *out, size_t c
      * frame. */
     c->ring_cap = cap < 2 ? 0 : (cap - 1) / 2;
     c->head_cap = cap < 2 ? cap : cap - 1 - c->ring_cap;
+    c->lin_cap = c->ring_cap > 0 ? cap - 1 : c->head_cap;
     c->head_n = 0;
     c->fast_end = 0;
     c->fast_from = 0;
