@@ -348,41 +348,20 @@ static NOINL void level1(int d);
 static NOINL void level2(int d);
 static NOINL void level3(int d);
 
-static NOINL void level0(int d)
-{
-    if (d > 0)
-        level1(d - 1);
-    else
-        measure();
-    BARRIER();
-}
-
-static NOINL void level1(int d)
-{
-    if (d > 0)
-        level2(d - 1);
-    else
-        measure();
-    BARRIER();
-}
-
-static NOINL void level2(int d)
-{
-    if (d > 0)
-        level3(d - 1);
-    else
-        measure();
-    BARRIER();
-}
-
-static NOINL void level3(int d)
-{
-    if (d > 0)
-        level0(d - 1);
-    else
-        measure();
-    BARRIER();
-}
+#define LEVEL(self, next)                                                                    \
+    static NOINL void self(int d)                                                            \
+    {                                                                                        \
+        if (d > 0)                                                                           \
+            next(d - 1);                                                                     \
+        else                                                                                 \
+            measure();                                                                       \
+        BARRIER();                                                                           \
+    }
+LEVEL(level0, level1)
+LEVEL(level1, level2)
+LEVEL(level2, level3)
+LEVEL(level3, level0)
+#undef LEVEL
 
 static NOINL void run_chain(int depth)
 {
