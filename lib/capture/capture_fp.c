@@ -119,15 +119,16 @@ static inline uintptr_t rotr_word(uintptr_t x)
  * The walk while frames go straight into the head: records from f on,
  * their return addresses stored at *o (up to o_end). A record is read if it
  * lies in the region (word-aligned, at or above lo_a, at most at lim) and
- * above the last one read (*prev). The region test is one comparison:
- * f - lo_a rotated right by the alignment's bits is f's word index from
- * lo_a when f is aligned and at least lo_a, and at least 2^61 otherwise (a
- * misaligned f puts its low bits at the top, one below lo_a wraps around);
- * a zero frame pointer fails it too. Two records a pass: half the loop's
- * own branches. Returns the record the general step goes on with (0: the
- * chain ended).
+ * above the last one read (*prev). All of that is one comparison: lim - f
+ * rotated right by the alignment's bits is f's distance below lim in words
+ * when f is aligned and at most lim, and at least 2^61 otherwise (a
+ * misaligned f puts its low bits at the top, one above lim wraps around);
+ * it must be smaller than the previous record's distance (k), which starts
+ * one word below lo_a (or at *prev). So the chain only climbs, and a zero
+ * frame pointer (below lo_a, or not above *prev) fails. Two records a pass:
+ * half the loop's own branches. Returns the record the general step goes
+ * on with (0: the chain ended).
  */
-#define FAST_OK(f, last) (rotr_word((f) - lo_a) <= words && (f) > (last))
 __attribute__((no_sanitize_address)) static inline uintptr_t fast_records(
     const btp_stack_bounds *r, uintptr_t f, uintptr_t *prev, btp_frame **op,
     btp_frame *const o_end, int *ended)
@@ -135,23 +136,27 @@ __attribute__((no_sanitize_address)) static inline uintptr_t fast_records(
     *ended = 0;
     const uintptr_t lo_a = (r->lo + WORD - 1) & ~(WORD - 1);
     const uintptr_t lim = r->hi >= 2 * WORD ? (r->hi - 2 * WORD) & ~(WORD - 1) : 0;
-    if (lim < lo_a || lo_a < r->lo)
-        return f;
-    const uintptr_t words = (lim - lo_a) / WORD;
-    uintptr_t last = *prev;
     btp_frame *o = *op;
-    uintptr_t ra = 0;
+    if (lim < lo_a || lo_a < r->lo || o_end - o < 2)
+        return f;
+    const uintptr_t last = *prev;
+    uintptr_t k = (lim - lo_a) / WORD + 1;
+    if (last >= lo_a) /* above it: f > last is lim - f < lim - last */
+        k = last > lim ? 0 : (lim - last + WORD - 1) / WORD;
+    const uintptr_t k_start = k;
+    btp_frame *const o_last = o_end - 2; /* room for two from here */
+    uintptr_t ra = 0, k1;
     for (;;) {
-        if (o_end - o < 2)
+        if (o > o_last)
             break;
-        if (!FAST_OK(f, last) || (ra = load(f + WORD)) == 0)
+        if ((k1 = rotr_word(lim - f)) >= k || (ra = load(f + WORD)) == 0)
             goto end; /* the end (the general step sees it again) */
         uintptr_t f1 = load(f);
         o[0].value = (uint64_t)ra;
         o[0].kind = BTP_FRAME_RA;
-        last = f;
+        k = k1;
         f = f1;
-        if (!FAST_OK(f, last) || (ra = load(f + WORD)) == 0) {
+        if ((k1 = rotr_word(lim - f)) >= k || (ra = load(f + WORD)) == 0) {
             o += 1;
             goto end;
         }
@@ -159,18 +164,18 @@ __attribute__((no_sanitize_address)) static inline uintptr_t fast_records(
         o[1].value = (uint64_t)ra;
         o[1].kind = BTP_FRAME_RA;
         o += 2;
-        last = f;
+        k = k1;
         f = f1;
     }
     if (0) {
     end:
         *ended = 1; /* a record failed the test, or a zero return address */
     }
-    *prev = last;
+    if (k != k_start)
+        *prev = lim - k * WORD; /* the last record read */
     *op = o;
     return f;
 }
-#undef FAST_OK
 
 __attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
     btp_collector *c, const btp_regs *regs, const btp_stack_bounds *given, unsigned flags)
