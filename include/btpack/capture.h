@@ -23,7 +23,7 @@
  *             loader's lock: not async-signal-safe). x86_64, i386, aarch64.
  *             Repeated captures are fast: the rule a return address's frame
  *             follows is kept in a process-wide, lock-free cache (below), so
- *             a frame seen before costs a hash lookup and its loads: 1.5-1.6x
+ *             a frame seen before costs a hash lookup and its loads: 1.4-1.6x
  *             libunwind's unw_backtrace a frame (bench/README.md). The default
  *             method, and the crash handler's (there the images and the
  *             memory that may be read come from /proc/self/maps, and the
@@ -197,10 +197,15 @@ BTP_API int btp_capture_method_available(btp_capture_method method);
  * libunwind, else glibc, else fp. Why cfi: of the methods that keep whole
  * stacks through code without frame pointers (all of a stock Debian
  * system) it is the fastest on repeated captures (bench/README.md, section
- * "Stack capture": ~1.6x unw_backtrace a frame, libgcc ~16x), it is built
- * in (libunwind is an optional dependency), async-signal-safe where the C
- * library has _dl_find_object, and it ends walks on corrupt stacks instead
- * of faulting. Async-signal-safe. */
+ * "Stack capture": ~10 ns a frame, 1.4-1.6x unw_backtrace; libgcc and
+ * glibc ~100), it is built in (libunwind is an optional dependency),
+ * async-signal-safe where the C library has _dl_find_object, and it ends
+ * walks on corrupt stacks instead of faulting (libgcc and glibc read
+ * whatever a corrupt stack points at). Where the C library lacks
+ * _dl_find_object (glibc < 2.35) cfi finds images with dl_iterate_phdr, as
+ * libgcc and libunwind do: there no method that reads unwind tables is
+ * async-signal-safe, and fp is the one for signal handlers.
+ * Async-signal-safe. */
 BTP_API btp_capture_method btp_capture_method_default(void);
 
 /* Path of the shared object whose code implements `method` (to check which
