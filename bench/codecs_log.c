@@ -41,6 +41,7 @@ static int log_encode_flags(const bench_corpus *c, bench_encoded *out, unsigned 
     btp_log_writer_options_init(&opt, c->word_bits);
     opt.flags = flags;
     opt.zlib_level = 9;
+    opt.flush_interval_ms = 0; /* sizes that do not depend on timing */
     sink k = {out};
     btp_log_writer *w;
     out->len = 0;

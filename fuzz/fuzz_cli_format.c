@@ -60,11 +60,19 @@ static void check_trace(const trace *t)
     if (t->event == TRACE_FREE)
         FUZZ_CHECK(t->n == 0, "frames on a free");
     uint64_t mask = btp_word_mask(t->word_bits);
-    for (size_t i = 0; i < t->n; i++) {
-        btp_frame f = t->frames[i];
-        FUZZ_CHECK((unsigned)f.kind <= BTP_FRAME_OMIT, "frame %zu kind %d", i, f.kind);
-        FUZZ_CHECK(f.value <= mask, "frame %zu beyond the word", i);
+    uint64_t total = 0;
+    for (size_t i = 0; i < t->n_runs; i++) {
+        btp_frame f = t->runs[i].frame;
+        FUZZ_CHECK((unsigned)f.kind <= BTP_FRAME_OMIT, "run %zu kind %d", i, f.kind);
+        FUZZ_CHECK(f.value <= mask, "run %zu beyond the word", i);
+        FUZZ_CHECK(t->runs[i].count >= 1, "run %zu of 0 frames", i);
+        FUZZ_CHECK(i == 0 || f.kind != t->runs[i - 1].frame.kind ||
+                       f.value != t->runs[i - 1].frame.value,
+                   "runs %zu and %zu not merged", i - 1, i);
+        total += t->runs[i].count;
     }
+    FUZZ_CHECK(total == t->n, "runs hold %llu frames, n says %zu", (unsigned long long)total,
+               t->n);
     const btp_image_map *m = t->image_map;
     if (!m)
         return;
@@ -74,7 +82,7 @@ static void check_trace(const trace *t)
     for (size_t i = 0; i < m->n_images; i++) {
         const btp_image *im = &m->images[i];
         FUZZ_CHECK(im->base <= im->end_of_text && im->end_of_text <= mask, "image %zu", i);
-        FUZZ_CHECK(im->build_id_len <= 64 && (!im->build_id_len || im->build_id), "build ID");
+        FUZZ_CHECK(im->build_id_len <= BTP_IMAGE_MAX_BUILD_ID && (!im->build_id_len || im->build_id), "build ID");
         /* strings are terminated (a sanitizer or the guard catches a run-off) */
         FUZZ_CHECK(!im->path || strlen(im->path) < ((size_t)1 << 20), "path");
         FUZZ_CHECK(!im->name || strlen(im->name) < ((size_t)1 << 20), "name");
@@ -163,7 +171,7 @@ static void free_map(const btp_image_map *m)
 
 static void free_copy(trace *t)
 {
-    free(t->frames);
+    trace_free(t);
     free((void *)t->arch);
     free((void *)t->thread_name);
     free_map(t->image_map);
@@ -185,12 +193,14 @@ static int collect(void *ctx, trace *t)
     copy->image_map = copy_map(t->image_map);
     copy->arch = dup_str(t->arch);
     copy->thread_name = dup_str(t->thread_name);
-    copy->frames = NULL;
-    copy->cap = copy->n;
-    if (t->n) {
-        copy->frames = malloc(t->n * sizeof *t->frames);
-        FUZZ_CHECK(copy->frames != NULL, "out of memory");
-        memcpy(copy->frames, t->frames, t->n * sizeof *t->frames);
+    copy->runs = NULL;
+    copy->flat = NULL;
+    copy->flat_cap = 0;
+    copy->cap = copy->n_runs;
+    if (t->n_runs) {
+        copy->runs = malloc(t->n_runs * sizeof *t->runs);
+        FUZZ_CHECK(copy->runs != NULL, "out of memory");
+        memcpy(copy->runs, t->runs, t->n_runs * sizeof *t->runs);
     }
     return 0;
 }
@@ -204,6 +214,16 @@ static void clear(traces *list)
     list->n = 0;
 }
 
+/* Runs are merged, so equal frames mean equal runs. */
+static int same_runs(const trace_run *a, const trace_run *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i].count != b[i].count || a[i].frame.kind != b[i].frame.kind ||
+            a[i].frame.value != b[i].frame.value)
+            return 0;
+    return 1;
+}
+
 static int same_trace(const trace *a, const trace *b)
 {
     return a->event == b->event && a->word_bits == b->word_bits &&
@@ -211,7 +231,7 @@ static int same_trace(const trace *a, const trace *b)
            a->has_alloc_size == b->has_alloc_size &&
            (!a->has_alloc_size || a->alloc_size == b->alloc_size) &&
            a->has_pointer == b->has_pointer && (!a->has_pointer || a->pointer == b->pointer) &&
-           fuzz_frames_equal(a->frames, b->frames, a->n);
+           a->n_runs == b->n_runs && same_runs(a->runs, b->runs, a->n_runs);
 }
 
 /* Put bytes in a memory file and run the CLI's reader on it. */
@@ -269,12 +289,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (first.v[i].event == TRACE_FREE && !fmt->events)
             continue; /* never given to such writers (and has no frames) */
         sb_clear(&one);
+        w.committed = 0;
         if (fmt->write(&w, &first.v[i], &one) == 0) {
             if (one.len)
                 sb_add(&out, one.data, one.len);
             first.context[kept] = first.context[i];
             first.v[kept++] = first.v[i];
         } else {
+            /* what a streaming writer emitted stays, as in `convert` */
+            if (w.committed)
+                sb_add(&out, one.data, w.committed);
             free_copy(&first.v[i]);
             free(first.context[i]);
         }

@@ -15,6 +15,9 @@
  *    log, and a sound log cut short ends with BTP_E_TRUNCATED_FILE;
  *  - after seeking to a block the records are the whole log's records from
  *    the index the seek lands on;
+ *  - the streaming reader fed in pieces gives the same records, errors and
+ *    end as the reader over memory; every loss of records says which and
+ *    where;
  *  - metadata and statistics can be read at any time.
  */
 #include "fuzz.h"
@@ -23,6 +26,8 @@
 
 #include <btpack/log.h>
 #include <string.h>
+
+#include "../tests/log/pieces.h"
 
 /* Records compared at most (the rest is only checked for form). */
 #define MAX_KEPT 4096
@@ -51,6 +56,11 @@ static int log_error(btp_status st)
     case BTP_E_NO_ZLIB:
     case BTP_E_ZLIB:
     case BTP_E_OUT_OF_MEMORY:
+    case BTP_E_RECORDS_LOST:
+    case BTP_E_NODES_LIMIT:
+    case BTP_E_LIVE_LIMIT:
+    case BTP_E_EXPANSION_LIMIT:
+    case BTP_E_META_LIMIT:
         return 1;
     default:
         return 0;
@@ -159,9 +169,19 @@ static btp_status read_all(btp_log_reader *r, unsigned flags, size_t len, int re
         FUZZ_CHECK(log_error(st), "undocumented status %d", st);
         FUZZ_CHECK(btp_log_reader_error_offset(r) <= len, "error offset %llu of %zu",
                    (unsigned long long)btp_log_reader_error_offset(r), len);
-        if (st == BTP_E_TRUNCATED_FILE || !(flags & BTP_LOG_KEEP_GOING)) {
-            if (!(flags & BTP_LOG_KEEP_GOING))
-                FUZZ_CHECK(btp_log_reader_next(r, &rec) == st, "error not sticky");
+        if (st == BTP_E_RECORDS_LOST) {
+            btp_log_loss loss;
+            FUZZ_CHECK(btp_log_reader_last_loss(r, &loss) == BTP_OK && loss.known &&
+                           loss.records > 0 && loss.first_record >= min_index &&
+                           loss.from <= loss.to && loss.to <= len,
+                       "records lost, but what and where is not told");
+        }
+        int final = st == BTP_E_TRUNCATED_FILE || st == BTP_E_NODES_LIMIT ||
+                    st == BTP_E_LIVE_LIMIT || st == BTP_E_EXPANSION_LIMIT ||
+                    st == BTP_E_META_LIMIT;
+        if (final || !(flags & BTP_LOG_KEEP_GOING)) {
+            FUZZ_CHECK(btp_log_reader_next(r, &rec) == st || (flags & BTP_LOG_KEEP_GOING),
+                       "error not sticky");
             return st;
         }
     }
@@ -210,6 +230,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     btp_status end = read_all(r, flags, len, 1, 0, &errors);
     read_meta(r);
     btp_log_reader_close(r);
+
+    /* The streaming reader, fed in pieces of varying size, gives the same
+     * records and the same end. */
+    piece_src src = {log, len, 0, (uint64_t)len * 2654435761u + where, 300};
+    btp_log_reader_options o;
+    btp_log_reader_options_init(&o);
+    o.flags = flags;
+    if (btp_log_reader_open_source(&r, pieces, &src, &o) == BTP_OK) {
+        unsigned stream_errors;
+        btp_status stream_end = read_all(r, flags, len, 0, 1, &stream_errors);
+        FUZZ_CHECK(stream_end == end && stream_errors == errors,
+                   "stream reader ends with %d after %u errors, memory with %d after %u",
+                   stream_end, stream_errors, end, errors);
+        btp_log_reader_close(r);
+    } else {
+        FUZZ_CHECK(0, "the stream reader cannot open what the memory reader did");
+    }
 
     /* Cut it short: a prefix of the records, and a sound log reports the cut. */
     size_t cut = len * where / 128;

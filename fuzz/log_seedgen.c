@@ -31,6 +31,7 @@ int main(int argc, char **argv)
     btp_log_writer_options opt;
     btp_log_writer_options_init(&opt, word_bits);
     opt.block_bytes = (size_t)atol(argv[5]);
+    opt.flush_interval_ms = 0; /* the same seeds every time */
     opt.max_nodes = (uint32_t)atol(argv[6]);
     if (atoi(argv[7]) == 0 || !btp_log_have_zlib())
         opt.flags |= BTP_LOG_WRITE_NO_ZLIB;

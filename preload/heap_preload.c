@@ -1197,6 +1197,9 @@ __attribute__((constructor)) static void heap_init(void)
     btp_log_writer_options wo;
     btp_log_writer_options_init(&wo, (unsigned)sizeof(void *) * 8);
     wo.block_bytes = BTP_LOG_MAX_BLOCK / 2; /* the largest: see the top of this file */
+    /* blocks go out when full or by the tracer's own clock (BTPACK_HEAP_FLUSH_MS, with
+     * its clock note): not by the writer's, which would cut them small */
+    wo.flush_interval_ms = 0;
     const char *z = getenv("BTPACK_HEAP_ZLIB");
     wo.zlib_level = z && *z ? atoi(z) : 9;
     if (wo.zlib_level <= 0 || !btp_log_have_zlib()) {

@@ -128,6 +128,12 @@ def test_failure_keeps_old_file(d):
           "a new file gets the umask's mode: %o" % os.stat(new).st_mode)
     rc, _, err = conv("hex", "json", "-o", os.path.join(d, "nodir", "x.json"), data=HEX)
     check(rc == 1 and "cannot create" in err, "missing directory: %s" % err)
+    if os.geteuid() != 0:  # root may write anything
+        ro = os.path.join(d, "ro.json")
+        write(ro, b"read-only\n")
+        os.chmod(ro, 0o444)
+        rc, _, err = conv("hex", "json", "-o", ro, data=HEX)
+        check(rc == 1 and read(ro) == b"read-only\n", "a read-only file is not replaced: %s" % err)
 
 
 def test_signal(d):
@@ -191,7 +197,7 @@ def test_write_errors(d):
     write(lws, b"~m#CBUAiAAABw==\n")
     cmds = [["dump", src], ["stats", src], ["convert", "--from", "hex", "--to", "json", src],
             ["convert", "--from", "hex", "--to", "cbf", src],
-            ["heapmap", "--elf", BTPACK, lws]]
+            ["heapmap", "--elf", BTPACK, lws], ["symbolize", "--from", "hex", src]]
     for cmd in cmds:
         with open("/dev/full", "wb") as full:
             rc, _, err = run(cmd, stdout=full)

@@ -154,6 +154,13 @@ def test_errors():
          b'{ "kind": "crashReport", "architecture": "i386", "threads": [ { "frames": [ '
          b'{ "kind": "returnAddress", "address": "0x100000000" } ] } ] }\n',
          "btpack: <stdin>:1: frame 1: address 0x100000000 does not fit 32 bits\n", 1),
+        # A build ID over 64 bytes could not be written as an image line.
+        (["convert", "--from", "swift-crashlog", "--to", "json"],
+         b'{ "kind": "crashReport", "architecture": "x86_64", "threads": [ { "frames": [] } ], '
+         b'"images": [ { "baseAddress": "0x1000", "endOfText": "0x2000", "buildId": "'
+         + b"ab" * 65 + b'" } ] }\n',
+         'btpack: <stdin>:1: image 0: "buildId" of 65 bytes, longer than the 64 btpack keeps\n',
+         1),
         (["convert", "--from", "swift", "--to", "json", "--thread", "0"], b"",
          "btpack convert: --thread applies to --from swift-crashlog only (see `btpack convert "
          "--help`)\n", 2),

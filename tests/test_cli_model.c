@@ -5,6 +5,7 @@
 #include "format.h"
 #include "imagemap_text.h"
 #include "lines.h"
+#include "log/pieces.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,13 +28,17 @@ static void test_trace(void)
     trace_reset(&t, 16);
     btp_frame ra = {0xffff, BTP_FRAME_RA};
     CHECK(trace_add(&t, ra, 3) == BTP_OK && t.n == 3, "3 copies");
-    CHECK(t.frames[2].value == 0xffff && t.frames[2].kind == BTP_FRAME_RA, "copy content");
+    CHECK(t.n_runs == 1 && t.runs[0].count == 3 && t.runs[0].frame.value == 0xffff &&
+              t.runs[0].frame.kind == BTP_FRAME_RA,
+          "copies kept as one run");
+    const btp_frame *flat = trace_frames(&t);
+    CHECK(flat && flat[2].value == 0xffff && flat[2].kind == BTP_FRAME_RA, "expanded content");
     /* A count far past the limit fails before anything is allocated. */
     size_t cap = t.cap;
     CHECK(trace_add(&t, ra, UINT64_MAX) == BTP_E_LIMIT && t.n == 3 && t.cap == cap,
           "2^64-1 copies: limit, nothing added");
     CHECK(trace_add(&t, ra, 8) == BTP_E_LIMIT && t.n == 3, "11 > 10 frames");
-    CHECK(trace_add(&t, ra, 7) == BTP_OK && t.n == 10, "exactly 10 frames");
+    CHECK(trace_add(&t, ra, 7) == BTP_OK && t.n == 10 && t.n_runs == 1, "exactly 10 frames");
     trace_reset(&t, 16);
     CHECK(t.n == 0 && t.word_bits == 16 && !t.truncated && t.max_frames == 10, "reset");
     CHECK(trace_add(&t, (btp_frame){0x10000, BTP_FRAME_PC}, 1) == BTP_E_VALUE_TOO_WIDE,
@@ -49,6 +54,15 @@ static void test_trace(void)
     CHECK(trace_add(&t, (btp_frame){UINT64_MAX, BTP_FRAME_ASYNC}, 1) == BTP_OK, "64-bit max");
     trace_free(&t);
 
+    /* a run of 10^8 frames costs one run, not 1.6 GB */
+    trace_init(&t, 100000000);
+    trace_reset(&t, 64);
+    CHECK(trace_add(&t, ra, 1) == BTP_OK && trace_add(&t, ra, 99999999) == BTP_OK &&
+              t.n == 100000000 && t.n_runs == 1 && t.cap <= 64,
+          "10^8 copies: one run");
+    CHECK(trace_add(&t, (btp_frame){1, BTP_FRAME_PC}, 1) == BTP_E_LIMIT, "past the limit");
+    trace_free(&t);
+
     /* trace_add_frames: the same checks for a whole stack, all or nothing */
     btp_frame st[4] = {{1, BTP_FRAME_PC}, {0xffff, BTP_FRAME_RA}, {2, BTP_FRAME_OMIT},
                        {0x10000, BTP_FRAME_RA}};
@@ -56,8 +70,8 @@ static void test_trace(void)
     trace_reset(&t, 16);
     CHECK(trace_add_frames(&t, st, 4) == BTP_E_VALUE_TOO_WIDE && t.n == 0,
           "a frame wider than 16 bits: nothing added");
-    CHECK(trace_add_frames(&t, st, 3) == BTP_OK && t.n == 3 && t.frames[1].value == 0xffff &&
-              t.frames[2].kind == BTP_FRAME_OMIT,
+    CHECK(trace_add_frames(&t, st, 3) == BTP_OK && t.n == 3 && t.n_runs == 3 &&
+              t.runs[1].frame.value == 0xffff && t.runs[2].frame.kind == BTP_FRAME_OMIT,
           "3 frames appended in order");
     CHECK(trace_add_frames(&t, st, 0) == BTP_OK && t.n == 3, "0 frames");
     CHECK(trace_add_frames(&t, st, 3) == BTP_OK && t.n == 6, "exactly 6 frames");
@@ -166,83 +180,162 @@ static btp_status to_strbuf(void *ctx, const void *data, size_t len)
 }
 
 /* A log whose metadata blocks are (key, text) pairs, one allocation after
- * each; read to its end. */
-static btp_log_reader *log_with(strbuf *sb, const char *const *meta, size_t n)
+ * each, into sb. */
+static int log_with(strbuf *sb, const char *const *meta, size_t n)
 {
     btp_log_writer *w;
     sb_clear(sb);
     if (btp_log_writer_open(&w, to_strbuf, sb, NULL) != BTP_OK)
-        return NULL;
+        return -1;
     btp_frame f = {0x1234, BTP_FRAME_RA};
     for (size_t i = 0; i + 1 < n; i += 2) {
         btp_log_writer_meta(w, meta[i], meta[i + 1], strlen(meta[i + 1]));
         btp_log_writer_alloc(w, 16, 0x10000 + 16 * i, &f, 1);
     }
-    btp_log_reader *r = NULL;
-    btp_log_record rec;
-    if (btp_log_writer_close(w) != BTP_OK || btp_log_reader_open(&r, sb->data, sb->len, 0) != BTP_OK)
-        return NULL;
-    while (btp_log_reader_next(r, &rec) == BTP_OK)
-        ;
-    return r;
+    return btp_log_writer_close(w) == BTP_OK ? 0 : -1;
 }
 
-static const char *path_at(const owned_map *m, uint64_t addr)
+/* Stream the log in sb (in uneven pieces, as from a pipe) with its
+ * metadata as records, as the tools read it: each item is taken into lm
+ * and released at once. Reads up to record `upto` (UINT64_MAX: all).
+ * Returns the last status of log_map_take() other than BTP_END (BTP_END:
+ * none); *released: the reader holds none of the items taken. */
+static btp_status stream_map(const strbuf *sb, log_map *lm, uint64_t upto, int *released)
 {
-    const btp_image *im = btp_image_map_find(&m->map, addr);
+    piece_src src = {(const unsigned char *)sb->data, sb->len, 0, 7, 13};
+    btp_log_reader_options o;
+    btp_log_reader_options_init(&o);
+    o.flags = BTP_LOG_META_RECORDS;
+    btp_log_reader *r;
+    *released = 0;
+    if (btp_log_reader_open_source(&r, pieces, &src, &o) != BTP_OK)
+        return BTP_E_IO;
+    log_map_init(lm, btp_log_reader_word_bits(r));
+    btp_log_record rec;
+    btp_status last = BTP_END;
+    const char *key;
+    const void *d;
+    size_t len, items = 0;
+    while (btp_log_reader_next(r, &rec) == BTP_OK) {
+        if (rec.kind == BTP_LOG_META) {
+            if (btp_log_reader_meta(r, rec.meta, &key, &d, &len, NULL) == BTP_OK) {
+                btp_status st = log_map_take(lm, key, d, len);
+                if (st != BTP_END)
+                    last = st;
+            }
+            btp_log_reader_meta_release(r, rec.meta + 1);
+            items = rec.meta + 1;
+        } else if (rec.index >= upto) {
+            break;
+        }
+    }
+    *released = items && btp_log_reader_meta(r, items - 1, &key, &d, &len, NULL) ==
+                             BTP_E_INVALID_ARGUMENT;
+    btp_log_reader_close(r);
+    return last;
+}
+
+static const char *path_at(log_map *lm, uint64_t addr)
+{
+    const btp_image *im = btp_image_map_find(log_map_get(lm), addr);
     return im && im->path ? im->path : "";
 }
 
-/* Every stored block counts, newest first: an older image that overlaps a
- * newer one is left out; images only older blocks hold stay. */
+static size_t n_images(log_map *lm)
+{
+    const btp_image_map *m = log_map_get(lm);
+    return m ? m->n_images : 0;
+}
+
+/* Every stored block counts, newest over older: an older image that
+ * overlaps a newer one is left out; images only older blocks hold stay.
+ * Taken as the log streams by, with every item released once taken. */
 static void test_map_from_log(void)
 {
     strbuf sb = STRBUF_INIT;
-    owned_map m = {0};
-    size_t off = 0;
+    log_map lm;
+    int released;
     static const char *const images[] = {
         "images", "image 0x1000 0x2000 - /a.so\nimage 0x9000 0xa000 aabb /old.so\n",
         "maps", "00400000-00401000 r-xp 00000000 08:01 1 /ignored\n",
         "images", "image 0x1800 0x2800 - /b.so\nimage 0x5000 0x6000 - /c.so\n",
     };
-    btp_log_reader *r = log_with(&sb, images, 6);
-    CHECK(r && owned_map_from_log(&m, r, &off) == BTP_OK && m.map.n_images == 3,
-          "images blocks merged: %zu images", m.map.n_images);
-    CHECK(!strcmp(path_at(&m, 0x1900), "/b.so") && !strcmp(path_at(&m, 0x1100), "") &&
-              !strcmp(path_at(&m, 0x5800), "/c.so") && !strcmp(path_at(&m, 0x9800), "/old.so"),
+    CHECK(log_with(&sb, images, 6) == 0, "log");
+    CHECK(stream_map(&sb, &lm, 0, &released) == BTP_OK && n_images(&lm) == 2 &&
+              !strcmp(path_at(&lm, 0x1100), "/a.so") && !strcmp(path_at(&lm, 0x9800), "/old.so"),
+          "the first record sees the first block's map: %zu images", n_images(&lm));
+    log_map_free(&lm);
+    CHECK(stream_map(&sb, &lm, UINT64_MAX, &released) == BTP_OK && n_images(&lm) == 3,
+          "images blocks merged: %zu images", n_images(&lm));
+    CHECK(released, "every item released once taken");
+    CHECK(!strcmp(path_at(&lm, 0x1900), "/b.so") && !strcmp(path_at(&lm, 0x1100), "") &&
+              !strcmp(path_at(&lm, 0x5800), "/c.so") && !strcmp(path_at(&lm, 0x9800), "/old.so"),
           "newest block wins where images overlap");
-    const btp_image *old = btp_image_map_find(&m.map, 0x9800);
+    const btp_image *old = btp_image_map_find(log_map_get(&lm), 0x9800);
     CHECK(old && old->build_id_len == 2 && old->build_id[0] == 0xaa && old->build_id[1] == 0xbb,
           "build ID copied");
-    CHECK(!strcmp(path_at(&m, 0x400800), ""), "maps blocks unused when there are images");
-    btp_log_reader_close(r);
+    CHECK(!strcmp(path_at(&lm, 0x400800), ""), "maps blocks unused when there are images");
+    log_map_free(&lm);
 
-    static const char *const maps[] = {
-        "maps", "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n",
-        "maps", "7f0000000000-7f0000001000 r-xp 00000000 08:01 2 /lib/y.so\n",
+    /* where the map comes from: (metadata, status, images, an address and
+     * the path it is in, "" for none) */
+    static const struct {
+        const char *what;
+        const char *meta[6];
+        size_t n_meta;
+        btp_status st;
+        size_t images;
+        uint64_t addr[2];
+        const char *path[2];
+    } cases[] = {
+        {"maps blocks merged when there are no images",
+         {"maps", "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n", "maps",
+          "7f0000000000-7f0000001000 r-xp 00000000 08:01 2 /lib/y.so\n"},
+         4, BTP_OK, 2, {0x400800, 0x7f0000000800}, {"/bin/x", "/lib/y.so"}},
+        {"images replace maps met before them",
+         {"maps", "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n", "images",
+          "image 0x1000 0x2000 - /a.so\n"},
+         4, BTP_OK, 1, {0x1100, 0x400800}, {"/a.so", ""}},
+        {"a bad block: its status, no map (later blocks unused)",
+         {"images", "image 0x1000 0x2000 - /a.so\n", "images",
+          "image 0x3000 0x2000 - /backwards.so\n", "images", "image 0x5000 0x6000 - /c.so\n"},
+         6, BTP_E_IMAGE_SYNTAX, 0, {0x1100, 0x5800}, {"", ""}},
+        {"no map", {"comment", "# nothing here\n"}, 2, BTP_END, 0, {0x1100, 0}, {"", ""}},
     };
-    r = log_with(&sb, maps, 4);
-    CHECK(r && owned_map_from_log(&m, r, &off) == BTP_OK && m.map.n_images == 2 &&
-              !strcmp(path_at(&m, 0x400800), "/bin/x") &&
-              !strcmp(path_at(&m, 0x7f0000000800), "/lib/y.so"),
-          "maps blocks merged when there are no images");
-    btp_log_reader_close(r);
-
-    static const char *const bad[] = {
-        "images", "image 0x1000 0x2000 - /a.so\n",
-        "images", "image 0x3000 0x2000 - /backwards.so\n",
-    };
-    r = log_with(&sb, bad, 4);
-    CHECK(r && owned_map_from_log(&m, r, &off) == BTP_E_IMAGE_SYNTAX && m.map.n_images == 0,
-          "a bad block: its status, an empty map");
-    btp_log_reader_close(r);
-
-    static const char *const none[] = {"comment", "# nothing here\n"};
-    r = log_with(&sb, none, 2);
-    CHECK(r && owned_map_from_log(&m, r, &off) == BTP_END && m.map.n_images == 0, "no map");
-    btp_log_reader_close(r);
-    owned_map_free(&m);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK(log_with(&sb, cases[i].meta, cases[i].n_meta) == 0, "log");
+        btp_status st = stream_map(&sb, &lm, UINT64_MAX, &released);
+        CHECK(st == cases[i].st && lm.st == cases[i].st && n_images(&lm) == cases[i].images &&
+                  !strcmp(path_at(&lm, cases[i].addr[0]), cases[i].path[0]) &&
+                  !strcmp(path_at(&lm, cases[i].addr[1]), cases[i].path[1]),
+              "%s: %s, %zu images", cases[i].what, btp_status_name(st), n_images(&lm));
+        CHECK(st != BTP_E_IMAGE_SYNTAX || lm.err_off == 13, "the bad field's offset: %zu",
+              lm.err_off);
+        log_map_free(&lm);
+    }
     sb_free(&sb);
+
+    /* An image a later block overlaps is gone, even when a still later one
+     * replaces that image in turn (the map holds what the newest block that
+     * covered an address said, and what nothing newer covered). */
+    log_map_init(&lm, 64);
+    const char *x = "image 0x1000 0x2000 - /x.so\n", *y = "image 0x1800 0x2800 - /y.so\n",
+               *z = "image 0x2400 0x3000 - /z.so\n";
+    CHECK(log_map_take(&lm, "images", x, strlen(x)) == BTP_OK, "x");
+    const btp_image_map *m1 = log_map_get(&lm);
+    CHECK(log_map_take(&lm, "images", y, strlen(y)) == BTP_OK, "y");
+    CHECK(m1->n_images == 1 && !strcmp(m1->images[0].path, "/x.so"),
+          "the map handed out stays as it was until the next one is asked for");
+    const btp_image_map *m2 = log_map_get(&lm);
+    CHECK(m2 != m1 && m2->n_images == 1 && !strcmp(path_at(&lm, 0x1100), ""),
+          "a changed map comes at another address");
+    CHECK(log_map_take(&lm, "images", z, strlen(z)) == BTP_OK && log_map_get(&lm) != m2 &&
+              n_images(&lm) == 1 && !strcmp(path_at(&lm, 0x2500), "/z.so") &&
+              !strcmp(path_at(&lm, 0x1100), ""),
+          "x stays replaced");
+    CHECK(log_map_take(&lm, "maps", "", 0) == BTP_END && log_map_take(&lm, "clock", "", 0) ==
+              BTP_END, "maps after images and other keys are not used");
+    log_map_free(&lm);
 }
 
 int main(void)

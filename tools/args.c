@@ -4,6 +4,15 @@
 #include <stdarg.h>
 #include <string.h>
 
+const char cli_log_limits_help[] =
+    "  --max-nodes N, --max-live N, --max-expansion N\n"
+    "                    (from log) what reading a log may cost: call-tree nodes\n"
+    "                    per segment and live allocations (default 1048576 each,\n"
+    "                    what the writer uses), and tree nodes, records and frames\n"
+    "                    per byte of log (default 1024, real logs need under 30;\n"
+    "                    0: no limit); a log built to explode stops with an error\n"
+    "                    naming the limit\n";
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
@@ -71,6 +80,38 @@ int cli_count_arg(const char *cmd, const char *opt, const char *arg, size_t *out
     return 0;
 }
 
+int cli_seconds_arg(const char *cmd, const char *opt, const char *arg, uint32_t *ms)
+{
+    /* D[.DDD] seconds, at most a day: milliseconds are what counts */
+    const char *dot = strchr(arg, '.');
+    size_t whole = dot ? (size_t)(dot - arg) : strlen(arg);
+    size_t frac = dot ? strlen(dot + 1) : 0;
+    uint64_t s = 0, f = 0;
+    if (whole == 0 || parse_dec_u64(arg, whole, &s) < 0 || s > 86400 || (dot && frac == 0) ||
+        frac > 3 || (frac && parse_dec_u64(dot + 1, frac, &f) < 0)) {
+        cli_usage_error(cmd, "%s needs seconds (such as 1, 0.25 or 0), not '%s'", opt, arg);
+        return -1;
+    }
+    for (size_t i = frac; i < 3; i++)
+        f *= 10;
+    *ms = (uint32_t)(s * 1000 + f);
+    return 0;
+}
+
+/* A count that fits 32 bits (log reader limits). */
+static int u32_arg(const char *cmd, const char *opt, const char *arg, int zero_ok,
+                   uint32_t *out)
+{
+    uint64_t v;
+    if (parse_dec_u64(arg, strlen(arg), &v) < 0 || v > UINT32_MAX || (!zero_ok && v == 0)) {
+        cli_usage_error(cmd, "%s needs a %snumber below 2^32, not '%s'", opt,
+                        zero_ok ? "" : "positive ", arg);
+        return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
 int cli_thread_arg(const char *cmd, const char *arg, cli_options *opt)
 {
     uint64_t v;
@@ -100,6 +141,13 @@ int cli_check_thread_option(const char *cmd, const cli_options *opt, const forma
 int cli_read_option(const char *cmd, int ch, const char *arg, cli_options *opt)
 {
     switch (ch) {
+    case 'N':
+        return u32_arg(cmd, "--max-nodes", arg, 0, &opt->log_max_nodes) < 0 ? -1 : 1;
+    case 'L':
+        return u32_arg(cmd, "--max-live", arg, 0, &opt->log_max_live) < 0 ? -1 : 1;
+    case 'X':
+        opt->log_max_expansion_set = 1;
+        return u32_arg(cmd, "--max-expansion", arg, 1, &opt->log_max_expansion) < 0 ? -1 : 1;
     case 'w':
         return cli_word_bits_arg(cmd, arg, &opt->word_bits) < 0 ? -1 : 1;
     case 's':

@@ -35,17 +35,40 @@ int cbf_to_trace(reader *r, const uint8_t *p, size_t len, unsigned policy, uint6
     return 0;
 }
 
-int cbf_from_trace(writer *w, const trace *t, strbuf *out)
+int cbf_from_trace(writer *w, const trace *t, unsigned flags, strbuf *out)
 {
-    size_t cap = BTP_CBF_BOUND(t->n), len = 0;
-    char *buf = sb_reserve(out, cap);
-    if (!buf)
-        return wr_error(w, "out of memory");
-    btp_status st = btp_cbf_encode(t->frames, t->n, t->truncated, t->word_bits, 0, buf, cap,
-                                   &len, NULL);
-    if (st != BTP_OK)
-        return wr_error(w, "cannot encode as CBF: %s", btp_strerror(st));
-    out->len += len;
-    out->data[out->len] = 0;
-    return 0;
+    /* A trace without repeats takes the one-shot encoder's fast path; runs
+     * go to the streaming encoder whole, so a run of 2^40 costs a few
+     * bytes, never its expansion. The first guess of the size is right
+     * unless a run needs several reps (16/32-bit words). */
+    size_t cap = BTP_CBF_BOUND(t->n_runs) + 16, len = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        char *buf = sb_reserve(out, cap);
+        if (!buf)
+            return wr_error(w, "out of memory");
+        btp_status st;
+        if (t->n_runs == t->n) {
+            const btp_frame *f = trace_frames(t);
+            st = f ? btp_cbf_encode(f, t->n, t->truncated, t->word_bits, flags, buf, cap, &len,
+                                    NULL)
+                   : BTP_E_OUT_OF_MEMORY;
+        } else {
+            btp_cbf_encoder e;
+            st = btp_cbf_encoder_init(&e, buf, cap, t->word_bits, flags);
+            for (size_t i = 0; st == BTP_OK && i < t->n_runs; i++)
+                st = btp_cbf_encoder_add(&e, t->runs[i].frame, t->runs[i].count);
+            if (st == BTP_OK)
+                st = btp_cbf_encoder_finish(&e, t->truncated, &len);
+            if (st == BTP_E_BUFFER_TOO_SMALL && pass == 0) {
+                cap = btp_cbf_encoder_needed(&e);
+                continue;
+            }
+        }
+        if (st != BTP_OK)
+            return wr_error(w, "cannot encode as CBF: %s", btp_strerror(st));
+        out->len += len;
+        out->data[out->len] = 0;
+        return 0;
+    }
+    return wr_error(w, "cannot encode as CBF: %s", btp_strerror(BTP_E_BUFFER_TOO_SMALL));
 }

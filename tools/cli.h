@@ -33,6 +33,11 @@ int cli_format_arg(const char *cmd, const char *arg, int need_reader, int need_w
                    const format **out);
 int cli_word_bits_arg(const char *cmd, const char *arg, unsigned *out);
 int cli_count_arg(const char *cmd, const char *opt, const char *arg, size_t *out);
+/* D[.DDD] seconds (at most a day) as milliseconds; a usage error and -1 if
+ * not. */
+int cli_seconds_arg(const char *cmd, const char *opt, const char *arg, uint32_t *ms);
+/* --help lines for the trace log reading limits (--max-nodes, ...). */
+extern const char cli_log_limits_help[];
 /* --thread N|crashed|all (crash logs) into opt. */
 int cli_thread_arg(const char *cmd, const char *arg, cli_options *opt);
 /* EXIT_USAGE (after saying so) when --thread was given for input that is
@@ -42,7 +47,8 @@ int cli_check_thread_option(const char *cmd, const cli_options *opt, const forma
  * those it takes in its getopt_long table with these short codes and hands
  * every code its own switch does not know to cli_read_option(): 'w'
  * --word-bits N, 's' --strict, 'k' --keep-going, 'm' --max-frames N,
- * 'R' --thread N|crashed|all.
+ * 'R' --thread N|crashed|all; for trace logs 'N' --max-nodes N, 'L'
+ * --max-live N, 'X' --max-expansion N.
  * Returns 1 when `ch` was one of them (stored in *opt), 0 when it was not,
  * -1 on a bad value (usage error printed). */
 int cli_read_option(const char *cmd, int ch, const char *arg, cli_options *opt);
@@ -72,8 +78,7 @@ int cmd_heapmap(int argc, char **argv);
 int cmd_heap(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);
 
-/* btpack stats on a trace log held in data (logstats.c); path names it. */
-int log_stats(const char *path, const strbuf *data, const cli_options *opt, const char *elf,
-              size_t top);
+/* btpack stats on a trace log read from `in` (logstats.c). */
+int log_stats(input *in, const cli_options *opt, const char *elf, size_t top);
 
 #endif

@@ -30,10 +30,18 @@ static const char convert_help[] =
     "  --thread N|crashed|all\n"
     "                    (swift-crashlog) which threads of a crash log become\n"
     "                    traces: thread N (from 0, the log's order), the crashed\n"
-    "                    one, or all (default; the crashed one first)\n"
+    "                    one, or all (default; the crashed one first)\n";
+
+/* after the log limits (cli_log_limits_help) */
+static const char convert_help_output[] =
     "  --maps FILE       (to log) store FILE, the /proc/PID/maps of the traced\n"
     "                    process, so that addresses can be symbolized later\n"
     "  --no-zlib         (to log) store blocks uncompressed\n"
+    "  --flush-interval S  output held back (a log's block, buffered text) is\n"
+    "                    written within S seconds (default 1 when IN is a pipe\n"
+    "                    or terminal, 0 for a file; 0: only when a buffer or\n"
+    "                    block is full), so that a writer killed while reading\n"
+    "                    a pipe loses at most S seconds of records\n"
     "  --alloc-size N    allocation size of traces whose input has none (lws\n"
     "                    writes one per record; default 0)\n"
     "  --allow-truncated write truncated traces (CBF trunc) into lws/lws-b with a\n"
@@ -73,6 +81,8 @@ typedef struct convert_ctx {
     output out;
     const char *in_name;
     strbuf buf;
+    uint64_t buf_since; /* clock (ms) when buf got its oldest byte */
+    int failed;         /* a write to the output failed (reported) */
 } convert_ctx;
 
 /* Output collects in c->buf and goes out in chunks of about this size:
@@ -89,31 +99,86 @@ static int flush_buf(convert_ctx *c)
         rc = -1;
     }
     /* emptied either way, so that a failure is reported once */
-    if (rc < 0)
+    if (rc < 0) {
         sb_free(&c->buf);
-    else
+        c->failed = 1;
+    } else {
         sb_clear(&c->buf);
+    }
     return rc;
+}
+
+/* A writer streams a long record out (writer.spill). */
+static int convert_spill(void *ctx)
+{
+    return flush_buf(ctx);
+}
+
+/* The input is about to read (input.h): output held back goes out when
+ * the input has to wait for data, or once it is --flush-interval old; a
+ * log's pending block once the library says it is due. */
+static long convert_idle(void *ctx, int waiting)
+{
+    convert_ctx *c = ctx;
+    uint32_t interval = c->w.opt->flush_interval_ms, wait = UINT32_MAX;
+    if (c->failed)
+        return -1;
+    if (c->to->tick) {
+        c->w.msg[0] = 0;
+        size_t mark = c->buf.len;
+        if (c->to->tick(&c->w, &c->buf, &wait) < 0) {
+            diag(DIAG_ERROR, c->out.name, NULL, "%s", c->w.msg);
+            c->failed = 1;
+            return -1;
+        }
+        if (c->buf.len > mark)
+            waiting = 1; /* a block: out with it */
+    }
+    if (c->buf.len) {
+        uint64_t age = output_clock_ms() - c->buf_since;
+        if (waiting || (interval && age >= interval)) {
+            if (flush_buf(c) < 0)
+                return -1;
+        } else if (interval && interval - age < wait) {
+            wait = (uint32_t)(interval - age);
+        }
+    }
+    return wait == UINT32_MAX ? -1 : (long)wait;
 }
 
 static int convert_sink(void *ctx, trace *t)
 {
     convert_ctx *c = ctx;
-    if (t->event == TRACE_FREE && !c->to->events)
+    if ((t->event == TRACE_FREE && !c->to->events) ||
+        (t->event == TRACE_COMMENTS && !c->to->comments))
         return 0;
     size_t mark = c->buf.len; /* a trace that fails leaves nothing behind */
+    if (c->failed)
+        return -1;
     c->w.msg[0] = 0;
-    if (c->to->write(&c->w, t, &c->buf) < 0) {
+    c->w.committed = mark;
+    int failed = c->to->write(&c->w, t, &c->buf) < 0;
+    if (c->failed)
+        return -1; /* the output failed while the writer streamed (reported) */
+    /* a streaming writer's blocks go out at once: a crash loses no more */
+    int emitted = c->w.committed > mark;
+    if (failed) {
         int warn = c->w.opt->keep_going;
+        if (c->w.committed > mark)
+            mark = c->w.committed; /* what the writer emitted stays */
         if (!c->buf.oom && c->buf.len > mark) {
             c->buf.len = mark;
             c->buf.data[mark] = 0;
         }
         diag(warn ? DIAG_WARNING : DIAG_ERROR, c->in_name, &t->loc, "cannot write as %s: %s%s",
              c->to->name, c->w.msg, warn ? "; trace skipped" : "");
+        if (emitted && flush_buf(c) < 0)
+            return -1;
         return 1;
     }
-    return c->buf.oom || c->buf.len >= FLUSH_AT ? flush_buf(c) : 0;
+    if (mark == 0 && c->buf.len)
+        c->buf_since = output_clock_ms();
+    return c->buf.oom || c->buf.len >= FLUSH_AT || emitted ? flush_buf(c) : 0;
 }
 
 int cmd_convert(int argc, char **argv)
@@ -134,14 +199,19 @@ int cmd_convert(int argc, char **argv)
         {"no-zlib", no_argument, NULL, 'Z'},
         {"force", no_argument, NULL, 'F'},
         {"keep-partial", no_argument, NULL, 'P'},
+        {"flush-interval", required_argument, NULL, 'I'},
+        {"max-nodes", required_argument, NULL, 'N'},
+        {"max-live", required_argument, NULL, 'L'},
+        {"max-expansion", required_argument, NULL, 'X'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
-    cli_options opt = {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES};
+    cli_options opt = {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES,
+                       .flush_interval_ms = 1000};
     const format *from = NULL, *to = NULL;
     const char *out_path = NULL;
     unsigned out_flags = 0;
-    int ch;
+    int ch, interval_given = 0;
     opterr = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
@@ -181,8 +251,15 @@ int cmd_convert(int argc, char **argv)
         case 'P':
             out_flags |= OUTPUT_KEEP_PARTIAL;
             break;
+        case 'I':
+            if (cli_seconds_arg("convert", "--flush-interval", optarg, &opt.flush_interval_ms) < 0)
+                return EXIT_USAGE;
+            interval_given = 1;
+            break;
         case 'h':
             fputs(convert_help, stdout);
+            fputs(cli_log_limits_help, stdout);
+            fputs(convert_help_output, stdout);
             cli_list_formats(stdout, 1, 0);
             fputs("\noutput formats:\n", stdout);
             cli_list_formats(stdout, 0, 1);
@@ -207,11 +284,18 @@ int cmd_convert(int argc, char **argv)
         return cli_usage_error("convert", "one input at most, got %d", argc - optind);
 
     const char *in_path = optind < argc ? argv[optind] : NULL;
+    /* A file is all there: blocks by size only, so that the same file
+     * always gives the same log. Time counts for input that arrives. */
+    if (!interval_given && input_is_file(in_path))
+        opt.flush_interval_ms = 0;
     convert_ctx c = {.to = to, .in_name = input_name(in_path)};
-    c.w = (writer){.fmt = to, .opt = &opt, .in_name = c.in_name};
+    c.w = (writer){.fmt = to, .opt = &opt, .in_name = c.in_name, .spill = convert_spill,
+                   .spill_ctx = &c};
     strbuf comments = STRBUF_INIT;
     if (to->comments)
         opt.comments = &comments;
+    opt.idle = convert_idle;
+    opt.idle_ctx = &c;
 
     int rc = output_open(&c.out, out_path, in_path, out_flags | (to->binary ? OUTPUT_BINARY : 0));
     if (rc != 0)

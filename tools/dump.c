@@ -95,15 +95,26 @@ static uint64_t operand_value(const uint8_t *p, size_t n, int sign)
  * position in a binary input). Returns BTP_END with *stop_out = the stream's
  * length, or the decoder's error with *stop_out = its byte offset.
  */
+/* Decode the stream at p[0..len) run by run (O(1) per run: no
+ * expansion): BTP_END with *stop its length, or the fault with *stop its
+ * offset. */
+static btp_status scan_stream(btp_cbf_decoder *d, const uint8_t *p, size_t len, unsigned policy,
+                              size_t *stop)
+{
+    btp_cbf_run run;
+    btp_status st = btp_cbf_decoder_init(d, p, len, policy);
+    while (st == BTP_OK)
+        st = btp_cbf_decoder_next(d, &run);
+    *stop = st == BTP_END ? btp_cbf_decoder_consumed(d) : btp_cbf_decoder_error_offset(d);
+    return st;
+}
+
 static btp_status dump_stream(const uint8_t *p, size_t len, size_t base, unsigned policy,
                               int single, size_t *stop_out)
 {
     btp_cbf_decoder d;
-    btp_cbf_run run;
-    btp_status st = btp_cbf_decoder_init(&d, p, len, policy);
-    while (st == BTP_OK)
-        st = btp_cbf_decoder_next(&d, &run); /* O(1) per run: no expansion */
-    size_t stop = st == BTP_END ? btp_cbf_decoder_consumed(&d) : btp_cbf_decoder_error_offset(&d);
+    size_t stop;
+    btp_status st = scan_stream(&d, p, len, policy, &stop);
     *stop_out = stop;
     char operand[64], addr[64];
     unsigned bits = 0;
@@ -221,35 +232,74 @@ int cmd_dump(int argc, char **argv)
     input in;
     if (input_open(&in, path) < 0)
         return EXIT_BAD_INPUT;
-    reader r = {.fmt = from, .name = in.name, .opt = &opt, .word_bits = 64};
+    reader r = {.fmt = from, .name = in.name, .opt = &opt, .word_bits = 64, .in = &in};
     strbuf bytes = STRBUF_INIT;
     output out;
     output_stdio(&out);
     if (cif) {
-        bad = input_read_all(&in, &bytes) < 0 ||
-              dump_cif((const uint8_t *)bytes.data, bytes.len, in.name, opt.strict) < 0;
-    } else if (!from->line_bytes) {
-        /* Binary: streams back to back, split at end/trunc. */
-        unsigned policy = cbf_policy(&opt) & ~(unsigned)BTP_CBF_REJECT_TRAILING;
-        if (input_read_all(&in, &bytes) < 0) {
+        /* One image map, read whole through the window: at most the largest
+         * record a binary reader takes (real maps are kilobytes). */
+        const uint8_t *p = NULL;
+        size_t have = 0;
+        for (size_t need = 65536;; need = need < BINARY_MAX_RECORD / 2 ? need * 2
+                                                                      : BINARY_MAX_RECORD + 1) {
+            p = rd_bytes(&r, need, &have);
+            if (r.in_end || have > BINARY_MAX_RECORD)
+                break;
+        }
+        if (r.fatal) {
+            if (!r.in_failed)
+                diag(DIAG_ERROR, in.name, NULL, "%s", r.msg);
+            bad = 1;
+        } else if (have > BINARY_MAX_RECORD) {
+            diag(DIAG_ERROR, in.name, NULL, "more than %zu bytes: not one image map",
+                 BINARY_MAX_RECORD);
             bad = 1;
         } else {
-            size_t pos = 0;
-            for (unsigned long long k = 1; pos < bytes.len && !output_failed(&out); k++) {
-                printf("# stream %llu at byte offset %zu\n", k, pos);
-                size_t used = 0;
-                btp_status st = dump_stream((const uint8_t *)bytes.data + pos, bytes.len - pos,
-                                            pos, policy, 0, &used);
-                if (st != BTP_END) {
-                    src_loc loc = {.offset = pos + used, .has_offset = 1};
-                    diag(DIAG_ERROR, in.name, &loc, "%s (%s); cannot find the next stream",
-                         btp_strerror(st), btp_status_name(st));
-                    bad = 1;
-                    break;
-                }
-                pos += used;
-            }
+            bad = dump_cif(p, have, in.name, opt.strict) < 0;
         }
+        sb_free(&r.win);
+    } else if (!from->line_bytes) {
+        /* Binary: streams back to back, split at end/trunc, read through a
+         * window that grows only while a stream runs to its edge. */
+        unsigned policy = cbf_policy(&opt) & ~(unsigned)BTP_CBF_REJECT_TRAILING;
+        for (unsigned long long k = 1; !output_failed(&out); k++) {
+            const uint8_t *p = NULL;
+            size_t have = 0, stop;
+            for (size_t need = 256;; need *= 2) {
+                btp_cbf_decoder d;
+                p = rd_bytes(&r, need, &have);
+                if (!have)
+                    break;
+                btp_status st = scan_stream(&d, p, have, policy, &stop);
+                int edge = st == BTP_END ? btp_cbf_decoder_terminator(&d) == BTP_CBF_TERM_NONE
+                                         : stop + 40 >= have;
+                if (!edge || r.in_end || have >= BINARY_MAX_RECORD)
+                    break;
+                if (need < have)
+                    need = have;
+            }
+            if (!have) {
+                if (r.fatal) {
+                    if (!r.in_failed)
+                        diag(DIAG_ERROR, in.name, NULL, "%s", r.msg);
+                    bad = 1;
+                }
+                break;
+            }
+            printf("# stream %llu at byte offset %llu\n", k, (unsigned long long)r.pos);
+            size_t used = 0;
+            btp_status st = dump_stream(p, have, (size_t)r.pos, policy, 0, &used);
+            if (st != BTP_END) {
+                src_loc loc = {.offset = r.pos + used, .has_offset = 1};
+                diag(DIAG_ERROR, in.name, &loc, "%s (%s); cannot find the next stream",
+                     btp_strerror(st), btp_status_name(st));
+                bad = 1;
+                break;
+            }
+            rd_skip(&r, used);
+        }
+        sb_free(&r.win);
     } else {
         line_reader lr;
         const char *line;

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Declared as a printf-style function so the compiler checks every caller's
  * format string against its arguments. */
@@ -108,4 +109,50 @@ int parse_dec_u64(const char *s, size_t n, uint64_t *out)
     }
     *out = v;
     return 0;
+}
+
+const uint8_t *rd_bytes(reader *r, size_t need, size_t *have)
+{
+    size_t off = (size_t)(r->pos - r->win_off); /* where r->pos is in the window */
+    while (r->win.len - off < need && !r->in_end) {
+        /* forget what was read before r->pos once it is half the window:
+         * moves stay linear in the input */
+        if (off && off >= r->win.len / 2) {
+            memmove(r->win.data, r->win.data + off, r->win.len - off);
+            r->win.len -= off;
+            r->win_off += off;
+            off = 0;
+        }
+        size_t room = need - (r->win.len - off);
+        if (room < 65536)
+            room = 65536;
+        char *d = sb_reserve(&r->win, room);
+        long got = d ? input_read(r->in, d, room) : -1;
+        if (got < 0) {
+            if (d)
+                r->in_failed = 1; /* the input said why */
+            else
+                rd_error(r, "out of memory");
+            r->fatal = r->in_end = 1;
+            *have = 0;
+            return NULL;
+        }
+        if (got == 0)
+            r->in_end = 1;
+        r->win.len += (size_t)got;
+    }
+    *have = r->win.len - off;
+    return (const uint8_t *)r->win.data + off;
+}
+
+void rd_skip(reader *r, size_t n)
+{
+    r->pos += n;
+}
+
+int wr_spill(writer *w, strbuf *out)
+{
+    if (!w->spill || out->len < ((size_t)1 << 20))
+        return 0;
+    return w->spill(w->spill_ctx) < 0 ? -1 : 0;
 }

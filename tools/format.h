@@ -27,12 +27,21 @@ typedef struct cli_options {
     int no_zlib;           /* --no-zlib: store log blocks uncompressed */
     strbuf *comments;      /* set when the writer keeps comment lines (format.comments):
                               readers append the comment lines they meet (with their
-                              newlines); the writer takes them before its next record
-                              and at the end */
+                              newlines); the writer takes them before its next record,
+                              at the end, and whenever they pass COMMENTS_AT_MOST
+                              (a TRACE_COMMENTS event) */
     int alloc_size_set;  /* --alloc-size given: */
     uint64_t alloc_size; /* the size of traces whose input has none (lws default 0) */
     int allow_truncated; /* --allow-truncated: write truncated traces into lws anyway */
     int lws_optimal;     /* --lws-optimal: smallest lws encoding, not libwebsockets' */
+    uint32_t flush_interval_ms; /* --flush-interval: output waits at most this long */
+    /* Trace log reading limits (btp_log_reader_options; 0: the default): */
+    uint32_t log_max_nodes, log_max_live, log_max_expansion;
+    int log_max_expansion_set;  /* --max-expansion given (0 allowed: no limit) */
+    /* Called by the input before it reads (input.h): the writer's chance to
+     * flush what is due while the input waits. */
+    input_idle_fn idle;
+    void *idle_ctx;
     int thread_given;    /* --thread was given */
     int thread_sel;      /* --thread (crash logs): CLI_THREADS_* */
     size_t thread_index; /* --thread N */
@@ -46,6 +55,7 @@ enum {
 };
 
 #define CLI_DEFAULT_MAX_FRAMES ((size_t)1 << 20)
+#define COMMENTS_AT_MOST ((size_t)1 << 20) /* comment bytes held before the writer takes them */
 
 struct format;
 
@@ -56,9 +66,14 @@ typedef struct reader {
     unsigned word_bits;        /* word size for formats without their own; a
                                   format may change it (trace's header line) */
     void *state;               /* the format's own, from its open() */
-    /* binary formats: the whole input and the read position */
-    const uint8_t *data;
-    size_t len, pos;
+    /* binary formats: the input and the read position (byte offset of the
+     * next record); rd_bytes() gives the bytes from there */
+    input *in;
+    uint64_t pos;
+    strbuf win;                /* input bytes [win_off, win_off + win.len) */
+    uint64_t win_off;
+    int in_end;                /* the input has no more bytes */
+    int in_failed;             /* reading it failed (reported already) */
     /* the record being read and the pending error */
     src_loc loc;
     src_loc err_loc;
@@ -66,7 +81,22 @@ typedef struct reader {
     int fatal;                 /* the input cannot be read any further */
     int more;                  /* read_line: the line holds another record; call
                                   again with the same line (set per call) */
+    int not_a_record;          /* the error is about the input, not one record
+                                  (damage, lost records): no "trace skipped" */
 } reader;
+
+/* Binary readers: the largest record (one CBF stream) they take. */
+#define BINARY_MAX_RECORD ((size_t)64 << 20)
+
+/* Binary readers: the input's bytes from r->pos on, at least `need` of them
+ * unless the input ends first; *have gets how many there are (all that was
+ * read, possibly more than need). Valid until the next call. On a read
+ * error (reported already) sets r->in_failed and r->fatal and gives 0
+ * bytes. Memory: a window of about need + 64 KiB. */
+const uint8_t *rd_bytes(reader *r, size_t need, size_t *have);
+
+/* Binary readers: consume n bytes (r->pos += n). */
+void rd_skip(reader *r, size_t n);
 
 typedef struct writer {
     const struct format *fmt;
@@ -75,7 +105,24 @@ typedef struct writer {
     const char *in_name;       /* the input's name, for warnings */
     src_loc err_loc;
     char msg[320];
+    /* Bytes of `out` that belong to the output even when the current write
+     * fails: a streaming writer (log) emits its header, the metadata and
+     * the blocks of earlier records during a call, and moves this to the
+     * end of what it emitted. A failed write is rolled back to here, never
+     * further; the caller sets it to out->len before each call. */
+    size_t committed;
+    /* Set by the caller that writes `out` somewhere (convert): write out
+     * what `out` holds now. Writers call wr_spill() in long loops, once
+     * they know the record is valid, so that a trace of 10^8 frames streams
+     * out instead of being built in memory; after that they must not fail. */
+    int (*spill)(void *ctx);
+    void *spill_ctx;
 } writer;
+
+/* In a writer's loop: when `out` holds more than a MiB and the caller can
+ * take it, hand it on (w->spill). Returns 0, or -1 when the output failed
+ * (reported already: the writer returns -1 without a message). */
+int wr_spill(writer *w, strbuf *out);
 
 typedef struct format {
     const char *name;
@@ -96,16 +143,21 @@ typedef struct format {
      * for a line without one (comment, header), -1 on bad input. */
     int (*read_line)(reader *r, const char *line, size_t len, trace *t);
 
-    /* Binary reader over r->data[r->pos..r->len): the next record, advancing
-     * r->pos. Returns 1, 0 at the end, -1 on bad input (set r->fatal when
-     * the position after the bad record is unknown). */
+    /* Binary reader over the input from r->pos (rd_bytes()): the next
+     * record, advancing r->pos. Returns 1, 0 at the end, -1 on bad input
+     * (set r->fatal when the position after the bad record is unknown). */
     int (*read_next)(reader *r, trace *t);
 
     /* Writer: append t to out. Returns 0, or -1 (wr_error) when the format
-     * cannot express t. begin/end (optional) write a header/footer. */
+     * cannot express t: what it appended beyond w->committed is then
+     * dropped. begin/end (optional) write a header/footer. */
     int (*write)(writer *w, const trace *t, strbuf *out);
     int (*begin)(writer *w, strbuf *out);
     int (*end)(writer *w, strbuf *out);
+    /* Optional, for a writer that holds records back (log): append what is
+     * due by now (cli_options.flush_interval_ms) to out, and set *wait_ms to
+     * when the rest will be (UINT32_MAX: nothing held). 0 or -1 (wr_error). */
+    int (*tick)(writer *w, strbuf *out, uint32_t *wait_ms);
 } format;
 
 /* The registry (formats/registry.c). */
@@ -148,10 +200,32 @@ int parse_dec_u64(const char *s, size_t n, uint64_t *out);
 int cbf_to_trace(reader *r, const uint8_t *p, size_t len, unsigned policy, uint64_t base,
                  trace *t, size_t *consumed);
 
+
+/* Trace logs (formats/log.c), shared with `btpack stats` on a log. */
+/* Open the library's streaming reader on r->in with the options of
+ * r->opt. On failure r->msg says why (unless the input reported it). */
+btp_status log_open_reader(reader *r, btp_log_reader **out);
+/* Put a status of the library reader into r->msg/err_loc: the lost
+ * records and their bytes, the limit to raise; sets r->fatal when reading
+ * cannot go on, r->not_a_record. Returns -1. */
+int log_status(reader *r, btp_log_reader *lr, btp_status st);
+/* For commands that read a log's records themselves (stats, heap): the
+ * next record of a reader from log_open_reader(). Metadata items go to
+ * `meta` (may be NULL) with the number of records before them, as they
+ * come, and are then released. Damage is reported (diag(), as log_status()
+ * words it; a log cut short as a warning with `cut_note` after it when
+ * that is given). Returns BTP_OK with *rec, BTP_END, or the error's status
+ * once reported (r->fatal: reading cannot go on). */
+typedef void (*log_meta_fn)(void *ctx, const char *key, const void *data, size_t len,
+                            uint64_t record);
+btp_status log_next_record(reader *r, btp_log_reader *lr, btp_log_record *rec, log_meta_fn meta,
+                           void *ctx, const char *cut_note);
+
 /* The policy for a single stream per record under the options. */
 unsigned cbf_policy(const cli_options *opt);
 
-/* Append the minimal CBF encoding of t to out. Returns 0 or -1 (wr_error). */
-int cbf_from_trace(writer *w, const trace *t, strbuf *out);
+/* Append the CBF encoding of t to out: the minimal one, or as `flags`
+ * (BTP_CBF_ENC_*) ask. Returns 0 or -1 (wr_error). */
+int cbf_from_trace(writer *w, const trace *t, unsigned flags, strbuf *out);
 
 #endif

@@ -39,7 +39,7 @@ static const char heap_help[] =
     "          hover for size and stack. One self-contained HTML file (or SVG).\n"
     "\n"
     "IN is a trace log from `heap record`, or a text log with CSV records\n"
-    "(m,SIZE,PTR  c,SIZE,PTR  f,,PTR) or libwebsockets ~m# records among other text\n"
+    "(m,SIZE,PTR[,CBF]  c,SIZE,PTR[,CBF]  f,,PTR) or libwebsockets ~m# records among other text\n"
     "(detected; --from log|csv|lws to say). `btpack heap COMMAND --help` for more.\n"
     "\n"
     "examples:\n"

@@ -7,7 +7,8 @@
 int heap_report(int argc, char **argv);
 int heap_map(int argc, char **argv);
 
-/* Options report and map share: --from, --elf, --word-bits, --keep-going.
+/* Options report and map share: --from, --elf, --word-bits, --keep-going,
+ * the log reading limits (--max-nodes, --max-live, --max-expansion).
  * Returns 1 when ch was one (stored), 0 when not, -1 after a usage error. */
 typedef struct heap_read_opts {
     heap_input from;
@@ -19,6 +20,8 @@ int heap_read_option(const char *cmd, int ch, const char *arg, heap_read_opts *o
 #define HEAP_READ_LONGOPTS                                                              \
     {"from", required_argument, NULL, 'F'}, {"elf", required_argument, NULL, 'E'},      \
         {"word-bits", required_argument, NULL, 'w'},                                    \
-        {"keep-going", no_argument, NULL, 'k'}
+        {"keep-going", no_argument, NULL, 'k'}, {"max-nodes", required_argument, NULL, 'N'}, \
+        {"max-live", required_argument, NULL, 'L'},                                     \
+        {"max-expansion", required_argument, NULL, 'X'}
 
 #endif

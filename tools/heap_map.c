@@ -32,7 +32,10 @@ static const char map_help[] =
     "  --from FMT       log, csv or lws (default: detected)\n"
     "  --word-bits N    32 for lws records of 32-bit devices (default 64)\n"
     "  --keep-going     draw what damaged input still holds (exit status 1)\n"
-    "  -h, --help       this help\n"
+    "  -h, --help       this help\n";
+
+/* after the log limits (cli_log_limits_help) */
+static const char map_examples[] =
     "\n"
     "examples:\n"
     "  btpack heap map -o app.html app.btlog\n"
@@ -368,7 +371,11 @@ int heap_map(int argc, char **argv)
             continue;
         switch (ch) {
         case 'o': out = optarg; break;
-        case 'h': fputs(map_help, stdout); return EXIT_OK;
+        case 'h':
+            fputs(map_help, stdout);
+            fputs(cli_log_limits_help, stdout);
+            fputs(map_examples, stdout);
+            return EXIT_OK;
         default: return cli_bad_option("heap map", argv);
         }
     }
@@ -377,7 +384,8 @@ int heap_map(int argc, char **argv)
     size_t ol = out ? strlen(out) : 0;
     int svg = ol > 4 && strcmp(out + ol - 4, ".svg") == 0;
     heap_model m;
-    int rc = heap_model_load(&m, optind < argc ? argv[optind] : NULL, ro.from, &ro.cli, ro.elf);
+    int rc = heap_model_load(&m, optind < argc ? argv[optind] : NULL, ro.from, &ro.cli, ro.elf,
+                             1);
     if (rc < 0 || (rc != EXIT_OK && !ro.cli.keep_going)) {
         if (rc < 0)
             diag(DIAG_ERROR, NULL, NULL, "out of memory");

@@ -1,12 +1,15 @@
-/* Reading a heap's history into the model (heap_model.h). */
+/* Reading a heap's history into the model (heap_model.h), as the input
+ * streams by. */
 #include "heap_model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "diag.h"
 #include "input.h"
+#include "lines.h"
 
 /* ---- live pointer table ------------------------------------------------- */
 
@@ -20,52 +23,44 @@ static size_t h_slot(uint64_t p, size_t cap)
 
 static int h_grow(heap_model *m)
 {
-    size_t nc = m->h_cap ? m->h_cap * 2 : 4096;
-    uint64_t *np = malloc(nc * sizeof *np);
-    uint32_t *ni = calloc(nc, sizeof *ni);
-    if (!np || !ni) {
-        free(np);
-        free(ni);
+    size_t nc = m->live_cap ? m->live_cap * 2 : 4096;
+    heap_live *t = calloc(nc, sizeof *t);
+    if (!t)
         return -1;
-    }
-    for (size_t i = 0; i < m->h_cap; i++)
-        if (m->h_idx[i]) {
-            size_t j = h_slot(m->h_ptr[i], nc);
-            while (ni[j])
+    for (size_t i = 0; i < m->live_cap; i++)
+        if (m->live[i].used) {
+            size_t j = h_slot(m->live[i].ptr, nc);
+            while (t[j].used)
                 j = (j + 1) & (nc - 1);
-            np[j] = m->h_ptr[i];
-            ni[j] = m->h_idx[i];
+            t[j] = m->live[i];
         }
-    free(m->h_ptr);
-    free(m->h_idx);
-    m->h_ptr = np;
-    m->h_idx = ni;
-    m->h_cap = nc;
+    free(m->live);
+    m->live = t;
+    m->live_cap = nc;
     return 0;
 }
 
 /* Slot of p, or of the empty slot where it would go. */
 static size_t h_find(const heap_model *m, uint64_t p)
 {
-    size_t j = h_slot(p, m->h_cap);
-    while (m->h_idx[j] && m->h_ptr[j] != p)
-        j = (j + 1) & (m->h_cap - 1);
+    size_t j = h_slot(p, m->live_cap);
+    while (m->live[j].used && m->live[j].ptr != p)
+        j = (j + 1) & (m->live_cap - 1);
     return j;
 }
 
 /* Remove slot j, shifting later entries of its cluster back (no tombstones). */
 static void h_remove(heap_model *m, size_t j)
 {
-    size_t cap = m->h_cap;
-    m->h_idx[j] = 0;
-    m->h_used--;
-    for (size_t k = (j + 1) & (cap - 1); m->h_idx[k]; k = (k + 1) & (cap - 1)) {
-        size_t home = h_slot(m->h_ptr[k], cap);
+    size_t cap = m->live_cap;
+    m->live[j].used = 0;
+    m->live_used--;
+    for (size_t k = (j + 1) & (cap - 1); m->live[k].used; k = (k + 1) & (cap - 1)) {
+        size_t home = h_slot(m->live[k].ptr, cap);
         /* move k to j when its home is not in (j, k] cyclically */
         if ((j < k) ? (home <= j || home > k) : (home <= j && home > k)) {
-            m->h_ptr[j] = m->h_ptr[k];
-            m->h_idx[j] = m->h_idx[k];
-            m->h_idx[k] = 0;
+            m->live[j] = m->live[k];
+            m->live[k].used = 0;
             j = k;
         }
     }
@@ -73,39 +68,66 @@ static void h_remove(heap_model *m, size_t j)
 
 /* ---- events --------------------------------------------------------------- */
 
-static int on_alloc(heap_model *m, uint64_t ptr, uint64_t size, uint32_t site_ix, uint32_t flags)
+/* A site's live counters are about to change at the current event. What
+ * was live at the peak is what the site had when it last changed at or
+ * before the peak's event: kept here, so that no allocation's history is
+ * needed to know it (heap_model_site_totals() completes the others). */
+static void site_change(heap_model *m, site *s)
 {
-    if ((m->h_used + 1) * 2 > m->h_cap && h_grow(m) < 0)
-        return -1;
-    if (m->n == m->cap) {
-        size_t nc = m->cap ? m->cap * 2 : 4096;
-        heap_alloc *na = realloc(m->a, nc * sizeof *na);
-        if (!na)
-            return -1;
-        m->a = na;
-        m->cap = nc;
+    if (s->touched && s->touched - 1 <= m->peak_t && m->peak_bytes) {
+        s->peak_count = s->live_count;
+        s->peak_bytes = s->live_bytes;
     }
+    s->touched = m->events + 1;
+}
+
+/* The live allocation e ends at the current event. */
+static void live_end(heap_model *m, const heap_live *e)
+{
+    site *s = &m->st.sites[e->site];
+    site_change(m, s);
+    s->live_count--;
+    s->live_bytes -= e->size;
+    m->live_bytes -= e->size;
+    m->live_count--;
+}
+
+/* where: the record (log) or line (text) of the allocation. */
+static int on_alloc(heap_model *m, uint64_t ptr, uint64_t size, uint32_t site_ix, uint32_t flags,
+                    uint64_t where)
+{
+    if (!(flags & HA_NO_ADDRESS) && (m->live_used + 1) * 2 > m->live_cap && h_grow(m) < 0)
+        return -1;
+    if (m->keep_allocs && array_grow(&m->a, &m->cap, m->n + 1, sizeof *m->a) < 0)
+        return -1;
     if (!(flags & HA_NO_ADDRESS)) {
         size_t j = h_find(m, ptr);
-        if (m->h_idx[j]) {
+        if (m->live[j].used) {
             /* The address came back without a free: the input lost it. The
              * old allocation ends here, flagged, and is not a leak. */
-            heap_alloc *old = &m->a[m->h_idx[j] - 1];
-            old->t1 = m->events;
-            old->flags |= HA_FREE_MISSING;
+            const heap_live *old = &m->live[j];
+            if (old->ai) {
+                m->a[old->ai - 1].t1 = m->events;
+                m->a[old->ai - 1].flags |= HA_FREE_MISSING;
+            }
             m->free_missing++;
-            m->live_bytes -= old->size;
-            m->live_count--;
+            live_end(m, old);
             h_remove(m, j);
             j = h_find(m, ptr);
         }
-        m->h_ptr[j] = ptr;
-        m->h_idx[j] = (uint32_t)m->n + 1;
-        m->h_used++;
+        m->live[j] = (heap_live){ptr, size, m->allocs + 1, m->keep_allocs ? m->n + 1 : 0,
+                                 site_ix, 1};
+        m->live_used++;
     }
-    m->a[m->n] = (heap_alloc){ptr, size, m->events, HEAP_LIVE, site_ix, flags};
-    m->n++;
-    m->last_alloc = m->n;
+    if (m->keep_allocs)
+        m->a[m->n++] = (heap_alloc){ptr, size, m->events, HEAP_LIVE, site_ix, flags};
+    site *s = &m->st.sites[site_ix];
+    site_change(m, s);
+    s->count++;
+    s->bytes += size;
+    s->live_count++;
+    s->live_bytes += size;
+    m->allocs++;
     m->events++;
     m->total_bytes += size;
     m->live_bytes += size;
@@ -114,6 +136,10 @@ static int on_alloc(heap_model *m, uint64_t ptr, uint64_t size, uint32_t site_ix
         m->peak_bytes = m->live_bytes;
         m->peak_count = m->live_count;
         m->peak_t = m->events - 1;
+        m->peak_where = where;
+        /* the clock samples around it: the latest so far, and what comes */
+        m->clock_lo = m->clock_last;
+        m->clock_hi.have = 0;
     }
     return 0;
 }
@@ -123,118 +149,113 @@ static void on_free(heap_model *m, uint64_t ptr, uint64_t where)
 {
     if (ptr == 0)
         return; /* free(NULL) */
-    size_t j = m->h_cap ? h_find(m, ptr) : 0;
-    if (!m->h_cap || !m->h_idx[j]) {
+    size_t j = m->live_cap ? h_find(m, ptr) : 0;
+    if (!m->live_cap || !m->live[j].used) {
         if (!m->unmatched_frees++)
             m->first_unmatched = where;
         m->events++;
         return;
     }
-    size_t i = m->h_idx[j] - 1;
-    heap_alloc *a = &m->a[i];
-    a->t1 = m->events++;
+    const heap_live *e = &m->live[j];
+    if (e->ai)
+        m->a[e->ai - 1].t1 = m->events;
     m->frees++;
-    m->live_bytes -= a->size;
-    m->live_count--;
     /* Temporary: freed before any other allocation was made (heaptrack's
      * definition), so the memory was never needed alongside another. */
-    if (m->last_alloc == i + 1) {
+    if (e->seq == m->allocs) {
         m->temporary++;
-        m->st.sites[a->site].temp_count++;
+        m->st.sites[e->site].temp_count++;
     }
+    live_end(m, e);
+    m->events++;
     h_remove(m, j);
 }
 
 /* ---- trace logs ------------------------------------------------------------ */
 
-static char *meta_text(const btp_log_reader *r, const char *key)
+/* A `clock` note: lines "RECORD NS" (the records written before the
+ * sample, nanoseconds since start), or one number NS placed by the note's
+ * own position (`rec` records before it). Samples must not go back in
+ * records; others are ignored (never guessed). Only the samples around
+ * the peak are kept: the last at or before its record, and the next. */
+static void take_clock(heap_model *m, const char *d, size_t len, uint64_t rec)
 {
-    const void *d;
-    size_t len;
-    if (btp_log_reader_meta_find(r, key, &d, &len) != BTP_OK)
-        return NULL;
-    return strndup(d, len);
-}
-
-/* The log's `clock` notes: lines "RECORD NS" (the records written before
- * the sample, nanoseconds since start), or one number NS placed by the
- * note's own position. Samples must not go back in records; others are
- * ignored (never guessed). */
-static void load_clock(heap_model *m, const btp_log_reader *r)
-{
-    const char *key;
-    const void *d;
-    size_t len;
-    uint64_t rec;
-    size_t count = 0;
-    for (size_t i = 0; btp_log_reader_meta(r, i, &key, &d, &len, &rec) == BTP_OK; i++)
-        if (!strcmp(key, "clock"))
-            for (size_t k = 0; k < len; k++)
-                count += ((const char *)d)[k] == '\n' || k + 1 == len;
-    m->clock_t = malloc((count + 1) * sizeof *m->clock_t);
-    m->clock_ns = malloc((count + 1) * sizeof *m->clock_ns);
-    if (!m->clock_t || !m->clock_ns)
-        return;
-    for (size_t i = 0; btp_log_reader_meta(r, i, &key, &d, &len, &rec) == BTP_OK; i++) {
-        if (strcmp(key, "clock"))
+    const char *p = d, *end = d + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        char line[64];
+        size_t k = (size_t)(le - p) < sizeof line - 1 ? (size_t)(le - p) : sizeof line - 1;
+        memcpy(line, p, k);
+        line[k] = 0;
+        p = le + 1;
+        unsigned long long a, b;
+        char extra;
+        int got = sscanf(line, "%llu %llu %c", &a, &b, &extra);
+        if (got == 1)
+            b = a, a = rec;
+        else if (got != 2)
             continue;
-        const char *p = d, *end = p + len;
-        while (p < end && m->n_clock < count) {
-            const char *nl = memchr(p, '\n', (size_t)(end - p));
-            const char *le = nl ? nl : end;
-            char line[64];
-            size_t k = (size_t)(le - p) < sizeof line - 1 ? (size_t)(le - p) : sizeof line - 1;
-            memcpy(line, p, k);
-            line[k] = 0;
-            p = le + 1;
-            unsigned long long a, b;
-            char extra;
-            int got = sscanf(line, "%llu %llu %c", &a, &b, &extra);
-            if (got == 1)
-                b = a, a = rec;
-            else if (got != 2)
-                continue;
-            if (a > rec || (m->n_clock && a < m->clock_t[m->n_clock - 1]))
-                continue;
-            m->clock_t[m->n_clock] = a;
-            m->clock_ns[m->n_clock++] = b;
+        if (a > rec || (m->clock_last.have && a < m->clock_last.rec))
+            continue;
+        heap_clock c = {a, b, 1};
+        m->clock_last = c;
+        if (!m->peak_bytes)
+            continue; /* the peak, when it comes, starts from this one */
+        if (a <= m->peak_where) {
+            m->clock_lo = c;
+            m->clock_hi.have = 0;
+        } else if (!m->clock_lo.have) {
+            m->clock_lo = c; /* none before the peak: the first one stands */
+        } else if (!m->clock_hi.have) {
+            m->clock_hi = c;
         }
     }
 }
 
-static int load_log(heap_model *m, const strbuf *data, const cli_options *opt)
+/* A metadata item of the log, as it streams by. */
+static void take_meta(void *ctx, const char *key, const void *d, size_t len, uint64_t rec)
 {
+    heap_model *m = ctx;
+    char **note = !strcmp(key, "tracer")       ? &m->tracer
+                  : !strcmp(key, "tracer-end") ? &m->tracer_end
+                  : !strcmp(key, "exec")       ? &m->exec_note
+                                               : NULL;
+    if (note && !*note) /* the first of each */
+        *note = strndup(d, len);
+    else if (!strcmp(key, "clock"))
+        take_clock(m, d, len, rec);
+    else
+        site_syms_take(&m->sy, key, d, len);
+}
+
+static int load_log(heap_model *m, input *in, const cli_options *opt)
+{
+    reader rd = {.name = m->name, .opt = opt, .in = in};
     btp_log_reader *r;
-    btp_status st = btp_log_reader_open(&r, data->data, data->len,
-                                        opt->keep_going ? BTP_LOG_KEEP_GOING : 0);
-    if (st != BTP_OK) {
-        diag(DIAG_ERROR, m->name, NULL, "not a readable btpack log: %s", btp_strerror(st));
+    if (log_open_reader(&rd, &r) != BTP_OK) {
+        if (!rd.in_failed)
+            diag(DIAG_ERROR, m->name, &rd.err_loc, "%s", rd.msg);
         return EXIT_BAD_INPUT;
     }
     m->word_bits = btp_log_reader_word_bits(r);
+    site_syms_init(&m->sy, m->sy.elf, m->word_bits);
     int rc = EXIT_OK;
     btp_log_record rec;
     for (;;) {
-        st = btp_log_reader_next(r, &rec);
+        btp_status st = log_next_record(&rd, r, &rec, take_meta, m,
+                                        "(the process crashed, was killed, or is still "
+                                        "running): reporting the records before it");
         if (st == BTP_END) {
             m->complete = 1;
             break;
         }
-        if (st == BTP_E_TRUNCATED_FILE) {
-            /* A crash, a kill or a recording still going on: everything of
-             * every complete block was read; say so, do not fail. */
-            src_loc loc = {.offset = btp_log_reader_error_offset(r), .has_offset = 1};
-            diag(DIAG_WARNING, m->name, &loc,
-                 "the log ends without its end block (the process crashed, was killed, or is "
-                 "still running): reporting the records before it");
+        /* a log cut short is what a crash or a kill leaves: not an error */
+        if (st == BTP_E_TRUNCATED_FILE && !rd.in_failed)
             break;
-        }
         if (st != BTP_OK) {
-            src_loc loc = {.offset = btp_log_reader_error_offset(r), .has_offset = 1};
-            diag(opt->keep_going ? DIAG_WARNING : DIAG_ERROR, m->name, &loc, "%s%s",
-                 btp_strerror(st), opt->keep_going ? "; block skipped" : "");
             rc = EXIT_BAD_INPUT;
-            if (!opt->keep_going)
+            if (rd.fatal)
                 break;
             continue;
         }
@@ -250,7 +271,7 @@ static int load_log(heap_model *m, const strbuf *data, const cli_options *opt)
                 continue;
             }
             uint32_t s = sites_of_record(&m->st, &rec);
-            if (!s || on_alloc(m, rec.ptr, rec.size, s - 1, 0) < 0) {
+            if (!s || on_alloc(m, rec.ptr, rec.size, s - 1, 0, rec.index) < 0) {
                 rc = -1;
                 break;
             }
@@ -258,11 +279,7 @@ static int load_log(heap_model *m, const strbuf *data, const cli_options *opt)
                 m->has_stacks = 1;
         }
     }
-    site_syms_set_log(&m->sy, m->name, r);
-    load_clock(m, r);
-    m->tracer = meta_text(r, "tracer");
-    m->tracer_end = meta_text(r, "tracer-end");
-    m->exec_note = meta_text(r, "exec");
+    site_syms_check_map(&m->sy, m->name);
     btp_log_reader_close(r);
     return rc;
 }
@@ -320,8 +337,8 @@ static int is_word(char c)
 /* A CSV record at the end of the line s[0..n) (other text may come before
  * it, after a non-word character). Returns 1 with the fields, 0 when the
  * line holds no record, -1 when it starts like one but is malformed. */
-static int parse_csv(const char *s, size_t n, char *kind, uint64_t *size, int *has_size,
-                     uint64_t *ptr)
+static int parse_csv3(const char *s, size_t n, char *kind, uint64_t *size, int *has_size,
+                      uint64_t *ptr)
 {
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
         n--;
@@ -355,21 +372,90 @@ static int parse_csv(const char *s, size_t n, char *kind, uint64_t *size, int *h
     return 1;
 }
 
-static int load_text(heap_model *m, const strbuf *text, const cli_options *opt, heap_input kind)
+/* parse_csv3, and an allocation's stack as a fourth field (`m,SIZE,PTR,HEX`:
+ * the allocating chain as a CBF stream in hex digits, as devices write it
+ * with btp_cm_record_alloc_line): *stack and *stack_len name the digits, or
+ * are NULL/0. The fourth field is tried only when the line does not end in
+ * a three-field record. */
+static int parse_csv(const char *s, size_t n, char *kind, uint64_t *size, int *has_size,
+                     uint64_t *ptr, const char **stack, size_t *stack_len)
+{
+    *stack = NULL;
+    *stack_len = 0;
+    int got = parse_csv3(s, n, kind, size, has_size, ptr);
+    if (got == 1)
+        return 1;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        n--;
+    size_t b = n;
+    while (b > 0 && hexval(s[b - 1]) >= 0)
+        b--;
+    if (b == n || b == 0 || s[b - 1] != ',')
+        return got;
+    char k;
+    int has;
+    uint64_t sz, p;
+    if (parse_csv3(s, b - 1, &k, &sz, &has, &p) != 1 || k == 'f')
+        return got;
+    *kind = k, *size = sz, *has_size = has, *ptr = p;
+    *stack = s + b;
+    *stack_len = n - b;
+    return 1;
+}
+
+/* Most frames of a CSV record's stack, and bytes of its CBF stream. */
+#define CSV_STACK_FRAMES 1024u
+#define CSV_STACK_BYTES 4096u
+
+/* The frames of a CSV record's stack field (hex digits of one CBF stream).
+ * Returns 0 with *n set, or -1 with the cause in *why. */
+static int csv_stack(heap_model *m, const char *hex, size_t len, btp_frame *frames, size_t *n,
+                     const char **why)
+{
+    uint8_t bytes[CSV_STACK_BYTES];
+    if (len % 2) {
+        *why = "odd number of hex digits";
+        return -1;
+    }
+    if (len / 2 > sizeof bytes) {
+        *why = "longer than 4096 bytes";
+        return -1;
+    }
+    for (size_t i = 0; i < len; i += 2)
+        bytes[i / 2] = (uint8_t)(hexval(hex[i]) << 4 | hexval(hex[i + 1]));
+    btp_cbf_info info;
+    btp_status st = btp_cbf_decode(bytes, len / 2, BTP_CBF_POLICY_DEFAULT, frames,
+                                   CSV_STACK_FRAMES, &info);
+    if (st == BTP_OK && info.consumed != len / 2)
+        st = BTP_E_TRAILING_BYTES;
+    if (st != BTP_OK) {
+        *why = btp_strerror(st);
+        return -1;
+    }
+    m->word_bits = info.word_bits;
+    *n = info.frames;
+    return 0;
+}
+
+static int load_text(heap_model *m, input *in, const cli_options *opt, heap_input kind)
 {
     int rc = EXIT_OK;
-    size_t lineno = 0;
     uint32_t nostack = sites_of_frames(&m->st, NULL, 0);
     if (!nostack)
         return -1;
     uint64_t synthetic = 0x1000; /* lws: records laid out one after another */
     btp_frame frames[BTP_LWS_MAX_FRAMES];
-    for (size_t at = 0; at < text->len;) {
-        const char *line = text->data + at;
-        const char *nl = memchr(line, '\n', text->len - at);
-        size_t len = nl ? (size_t)(nl - line) : text->len - at;
-        at += len + (nl != NULL);
-        src_loc loc = {.line = ++lineno};
+    btp_frame *csv_frames = NULL;
+    if (kind == HEAP_IN_CSV && !(csv_frames = malloc(CSV_STACK_FRAMES * sizeof *csv_frames)))
+        return -1;
+    line_reader lr;
+    lines_init(&lr, in);
+    const char *line;
+    size_t len;
+    int got_line;
+    while ((got_line = lines_next(&lr, &line, &len)) > 0) {
+        size_t lineno = lr.lineno;
+        src_loc loc = {.line = lineno};
         if (kind == HEAP_IN_LWS) {
             size_t pos = 0, start, rl;
             while (btp_lws_scan(line, len, &pos, &start, &rl) == BTP_OK) {
@@ -386,7 +472,8 @@ static int load_text(heap_model *m, const strbuf *text, const cli_options *opt, 
                     continue;
                 }
                 uint32_t s = sites_of_frames(&m->st, frames, info.depth);
-                if (!s || on_alloc(m, synthetic, info.alloc_size, s - 1, HA_NO_ADDRESS) < 0) {
+                if (!s || on_alloc(m, synthetic, info.alloc_size, s - 1, HA_NO_ADDRESS,
+                                   lineno) < 0) {
                     rc = -1;
                     goto out;
                 }
@@ -400,63 +487,87 @@ static int load_text(heap_model *m, const strbuf *text, const cli_options *opt, 
         char k;
         uint64_t size = 0, ptr = 0;
         int has_size = 0;
-        int got = parse_csv(line, len, &k, &size, &has_size, &ptr);
+        const char *stack;
+        size_t stack_len;
+        int got = parse_csv(line, len, &k, &size, &has_size, &ptr, &stack, &stack_len);
         if (got == 0)
             continue; /* other log text */
+        uint32_t site_ix = nostack;
+        const char *why = NULL;
+        size_t nf = 0;
+        if (got > 0 && stack && csv_stack(m, stack, stack_len, csv_frames, &nf, &why) < 0)
+            got = -1;
         if (got < 0) {
-            diag(opt->keep_going ? DIAG_WARNING : DIAG_ERROR, m->name, &loc,
-                 "malformed heap record (expected m,SIZE,PTR  c,SIZE,PTR  or f,,PTR)");
+            if (why)
+                diag(opt->keep_going ? DIAG_WARNING : DIAG_ERROR, m->name, &loc,
+                     "bad stack in heap record (column %zu): %s", (size_t)(stack - line) + 1,
+                     why);
+            else
+                diag(opt->keep_going ? DIAG_WARNING : DIAG_ERROR, m->name, &loc,
+                     "malformed heap record (expected m,SIZE,PTR[,STACK]  c,SIZE,PTR[,STACK]  "
+                     "or f,,PTR)");
             m->bad_lines++;
             rc = EXIT_BAD_INPUT;
             if (!opt->keep_going)
                 break;
             continue;
         }
+        if (stack) {
+            site_ix = sites_of_frames(&m->st, csv_frames, nf);
+            if (!site_ix) {
+                rc = -1;
+                break;
+            }
+            m->has_stacks |= nf > 0;
+        }
         if (k == 'f') {
             on_free(m, ptr, lineno);
         } else if (ptr == 0) {
             m->failed++;
-        } else if (on_alloc(m, ptr, size, nostack - 1, 0) < 0) {
+        } else if (on_alloc(m, ptr, size, site_ix - 1, 0, lineno) < 0) {
             rc = -1;
             break;
         }
     }
+    if (got_line < 0 && rc == EXIT_OK)
+        rc = EXIT_BAD_INPUT; /* reported by the line reader */
 out:
+    free(csv_frames);
+    lines_free(&lr);
     return rc;
 }
 
-/* Does the text hold `~m#` records? (Looks at the first 1 MiB.) */
-static int text_has_lws(const strbuf *head)
+/* Does the text hold `~m#` records? */
+static int text_has_lws(const char *head, size_t len)
 {
-    size_t pos = 0, start, len;
-    return btp_lws_scan(head->data, head->len, &pos, &start, &len) == BTP_OK;
+    size_t pos = 0, start, rl;
+    return btp_lws_scan(head, len, &pos, &start, &rl) == BTP_OK;
 }
 
 int heap_model_load(heap_model *m, const char *path, heap_input kind, const cli_options *opt,
-                    const char *elf)
+                    const char *elf, int keep_allocs)
 {
     memset(m, 0, sizeof *m);
     m->st = (sites)SITES_INIT;
     m->name = input_name(path);
     m->word_bits = opt->word_bits ? opt->word_bits : 64;
-    m->sy.elf = elf;
+    m->keep_allocs = keep_allocs;
+    site_syms_init(&m->sy, elf, m->word_bits);
     input in;
     if (input_open(&in, path) < 0)
         return EXIT_BAD_INPUT;
-    strbuf data = STRBUF_INIT;
-    int rc = input_read_all(&in, &data);
-    input_close(&in);
-    if (rc < 0) {
-        sb_free(&data);
-        return EXIT_BAD_INPUT;
-    }
-    if (kind == HEAP_IN_AUTO)
-        kind = btp_log_probe(data.data, data.len) ? HEAP_IN_LOG
-               : text_has_lws(&data)             ? HEAP_IN_LWS
-                                                  : HEAP_IN_CSV;
+    /* the log magic from the first bytes, lws records from the first MiB */
+    const void *head;
+    long hn = kind == HEAP_IN_AUTO ? input_peek(&in, 8, &head) : 0;
+    if (hn >= 0 && kind == HEAP_IN_AUTO && btp_log_probe(head, (size_t)hn))
+        kind = HEAP_IN_LOG;
+    if (hn >= 0 && kind == HEAP_IN_AUTO && (hn = input_peek(&in, (size_t)1 << 20, &head)) >= 0)
+        kind = text_has_lws(head, (size_t)hn) ? HEAP_IN_LWS : HEAP_IN_CSV;
+    int rc = EXIT_BAD_INPUT;
     m->kind = kind;
-    rc = kind == HEAP_IN_LOG ? load_log(m, &data, opt) : load_text(m, &data, opt, kind);
-    sb_free(&data);
+    if (hn >= 0)
+        rc = kind == HEAP_IN_LOG ? load_log(m, &in, opt) : load_text(m, &in, opt, kind);
+    input_close(&in);
     return rc;
 }
 
@@ -465,38 +576,40 @@ void heap_model_free(heap_model *m)
     sites_free(&m->st);
     site_syms_free(&m->sy);
     free(m->a);
-    free(m->clock_t);
-    free(m->clock_ns);
     free(m->tracer);
     free(m->tracer_end);
     free(m->exec_note);
-    free(m->h_ptr);
-    free(m->h_idx);
+    free(m->live);
     memset(m, 0, sizeof *m);
 }
 
-double heap_model_seconds(const heap_model *m, uint64_t t)
+double heap_model_peak_seconds(const heap_model *m)
 {
-    if (m->n_clock == 0)
+    const heap_clock *lo = &m->clock_lo, *hi = &m->clock_hi;
+    if (!lo->have || !m->peak_bytes)
         return -1;
-    /* the mark at or before t, and the next one: interpolate */
-    size_t lo = 0, hi = m->n_clock;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (m->clock_t[mid] <= t)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    double ns = (double)m->clock_ns[lo];
-    if (lo + 1 < m->n_clock && m->clock_t[lo + 1] > m->clock_t[lo] && t >= m->clock_t[lo])
-        ns += (double)(m->clock_ns[lo + 1] - m->clock_ns[lo]) * (double)(t - m->clock_t[lo]) /
-              (double)(m->clock_t[lo + 1] - m->clock_t[lo]);
+    /* between the samples around it, in proportion to the records */
+    uint64_t t = m->peak_where;
+    double ns = (double)lo->ns;
+    if (hi->have && hi->rec > lo->rec && hi->ns >= lo->ns && t >= lo->rec)
+        ns += (double)(hi->ns - lo->ns) * (double)(t - lo->rec) / (double)(hi->rec - lo->rec);
     return ns / 1e9;
 }
 
 void heap_model_site_totals(heap_model *m)
 {
+    if (!m->keep_allocs) {
+        /* counted while loading; what was live at the peak is what a site
+         * had when it last changed at or before it */
+        for (size_t i = 0; i < m->st.n_sites; i++) {
+            site *s = &m->st.sites[i];
+            if (s->touched && s->touched - 1 <= m->peak_t && m->peak_bytes) {
+                s->peak_count = s->live_count;
+                s->peak_bytes = s->live_bytes;
+            }
+        }
+        return;
+    }
     for (size_t i = 0; i < m->st.n_sites; i++) {
         site *s = &m->st.sites[i];
         s->count = s->bytes = s->live_count = s->live_bytes = s->peak_count = s->peak_bytes = 0;

@@ -26,16 +26,40 @@ typedef struct heap_alloc {
     uint32_t flags;  /* HA_* */
 } heap_alloc;
 
+/* A live allocation, by pointer. */
+typedef struct heap_live {
+    uint64_t ptr, size;
+    uint64_t seq;   /* its number among the allocations (1, 2, ...) */
+    uint64_t ai;    /* with every allocation kept: index + 1 into a[] */
+    uint32_t site;
+    uint32_t used;  /* the slot holds one */
+} heap_live;
+
+/* A clock sample of a log: `rec` records were written before it, `ns`
+ * nanoseconds after the start. */
+typedef struct heap_clock {
+    uint64_t rec, ns;
+    int have;
+} heap_clock;
+
 typedef enum heap_input { HEAP_IN_AUTO, HEAP_IN_LOG, HEAP_IN_CSV, HEAP_IN_LWS } heap_input;
 
+/*
+ * The model is built as the input streams by. Its memory is the sites (one
+ * per distinct stack), the live allocations, and, only when every
+ * allocation is kept (heap map, which draws each one), a[]: never the
+ * input itself, its metadata or its clock samples.
+ */
 typedef struct heap_model {
     const char *name;
     heap_input kind;
     unsigned word_bits;
-    sites st;
+    int keep_allocs;          /* a[]: every allocation with its lifetime */
+    sites st;                 /* counters kept as allocations come and go */
     site_syms sy;
     heap_alloc *a;
     size_t n, cap;
+    uint64_t allocs;          /* allocations read */
     uint64_t events;          /* allocations + frees, in order */
     uint64_t frees;           /* matched frees */
     uint64_t unmatched_frees; /* of pointers not live in the input */
@@ -47,32 +71,35 @@ typedef struct heap_model {
     uint64_t temporary;
     uint64_t total_bytes, live_bytes, live_count;
     uint64_t peak_bytes, peak_count, peak_t;
-    uint64_t *clock_t, *clock_ns; /* event number -> ns since start (log `clock`) */
-    size_t n_clock;
-    int complete;                 /* a log's END block was read */
+    uint64_t peak_where;      /* record (log) or line (text) of the peak's allocation */
+    heap_clock clock_last;    /* the latest clock sample (log `clock` notes) */
+    heap_clock clock_lo, clock_hi; /* the samples around the peak */
+    int complete;             /* a log's END block was read */
     char *tracer, *tracer_end, *exec_note; /* log notes, NUL-terminated */
     int has_stacks;
-    /* live pointers -> allocation index + 1 (open addressing, linear probe) */
-    uint64_t *h_ptr;
-    uint32_t *h_idx;
-    size_t h_cap, h_used;
-    size_t last_alloc; /* index + 1 of the latest allocation, for temporaries */
+    heap_live *live;          /* open addressing by pointer, linear probing */
+    size_t live_cap, live_used;
 } heap_model;
 
 /* Read `path` into *m (format from kind, or detected: the log magic, else
- * text with `~m#` records is lws, else CSV). Bad input is reported with
- * diag(); returns EXIT_OK, EXIT_BAD_INPUT (the model holds what could be
- * read when keep_going), or -1 on out of memory. `elf` symbolizes what the
- * input's maps do not cover (CSV and lws inputs have none). */
+ * text with `~m#` records in its first MiB is lws, else CSV), streaming.
+ * keep_allocs: keep every allocation in m->a (heap map). Bad input is
+ * reported with diag(); returns EXIT_OK, EXIT_BAD_INPUT (the model holds
+ * what could be read when keep_going), or -1 on out of memory. `elf`
+ * symbolizes what the input's maps do not cover (CSV and lws inputs have
+ * none). */
 int heap_model_load(heap_model *m, const char *path, heap_input kind, const cli_options *opt,
-                    const char *elf);
+                    const char *elf, int keep_allocs);
 void heap_model_free(heap_model *m);
 
-/* Seconds since start at event t, from the clock marks; -1 when unknown. */
-double heap_model_seconds(const heap_model *m, uint64_t t);
+/* Seconds since the start at the peak, from the log's clock samples; -1
+ * when unknown. */
+double heap_model_peak_seconds(const heap_model *m);
 
-/* Fill the per-site counters (count, bytes, live_*, peak_*; temp_count is
- * kept while loading). */
+/* Complete the per-site counters (count, bytes, live_*, peak_*;
+ * temp_count is kept while loading): from a[] when every allocation was
+ * kept (after a regrouping of the sites too), else from what was counted
+ * while loading. */
 void heap_model_site_totals(heap_model *m);
 
 /* The sites sorted by a key, largest first; returns a malloc'd array of n

@@ -21,8 +21,9 @@ static const char report_help[] =
     "IN (default stdin) is a trace log from `btpack heap record`, or a text log with\n"
     "CSV records (m,SIZE,PTR  c,SIZE,PTR  f,,PTR: frees get their size from the\n"
     "allocation; frees that match nothing and addresses allocated twice are counted,\n"
-    "not guessed) or libwebsockets ~m# records (live allocations with stacks, no\n"
-    "addresses or frees).\n"
+    "not guessed; an allocation may carry its stack as a fourth field, a CBF stream\n"
+    "in hex: m,SIZE,PTR,CBF, as btp_cm_record_alloc_line writes on a Cortex-M) or\n"
+    "libwebsockets ~m# records (live allocations with stacks, no addresses or frees).\n"
     "\n"
     "options:\n"
     "  --json           one JSON object instead of text (for scripts)\n"
@@ -31,12 +32,16 @@ static const char report_help[] =
     "  --from FMT       log, csv or lws (default: detected)\n"
     "  --word-bits N    32 for lws records of 32-bit devices (default 64)\n"
     "  --keep-going     report damaged input with warnings and go on (exit status 1)\n"
-    "  -h, --help       this help\n"
+    "  -h, --help       this help\n";
+
+/* after the log limits (cli_log_limits_help) */
+static const char report_examples[] =
     "\n"
     "examples:\n"
     "  btpack heap report app.btlog\n"
     "  btpack heap report --json app.btlog | python3 -m json.tool\n"
-    "  btpack heap report --elf ./firmware.elf uart.log\n";
+    "  btpack heap report --elf ./firmware.elf uart.log\n"
+    "  printf 'm,0x64,0x20000958,011909ca2100de21012e00\\n' | btpack heap report\n";
 
 int heap_read_option(const char *cmd, int ch, const char *arg, heap_read_opts *o)
 {
@@ -61,7 +66,7 @@ int heap_read_option(const char *cmd, int ch, const char *arg, heap_read_opts *o
     }
     case 'k': o->cli.keep_going = 1; return 1;
     }
-    return 0;
+    return cli_read_option(cmd, ch, arg, &o->cli); /* the log limits */
 }
 
 static const char *const kind_names[] = {"auto", "log", "csv", "lws"};
@@ -120,9 +125,9 @@ static void json_site(strbuf *o, const heap_model *m, const site *s)
     sb_adds(o, "]}");
 }
 
-static void print_time(const heap_model *m, uint64_t t)
+static void print_peak_time(const heap_model *m)
 {
-    double s = heap_model_seconds(m, t);
+    double s = heap_model_peak_seconds(m);
     if (s >= 0)
         printf(" (t = %.3f s)", s);
 }
@@ -150,7 +155,11 @@ int heap_report(int argc, char **argv)
             if (cli_count_arg("heap report", "--top", optarg, &top) < 0)
                 return EXIT_USAGE;
             break;
-        case 'h': fputs(report_help, stdout); return EXIT_OK;
+        case 'h':
+            fputs(report_help, stdout);
+            fputs(cli_log_limits_help, stdout);
+            fputs(report_examples, stdout);
+            return EXIT_OK;
         default: return cli_bad_option("heap report", argv);
         }
     }
@@ -158,7 +167,7 @@ int heap_report(int argc, char **argv)
         return cli_usage_error("heap report", "one input at a time");
     const char *path = optind < argc ? argv[optind] : NULL;
     heap_model m;
-    int rc = heap_model_load(&m, path, ro.from, &ro.cli, ro.elf);
+    int rc = heap_model_load(&m, path, ro.from, &ro.cli, ro.elf, 0);
     if (rc < 0) {
         diag(DIAG_ERROR, NULL, NULL, "out of memory");
         heap_model_free(&m);
@@ -191,7 +200,7 @@ int heap_report(int argc, char **argv)
     }
     if (shown)
         site_syms_resolve(&m.sy, shown, n_shown);
-    uint64_t allocs = m.n, leaked_sites = 0;
+    uint64_t allocs = m.allocs, leaked_sites = 0;
     for (size_t i = 0; i < m.st.n_sites; i++)
         leaked_sites += m.st.sites[i].live_count != 0;
     if (json) {
@@ -207,7 +216,7 @@ int heap_report(int argc, char **argv)
                   (unsigned long long)m.frees, (unsigned long long)m.total_bytes,
                   (unsigned long long)m.temporary, (unsigned long long)m.peak_bytes,
                   (unsigned long long)m.peak_count, (unsigned long long)m.peak_t);
-        double secs = heap_model_seconds(&m, m.peak_t);
+        double secs = heap_model_peak_seconds(&m);
         if (secs >= 0)
             sb_printf(&o, ",\"seconds\":%.6f", secs);
         sb_printf(&o,
@@ -262,7 +271,7 @@ int heap_report(int argc, char **argv)
         printf("peak heap:   %llu bytes in %llu allocations at event %llu",
                (unsigned long long)m.peak_bytes, (unsigned long long)m.peak_count,
                (unsigned long long)m.peak_t);
-        print_time(&m, m.peak_t);
+        print_peak_time(&m);
         printf("\nleaked:      %llu bytes in %llu allocations from %llu stacks (live at the end)\n",
                (unsigned long long)m.live_bytes, (unsigned long long)m.live_count,
                (unsigned long long)leaked_sites);

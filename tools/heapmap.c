@@ -71,8 +71,9 @@ static int collect(void *ctx, trace *t)
         grow((void **)&h->pool, &h->pool_cap, h->npool + t->n, sizeof *h->pool) < 0)
         return -1;
     h->recs[h->nrecs++] = (record){t->alloc_size, t->loc.line, h->npool, t->n};
-    for (size_t i = 0; i < t->n; i++)
-        h->pool[h->npool++] = t->frames[i].value;
+    for (size_t i = 0; i < t->n_runs; i++) /* lws records: at most 31 frames */
+        for (uint64_t c = 0; c < t->runs[i].count; c++)
+            h->pool[h->npool++] = t->runs[i].frame.value;
     return 0;
 }
 

@@ -114,14 +114,9 @@ btp_status owned_map_image_lines(owned_map *m, const char *text, size_t len, uns
     return BTP_OK;
 }
 
-/* Append a copy of im unless an image already in m overlaps it. */
-static int add_unless_covered(owned_map *m, const btp_image *im)
+/* Append a copy of im: its path and build ID into m's bytes. */
+static int add_copy(owned_map *m, const btp_image *im)
 {
-    for (size_t i = 0; i < m->buf.n_images; i++) {
-        const btp_image *o = &m->buf.images[i];
-        if (im->base < o->end_of_text && o->base < im->end_of_text)
-            return 0;
-    }
     size_t pl = im->path ? strlen(im->path) + 1 : 0;
     if (reserve(m, 1, pl + im->build_id_len) < 0)
         return -1;
@@ -141,39 +136,139 @@ static int add_unless_covered(owned_map *m, const btp_image *im)
     return 0;
 }
 
-btp_status owned_map_from_log(owned_map *m, btp_log_reader *lr, size_t *err_off)
+void log_map_init(log_map *lm, unsigned word_bits)
 {
-    const void *d;
-    size_t n;
-    unsigned wb = btp_log_reader_word_bits(lr);
-    owned_map_clear(m, wb);
-    const char *want = btp_log_reader_meta_find(lr, "images", &d, &n) == BTP_OK ? "images"
-                       : btp_log_reader_meta_find(lr, "maps", &d, &n) == BTP_OK ? "maps"
-                                                                                 : NULL;
-    if (!want)
-        return BTP_END;
-    size_t count = 0;
-    const char *key;
-    while (btp_log_reader_meta(lr, count, &key, &d, &n, NULL) == BTP_OK)
-        count++;
-    owned_map one = {0};
-    btp_status st = BTP_OK;
-    for (size_t i = count; i-- > 0 && st == BTP_OK;) { /* newest first */
-        if (btp_log_reader_meta(lr, i, &key, &d, &n, NULL) != BTP_OK || strcmp(key, want) != 0)
+    memset(lm, 0, sizeof *lm);
+    for (int i = 0; i < 3; i++)
+        owned_map_clear(&lm->maps[i], word_bits);
+    lm->given = -1;
+    lm->st = BTP_END;
+}
+
+void log_map_free(log_map *lm)
+{
+    for (int i = 0; i < 3; i++)
+        owned_map_free(&lm->maps[i]);
+    owned_map_free(&lm->item);
+    memset(lm, 0, sizeof *lm);
+    lm->given = -1;
+    lm->st = BTP_END;
+}
+
+const btp_image_map *log_map_get(log_map *lm)
+{
+    if (lm->st != BTP_OK)
+        return NULL;
+    lm->given = lm->cur;
+    return &lm->maps[lm->cur].map;
+}
+
+/* A map neither the current one nor the one handed out, emptied. */
+static owned_map *spare(log_map *lm, int *ix)
+{
+    int i = 0;
+    while (i == lm->cur || i == lm->given)
+        i++;
+    *ix = i;
+    owned_map_clear(&lm->maps[i], lm->maps[lm->cur].map.word_bits);
+    return &lm->maps[i];
+}
+
+typedef struct span {
+    uint64_t base, end;
+} span;
+
+static int by_base(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    return (x->base > y->base) - (x->base < y->base);
+}
+
+/* Whether [base, end) overlaps one of s[0..n) (sorted by base; end_max[i]
+ * the largest end among s[0..i]): one of the spans that start before
+ * `end` must reach past `base`. */
+static int overlaps(const span *s, const uint64_t *end_max, size_t n, uint64_t base,
+                    uint64_t end)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s[mid].base < end)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && end_max[lo - 1] > base;
+}
+
+static size_t map_bytes(const owned_map *m)
+{
+    return m->buf.n_images * sizeof(btp_image) + m->buf.n_bytes;
+}
+
+/* A new map: the item's images, then the images of the map so far that
+ * overlap none of them. It becomes the map so far (the old one is kept
+ * while it is the one handed out). */
+static btp_status merge(log_map *lm)
+{
+    const btp_image_map *item = &lm->item.map, *old = &lm->maps[lm->cur].map;
+    size_t n = item->n_images;
+    span *s = malloc((n + 1) * sizeof *s);
+    uint64_t *end_max = malloc((n + 1) * sizeof *end_max);
+    btp_status st = s && end_max ? BTP_OK : BTP_E_OUT_OF_MEMORY;
+    for (size_t i = 0; st == BTP_OK && i < n; i++)
+        s[i] = (span){item->images[i].base, item->images[i].end_of_text};
+    if (st == BTP_OK && n) {
+        qsort(s, n, sizeof *s, by_base);
+        end_max[0] = s[0].end;
+        for (size_t i = 1; i < n; i++)
+            end_max[i] = s[i].end > end_max[i - 1] ? s[i].end : end_max[i - 1];
+    }
+    int ix;
+    owned_map *nx = spare(lm, &ix);
+    for (size_t i = 0; st == BTP_OK && i < n + old->n_images; i++) {
+        const btp_image *im = i < n ? &item->images[i] : &old->images[i - n];
+        if (i >= n && overlaps(s, end_max, n, im->base, im->end_of_text))
             continue;
-        st = want[0] == 'i' ? owned_map_image_lines(&one, d, n, wb, err_off)
-                            : owned_map_procmaps(&one, d, n, wb, err_off);
-        for (size_t k = 0; st == BTP_OK && k < one.map.n_images; k++)
-            if (add_unless_covered(m, &one.map.images[k]) < 0)
-                st = BTP_E_OUT_OF_MEMORY;
+        if (add_copy(nx, im) < 0)
+            st = BTP_E_OUT_OF_MEMORY;
+        else if (map_bytes(nx) > LOG_MAP_MAX_BYTES)
+            st = BTP_E_META_LIMIT;
     }
-    owned_map_free(&one);
-    if (st != BTP_OK) {
-        owned_map_clear(m, wb);
-        return st;
+    free(s);
+    free(end_max);
+    if (st == BTP_OK) {
+        finish(nx);
+        lm->cur = ix;
     }
-    finish(m);
-    return BTP_OK;
+    return st;
+}
+
+btp_status log_map_take(log_map *lm, const char *key, const void *data, size_t len)
+{
+    int kind = strcmp(key, "images") == 0 ? 2 : strcmp(key, "maps") == 0 ? 1 : 0;
+    if (!kind || kind < lm->from ||
+        (kind == lm->from && lm->st != BTP_OK && lm->st != BTP_END))
+        return BTP_END;
+    unsigned wb = lm->maps[lm->cur].map.word_bits;
+    size_t off = 0;
+    btp_status st = kind == 2 ? owned_map_image_lines(&lm->item, data, len, wb, &off)
+                              : owned_map_procmaps(&lm->item, data, len, wb, &off);
+    int ix;
+    if (kind > lm->from) { /* the first item, or images replacing maps */
+        spare(lm, &ix);
+        lm->cur = ix;
+        lm->from = kind;
+    }
+    if (st == BTP_OK)
+        st = merge(lm);
+    lm->err_off = off; /* 0 unless the item's text is at fault */
+    lm->st = st;
+    if (st != BTP_OK) { /* an empty map (the one handed out is left alone) */
+        spare(lm, &ix);
+        lm->cur = ix;
+    }
+    return st;
 }
 
 btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word_bits,

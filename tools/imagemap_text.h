@@ -31,15 +31,52 @@ btp_status owned_map_image_line(owned_map *m, const char *line, size_t len, size
 btp_status owned_map_image_lines(owned_map *m, const char *text, size_t len, unsigned word_bits,
                                  size_t *err_off);
 
-/* The image map a trace log stores: its `images` metadata (image lines
- * with build IDs), else its `maps` (/proc/PID/maps text, no build IDs), of
- * every such block the reader has seen so far (a recording stores the
- * images again when libraries are loaded or unloaded). Newest first: an
- * image of an older block that overlaps a newer one is left out, so an
- * address is placed by the newest block that holds it. BTP_END when the
- * log has neither (the map is then empty); a bad block's status, with
- * *err_off in that block, leaves the map empty. */
-btp_status owned_map_from_log(owned_map *m, btp_log_reader *lr, size_t *err_off);
+/*
+ * The image map a trace log stores, taken from its metadata as it streams
+ * by (the reader may release each item once it is taken): its `images`
+ * items (image lines with build IDs), else its `maps` items (/proc/PID/maps
+ * text, no build IDs). A recording stores the images again when libraries
+ * are loaded or unloaded, so every item counts, newest over older: an image
+ * that overlaps an image of a later item is left out, and the images of
+ * older items nothing later overlaps stay (the records written before a
+ * library was unloaded still find it). After each item the map is the one
+ * in effect there, so a record is placed by the items written before it;
+ * once the log is read, by all of them.
+ *
+ * Work per item is linear in the item and the map so far (times a log);
+ * the map is at most LOG_MAP_MAX_BYTES of images and strings
+ * (BTP_E_META_LIMIT beyond). A bad item (its status, *err_off in it)
+ * leaves the map empty: from then on items of that kind are not used,
+ * except that `images` items still replace a map that came from `maps`.
+ */
+#define LOG_MAP_MAX_BYTES ((size_t)64 << 20)
+
+typedef struct log_map {
+    owned_map maps[3]; /* the map so far, the one last handed out, a spare */
+    owned_map item;    /* scratch: the item being taken */
+    int cur;           /* maps[cur]: the map so far */
+    int given;         /* maps[given]: the one log_map_get() returned last, or -1 */
+    int from;          /* 0: no item yet, 1: maps items, 2: images items */
+    btp_status st;     /* BTP_END before the first item used; BTP_OK; or a bad
+                          item's status */
+    size_t err_off;    /* with a bad item: the offset in it */
+} log_map;
+
+void log_map_init(log_map *lm, unsigned word_bits);
+void log_map_free(log_map *lm);
+
+/* Take one metadata item. Returns BTP_OK when the map changed, BTP_END
+ * when the item was not used (another key, `maps` once there are images,
+ * or a kind a bad item stopped), else the bad item's status (also in
+ * lm->st; the map is then empty). */
+btp_status log_map_take(log_map *lm, const char *key, const void *data, size_t len);
+
+/* The map in effect, or NULL (no item taken yet, or a bad one). A map that
+ * changed comes at another address, and the one returned before stays
+ * as it was until this is called again: a user that compares the map it
+ * is given with the one it was given last (sym_set_map) sees every change
+ * and never a freed map. */
+const btp_image_map *log_map_get(log_map *lm);
 
 /* The `image` lines of the images of /proc/PID/maps text, each with the
  * build ID of the file now at its path (none when it cannot be read),

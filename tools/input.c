@@ -2,8 +2,12 @@
 #include "input.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "diag.h"
 
@@ -13,21 +17,44 @@
 
 static const uint8_t xz_magic[6] = {0xfd, '7', 'z', 'X', 'Z', 0x00};
 
+/* Before reading: let the idle hook flush what is due, and while no data
+ * is there, what is held back; wait no longer than it asks. */
+static void before_read(input *in)
+{
+    struct pollfd p = {.fd = in->fd, .events = POLLIN};
+    if (poll(&p, 1, 0) != 0) {
+        in->idle(in->idle_ctx, 0);
+        return;
+    }
+    for (;;) {
+        long wait = in->idle(in->idle_ctx, 1);
+        int k = poll(&p, 1, wait < 0 ? -1 : wait > 3600000 ? 3600000 : (int)wait);
+        if (k > 0 || (k < 0 && errno != EINTR))
+            return; /* data, the end, or an error: read() tells which */
+    }
+}
+
+/* Append what the file has (at least a byte unless at its end) to raw. */
 static int fill_raw(input *in)
 {
     if (in->eof)
         return 0;
-    size_t got = fread(in->raw, 1, sizeof in->raw, in->f);
-    in->raw_len = got;
-    in->raw_pos = 0;
-    if (got < sizeof in->raw) {
-        if (ferror(in->f)) {
-            diag(DIAG_ERROR, in->name, NULL, "read error: %s", strerror(errno));
-            in->failed = 1;
-            return -1;
-        }
-        in->eof = 1;
+    if (in->raw_pos == in->raw_len)
+        in->raw_pos = in->raw_len = 0;
+    if (in->idle)
+        before_read(in);
+    ssize_t got;
+    do
+        got = read(in->fd, in->raw + in->raw_len, sizeof in->raw - in->raw_len);
+    while (got < 0 && errno == EINTR);
+    if (got < 0) {
+        diag(DIAG_ERROR, in->name, NULL, "read error: %s", strerror(errno));
+        in->failed = 1;
+        return -1;
     }
+    if (got == 0)
+        in->eof = 1;
+    in->raw_len += (size_t)got;
     return 0;
 }
 
@@ -36,18 +63,20 @@ int input_open(input *in, const char *path)
     memset(in, 0, sizeof *in);
     if (!path || strcmp(path, "-") == 0) {
         in->name = "<stdin>";
-        in->f = stdin;
+        in->fd = 0;
     } else {
         in->name = path;
-        in->f = fopen(path, "rb");
-        if (!in->f) {
+        in->fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (in->fd < 0) {
             diag(DIAG_ERROR, path, NULL, "cannot open: %s", strerror(errno));
             return -1;
         }
-        in->owns_f = 1;
+        in->owns_fd = 1;
     }
-    if (fill_raw(in) < 0)
-        return -1;
+    /* enough to tell xz by its magic, however slowly a pipe delivers it */
+    while (in->raw_len < sizeof xz_magic && !in->eof)
+        if (fill_raw(in) < 0)
+            return -1;
     if (in->raw_len < sizeof xz_magic || memcmp(in->raw, xz_magic, sizeof xz_magic) != 0)
         return 0;
 #if BTP_CLI_HAVE_LZMA
@@ -74,7 +103,9 @@ int input_open(input *in, const char *path)
 #endif
 }
 
-long input_read(input *in, void *buf, size_t n)
+/* Read from the file (decompressing): what input_read() gives once the
+ * peeked bytes are used up. */
+static long read_source(input *in, void *buf, size_t n)
 {
     if (in->failed)
         return -1;
@@ -84,7 +115,7 @@ long input_read(input *in, void *buf, size_t n)
         if (in->raw_pos == in->raw_len) {
             if (fill_raw(in) < 0)
                 return -1;
-            if (in->raw_len == 0)
+            if (in->raw_len == in->raw_pos)
                 return 0;
         }
         size_t k = in->raw_len - in->raw_pos;
@@ -129,6 +160,50 @@ long input_read(input *in, void *buf, size_t n)
 #endif
 }
 
+long input_read(input *in, void *buf, size_t n)
+{
+    if (in->peek_pos < in->peek_len) {
+        size_t k = in->peek_len - in->peek_pos < n ? in->peek_len - in->peek_pos : n;
+        memcpy(buf, in->peeked + in->peek_pos, k);
+        in->peek_pos += k;
+        if (in->peek_pos == in->peek_len) {
+            free(in->peeked);
+            in->peeked = NULL;
+            in->peek_len = in->peek_pos = 0;
+        }
+        return (long)k;
+    }
+    return read_source(in, buf, n);
+}
+
+long input_peek(input *in, size_t n, const void **data)
+{
+    size_t have = in->peek_len - in->peek_pos;
+    if (have < n) {
+        uint8_t *p = malloc(n);
+        if (!p) {
+            diag(DIAG_ERROR, in->name, NULL, "out of memory");
+            return -1;
+        }
+        if (have)
+            memcpy(p, in->peeked + in->peek_pos, have);
+        free(in->peeked);
+        in->peeked = p;
+        in->peek_pos = 0;
+        in->peek_len = have;
+        while (in->peek_len < n) {
+            long got = read_source(in, p + in->peek_len, n - in->peek_len);
+            if (got < 0)
+                return -1;
+            if (got == 0)
+                break;
+            in->peek_len += (size_t)got;
+        }
+    }
+    *data = in->peeked + in->peek_pos;
+    return (long)(in->peek_len - in->peek_pos < n ? in->peek_len - in->peek_pos : n);
+}
+
 int input_read_all(input *in, strbuf *out)
 {
     for (;;) {
@@ -143,8 +218,8 @@ int input_read_all(input *in, strbuf *out)
         if (got == 0)
             return 0;
         out->len += (size_t)got;
-        if (out->len > INPUT_MAX_BINARY) {
-            diag(DIAG_ERROR, in->name, NULL, "input larger than %zu bytes", INPUT_MAX_BINARY);
+        if (out->len > INPUT_MAX_ALL) {
+            diag(DIAG_ERROR, in->name, NULL, "larger than %zu bytes", INPUT_MAX_ALL);
             return -1;
         }
     }
@@ -159,7 +234,18 @@ void input_close(input *in)
     }
 #endif
     in->lzma = NULL;
-    if (in->owns_f && in->f)
-        fclose(in->f);
-    in->f = NULL;
+    free(in->peeked);
+    in->peeked = NULL;
+    in->peek_len = in->peek_pos = 0;
+    if (in->owns_fd)
+        close(in->fd);
+    in->owns_fd = 0;
+    in->fd = -1;
+}
+
+int input_is_file(const char *path)
+{
+    struct stat st;
+    int ok = !path || strcmp(path, "-") == 0 ? fstat(0, &st) == 0 : stat(path, &st) == 0;
+    return ok && S_ISREG(st.st_mode);
 }

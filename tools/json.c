@@ -1,10 +1,12 @@
 /*
- * JSON reader: recursive descent with an explicit depth limit.
+ * JSON reader: a cursor that walks a value in place, and a tree built on it
+ * by recursive descent with an explicit depth limit.
  *
- * Every read goes through peek()/the bounds in the parser struct, so the
- * parser never looks past text[len). Containers grow geometrically; their
- * size is bounded by the number of bytes in the input, which is bounded by
- * JSON_MAX_TEXT. Recursion depth (parse and free) is bounded by
+ * Every read goes through peek()/the bounds in the cursor, so the reader
+ * never looks past text[len). Strings are decoded into one buffer the
+ * cursor reuses; containers of the tree grow geometrically, their size
+ * bounded by the number of bytes in the input, which is bounded by
+ * JSON_MAX_TEXT. Recursion depth (tree, skip and free) is bounded by
  * JSON_MAX_DEPTH.
  */
 #include "json.h"
@@ -22,112 +24,90 @@ struct json_value {
     size_t n, cap;
 };
 
-typedef struct parser {
-    const char *text;
-    size_t len, pos;
-    size_t values, max_values; /* values made so far, and the limit */
-    json_error err;
-    int failed;
-} parser;
+/* ---- cursor ----------------------------------------------------------- */
 
-static json_value *fail(parser *p, size_t at, const char *msg)
+static int fail(json_cursor *c, size_t at, const char *msg)
 {
-    if (!p->failed) {
-        p->failed = 1;
-        p->err.offset = at;
-        p->err.msg = msg;
+    if (!c->failed) {
+        c->failed = 1;
+        c->err.offset = at;
+        c->err.msg = msg;
     }
-    return NULL;
-}
-
-static int peek(const parser *p)
-{
-    return p->pos < p->len ? (unsigned char)p->text[p->pos] : -1;
-}
-
-static void skip_ws(parser *p)
-{
-    while (p->pos < p->len) {
-        char c = p->text[p->pos];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-            break;
-        p->pos++;
-    }
-}
-
-static json_value *new_value(parser *p, json_type t)
-{
-    json_value *v = calloc(1, sizeof *v);
-    if (!v)
-        return fail(p, p->pos, "out of memory");
-    v->type = t;
-    return v;
-}
-
-void json_free(json_value *v)
-{
-    if (!v)
-        return;
-    for (size_t i = 0; i < v->n; i++) {
-        json_free(v->items[i]);
-        if (v->keys)
-            free(v->keys[i]);
-    }
-    free(v->items);
-    free(v->keys);
-    free(v->str);
-    free(v);
-}
-
-/* Append item (and key for objects) to container c; takes ownership. */
-static int append(parser *p, json_value *c, char *key, json_value *item)
-{
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 4;
-        json_value **items = realloc(c->items, cap * sizeof *items);
-        if (!items)
-            goto oom;
-        c->items = items;
-        if (c->type == JSON_OBJECT) {
-            char **keys = realloc(c->keys, cap * sizeof *keys);
-            if (!keys)
-                goto oom;
-            c->keys = keys;
-        }
-        c->cap = cap;
-    }
-    c->items[c->n] = item;
-    if (c->type == JSON_OBJECT)
-        c->keys[c->n] = key;
-    c->n++;
-    return 0;
-oom:
-    free(key);
-    json_free(item);
-    fail(p, p->pos, "out of memory");
     return -1;
 }
 
-static int hex4(parser *p, size_t at, unsigned *out)
+static int peek_char(const json_cursor *c)
 {
-    if (p->len - at < 4) {
-        fail(p, at, "truncated \\u escape");
-        return -1;
+    return c->pos < c->len ? (unsigned char)c->text[c->pos] : -1;
+}
+
+static void skip_ws(json_cursor *c)
+{
+    while (c->pos < c->len) {
+        char ch = c->text[c->pos];
+        if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r')
+            break;
+        c->pos++;
     }
+}
+
+void json_cursor_init(json_cursor *c, const char *text, size_t len)
+{
+    memset(c, 0, sizeof *c);
+    c->text = text;
+    c->len = len;
+    if (!text && len)
+        fail(c, 0, "no text");
+    else if (len > JSON_MAX_TEXT)
+        fail(c, 0, "text too long");
+}
+
+void json_cursor_free(json_cursor *c)
+{
+    free(c->buf);
+    c->buf = NULL;
+    c->buf_cap = 0;
+}
+
+int json_peek(json_cursor *c)
+{
+    if (c->failed)
+        return -1;
+    skip_ws(c);
+    return peek_char(c);
+}
+
+int json_enter(json_cursor *c)
+{
+    int ch = json_peek(c);
+    if (ch != '{' && ch != '[')
+        return fail(c, c->pos, ch == -1 ? "unexpected end of input" : "unexpected character");
+    if (c->depth >= JSON_MAX_DEPTH)
+        return fail(c, c->pos, "nesting too deep");
+    uint64_t bit = (uint64_t)1 << c->depth;
+    c->object = ch == '{' ? c->object | bit : c->object & ~bit;
+    c->started &= ~bit;
+    c->depth++;
+    c->pos++;
+    return 0;
+}
+
+static int hex4(json_cursor *c, size_t at, unsigned *out)
+{
+    if (c->len - at < 4)
+        return fail(c, at, "truncated \\u escape");
     unsigned v = 0;
     for (size_t i = 0; i < 4; i++) {
-        char c = p->text[at + i];
+        char ch = c->text[at + i];
         unsigned d;
-        if (c >= '0' && c <= '9')
-            d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            d = (unsigned)(c - 'A' + 10);
-        else {
-            fail(p, at + i, "bad hex digit in \\u escape");
-            return -1;
-        }
+        if (ch >= '0' && ch <= '9')
+            d = (unsigned)(ch - '0');
+        else if (ch >= 'a' && ch <= 'f')
+            d = (unsigned)(ch - 'a' + 10);
+        else if (ch >= 'A' && ch <= 'F')
+            d = (unsigned)(ch - 'A' + 10);
+        else
+            return fail(c, at + i, "bad hex digit in \\u escape");
         v = v << 4 | d;
     }
     *out = v;
@@ -158,38 +138,38 @@ static size_t put_utf8(char *o, unsigned cp)
     return 4;
 }
 
-/* Parse a string at p->pos (which is '"'). The decoded text is never longer
- * than the quoted text, so one allocation of that size suffices. */
-static char *parse_string(parser *p, size_t *len_out)
+/* Decode the string at c->pos (which is '"') into c->buf. The decoded text
+ * is never longer than the quoted text, so one buffer of that size
+ * suffices. */
+static int read_string(json_cursor *c, const char **s, size_t *len_out)
 {
-    size_t start = ++p->pos, end = start;
-    while (end < p->len && p->text[end] != '"') {
-        if (p->text[end] == '\\')
+    size_t start = ++c->pos, end = start;
+    while (end < c->len && c->text[end] != '"') {
+        if (c->text[end] == '\\')
             end++;
         end++;
     }
-    if (end >= p->len) {
-        fail(p, start - 1, "unterminated string");
-        return NULL;
+    if (end >= c->len)
+        return fail(c, start - 1, "unterminated string");
+    if (end - start + 1 > c->buf_cap) {
+        char *b = realloc(c->buf, end - start + 1);
+        if (!b)
+            return fail(c, start, "out of memory");
+        c->buf = b;
+        c->buf_cap = end - start + 1;
     }
-    char *out = malloc(end - start + 1);
-    if (!out) {
-        fail(p, start, "out of memory");
-        return NULL;
-    }
+    char *out = c->buf;
     size_t o = 0, i = start;
     while (i < end) {
-        unsigned char c = (unsigned char)p->text[i];
-        if (c < 0x20) {
-            fail(p, i, "control character in string");
-            goto bad;
-        }
-        if (c != '\\') {
-            out[o++] = (char)c;
+        unsigned char ch = (unsigned char)c->text[i];
+        if (ch < 0x20)
+            return fail(c, i, "control character in string");
+        if (ch != '\\') {
+            out[o++] = (char)ch;
             i++;
             continue;
         }
-        char e = p->text[i + 1]; /* i + 1 < end: the scan above paired it */
+        char e = c->text[i + 1]; /* i + 1 < end: the scan above paired it */
         const char *simple = strchr("\"\\/bfnrt", e);
         if (e && simple) {
             static const char repl[] = "\"\\/\b\f\n\r\t";
@@ -197,30 +177,22 @@ static char *parse_string(parser *p, size_t *len_out)
             i += 2;
             continue;
         }
-        if (e != 'u') {
-            fail(p, i, "bad escape in string");
-            goto bad;
-        }
+        if (e != 'u')
+            return fail(c, i, "bad escape in string");
         unsigned cp;
-        if (hex4(p, i + 2, &cp) < 0)
-            goto bad;
+        if (hex4(c, i + 2, &cp) < 0)
+            return -1;
         size_t esc = 6;
-        if (cp >= 0xdc00 && cp <= 0xdfff) {
-            fail(p, i, "lone low surrogate in string");
-            goto bad;
-        }
+        if (cp >= 0xdc00 && cp <= 0xdfff)
+            return fail(c, i, "lone low surrogate in string");
         if (cp >= 0xd800 && cp <= 0xdbff) {
             unsigned lo;
-            if (end - i < 12 || p->text[i + 6] != '\\' || p->text[i + 7] != 'u') {
-                fail(p, i, "lone high surrogate in string");
-                goto bad;
-            }
-            if (hex4(p, i + 8, &lo) < 0)
-                goto bad;
-            if (lo < 0xdc00 || lo > 0xdfff) {
-                fail(p, i + 6, "bad low surrogate in string");
-                goto bad;
-            }
+            if (end - i < 12 || c->text[i + 6] != '\\' || c->text[i + 7] != 'u')
+                return fail(c, i, "lone high surrogate in string");
+            if (hex4(c, i + 8, &lo) < 0)
+                return -1;
+            if (lo < 0xdc00 || lo > 0xdfff)
+                return fail(c, i + 6, "bad low surrogate in string");
             cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
             esc = 12;
         }
@@ -229,170 +201,343 @@ static char *parse_string(parser *p, size_t *len_out)
         i += esc;
     }
     out[o] = 0;
+    *s = out;
     *len_out = o;
-    p->pos = end + 1;
-    return out;
-bad:
-    free(out);
-    return NULL;
+    c->pos = end + 1;
+    return 0;
 }
 
-static int is_digit(int c)
+int json_next(json_cursor *c, const char **key, size_t *klen)
 {
-    return c >= '0' && c <= '9';
+    if (c->failed || c->depth == 0)
+        return -1;
+    uint64_t bit = (uint64_t)1 << (c->depth - 1);
+    int object = (c->object & bit) != 0;
+    char close = object ? '}' : ']';
+    skip_ws(c);
+    int ch = peek_char(c);
+    if (ch == close) {
+        c->pos++;
+        c->depth--;
+        return 0;
+    }
+    if (c->started & bit) {
+        if (ch != ',')
+            return fail(c, c->pos, object ? "',' or '}' expected" : "',' or ']' expected");
+        c->pos++;
+    }
+    c->started |= bit;
+    if (!object)
+        return 1;
+    skip_ws(c);
+    if (peek_char(c) != '"')
+        return fail(c, c->pos, "object key expected");
+    const char *k;
+    size_t n;
+    if (read_string(c, &k, &n) < 0)
+        return -1;
+    skip_ws(c);
+    if (peek_char(c) != ':')
+        return fail(c, c->pos, "':' expected");
+    c->pos++;
+    if (key)
+        *key = k;
+    if (klen)
+        *klen = n;
+    return 1;
 }
 
-static json_value *parse_number(parser *p)
+int json_string(json_cursor *c, const char **s, size_t *n)
 {
-    size_t start = p->pos;
-    if (peek(p) == '-')
-        p->pos++;
-    if (peek(p) == '0') {
-        p->pos++;
-    } else if (is_digit(peek(p))) {
-        while (is_digit(peek(p)))
-            p->pos++;
+    int ch = json_peek(c);
+    if (ch != '"')
+        return fail(c, c->pos, ch == -1 ? "unexpected end of input" : "string expected");
+    return read_string(c, s, n);
+}
+
+static int is_digit(int ch)
+{
+    return ch >= '0' && ch <= '9';
+}
+
+int json_number(json_cursor *c, const char **text, size_t *n)
+{
+    if (json_peek(c) == -1 && !c->failed)
+        return fail(c, c->pos, "unexpected end of input");
+    if (c->failed)
+        return -1;
+    size_t start = c->pos;
+    if (peek_char(c) == '-')
+        c->pos++;
+    if (peek_char(c) == '0') {
+        c->pos++;
+    } else if (is_digit(peek_char(c))) {
+        while (is_digit(peek_char(c)))
+            c->pos++;
     } else {
-        return fail(p, p->pos, "bad number");
+        return fail(c, c->pos, "bad number");
     }
-    if (peek(p) == '.') {
-        p->pos++;
-        if (!is_digit(peek(p)))
-            return fail(p, p->pos, "bad number: digit expected after '.'");
-        while (is_digit(peek(p)))
-            p->pos++;
+    if (peek_char(c) == '.') {
+        c->pos++;
+        if (!is_digit(peek_char(c)))
+            return fail(c, c->pos, "bad number: digit expected after '.'");
+        while (is_digit(peek_char(c)))
+            c->pos++;
     }
-    if (peek(p) == 'e' || peek(p) == 'E') {
-        p->pos++;
-        if (peek(p) == '+' || peek(p) == '-')
-            p->pos++;
-        if (!is_digit(peek(p)))
-            return fail(p, p->pos, "bad number: digit expected in exponent");
-        while (is_digit(peek(p)))
-            p->pos++;
+    if (peek_char(c) == 'e' || peek_char(c) == 'E') {
+        c->pos++;
+        if (peek_char(c) == '+' || peek_char(c) == '-')
+            c->pos++;
+        if (!is_digit(peek_char(c)))
+            return fail(c, c->pos, "bad number: digit expected in exponent");
+        while (is_digit(peek_char(c)))
+            c->pos++;
     }
-    json_value *v = new_value(p, JSON_NUMBER);
+    *text = c->text + start;
+    *n = c->pos - start;
+    return 0;
+}
+
+int json_literal(json_cursor *c, json_type *type, int *b)
+{
+    static const struct {
+        const char *word;
+        json_type type;
+        int b;
+    } lits[] = {{"true", JSON_BOOL, 1}, {"false", JSON_BOOL, 0}, {"null", JSON_NULL, 0}};
+    if (json_peek(c) == -1)
+        return fail(c, c->pos, "unexpected end of input");
+    for (size_t i = 0; i < sizeof lits / sizeof lits[0]; i++) {
+        size_t n = strlen(lits[i].word);
+        if (c->text[c->pos] == lits[i].word[0] && c->len - c->pos >= n &&
+            memcmp(c->text + c->pos, lits[i].word, n) == 0) {
+            c->pos += n;
+            *type = lits[i].type;
+            *b = lits[i].b;
+            return 0;
+        }
+    }
+    return fail(c, c->pos, "unexpected character");
+}
+
+int json_skip(json_cursor *c)
+{
+    int ch = json_peek(c);
+    const char *s;
+    size_t n;
+    json_type t;
+    int b;
+    switch (ch) {
+    case -1:
+        return fail(c, c->pos, "unexpected end of input");
+    case '{':
+    case '[': {
+        if (json_enter(c) < 0)
+            return -1;
+        int more;
+        while ((more = json_next(c, NULL, NULL)) == 1)
+            if (json_skip(c) < 0) /* depth: bounded by JSON_MAX_DEPTH */
+                return -1;
+        return more;
+    }
+    case '"':
+        return read_string(c, &s, &n);
+    case 't':
+    case 'f':
+    case 'n':
+        return json_literal(c, &t, &b);
+    default:
+        if (ch == '-' || is_digit(ch))
+            return json_number(c, &s, &n);
+        return fail(c, c->pos, "unexpected character");
+    }
+}
+
+int json_end(json_cursor *c)
+{
+    if (c->failed)
+        return -1;
+    skip_ws(c);
+    return c->pos == c->len ? 0 : fail(c, c->pos, "unexpected text after the value");
+}
+
+int json_members(json_cursor *c, json_member_fn fn, void *ctx)
+{
+    int is_object = json_peek(c) == '{', more;
+    if (is_object) {
+        const char *key;
+        size_t klen;
+        if (json_enter(c) < 0)
+            return -1;
+        while ((more = json_next(c, &key, &klen)) == 1)
+            if (fn(ctx, c, key, klen) < 0)
+                return -1;
+        if (more < 0)
+            return -1;
+    } else if (json_skip(c) < 0) {
+        return -1;
+    }
+    return json_end(c) < 0 ? -1 : is_object;
+}
+
+int json_text_u64(const char *text, size_t n, uint64_t *out)
+{
+    uint64_t x = 0;
+    if (n == 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        char ch = text[i];
+        if (!is_digit((unsigned char)ch))
+            return -1; /* '-', '.', 'e' */
+        unsigned d = (unsigned)(ch - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return -1;
+        x = x * 10 + d;
+    }
+    *out = x;
+    return 0;
+}
+
+/* ---- tree ------------------------------------------------------------- */
+
+typedef struct builder {
+    json_cursor c;
+    size_t values, max_values; /* values made so far, and the limit */
+} builder;
+
+void json_free(json_value *v)
+{
     if (!v)
-        return NULL;
-    v->str_len = p->pos - start;
-    v->str = malloc(v->str_len + 1);
-    if (!v->str) {
-        json_free(v);
-        return fail(p, start, "out of memory");
+        return;
+    for (size_t i = 0; i < v->n; i++) {
+        json_free(v->items[i]);
+        if (v->keys)
+            free(v->keys[i]);
     }
-    memcpy(v->str, p->text + start, v->str_len);
-    v->str[v->str_len] = 0;
+    free(v->items);
+    free(v->keys);
+    free(v->str);
+    free(v);
+}
+
+static json_value *new_value(builder *b, json_type t)
+{
+    json_value *v = calloc(1, sizeof *v);
+    if (!v) {
+        fail(&b->c, b->c.pos, "out of memory");
+        return NULL;
+    }
+    v->type = t;
     return v;
 }
 
-static json_value *parse_value(parser *p, unsigned depth);
-
-static json_value *parse_container(parser *p, unsigned depth, json_type t)
+static char *copy_text(builder *b, const char *s, size_t n)
 {
-    char close = t == JSON_ARRAY ? ']' : '}';
-    if (depth >= JSON_MAX_DEPTH)
-        return fail(p, p->pos, "nesting too deep");
-    json_value *c = new_value(p, t);
-    if (!c)
+    char *d = malloc(n + 1);
+    if (!d) {
+        fail(&b->c, b->c.pos, "out of memory");
         return NULL;
-    p->pos++;
-    skip_ws(p);
-    if (peek(p) == close) {
-        p->pos++;
-        return c;
     }
-    for (;;) {
-        char *key = NULL;
-        skip_ws(p);
-        if (t == JSON_OBJECT) {
-            size_t klen;
-            if (peek(p) != '"') {
-                fail(p, p->pos, "object key expected");
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+/* Append item (and key for objects) to container c; takes ownership. */
+static int append(builder *b, json_value *c, char *key, json_value *item)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 4;
+        json_value **items = realloc(c->items, cap * sizeof *items);
+        if (!items)
+            goto oom;
+        c->items = items;
+        if (c->type == JSON_OBJECT) {
+            char **keys = realloc(c->keys, cap * sizeof *keys);
+            if (!keys)
+                goto oom;
+            c->keys = keys;
+        }
+        c->cap = cap;
+    }
+    c->items[c->n] = item;
+    if (c->type == JSON_OBJECT)
+        c->keys[c->n] = key;
+    c->n++;
+    return 0;
+oom:
+    free(key);
+    json_free(item);
+    return fail(&b->c, b->c.pos, "out of memory");
+}
+
+static json_value *build(builder *b)
+{
+    json_cursor *c = &b->c;
+    int ch = json_peek(c);
+    if (ch != -1 && b->values++ >= b->max_values) {
+        fail(c, c->pos, "too many values");
+        return NULL;
+    }
+    const char *s;
+    size_t n;
+    json_value *v = NULL;
+    switch (ch) {
+    case -1:
+        fail(c, c->pos, "unexpected end of input");
+        return NULL;
+    case '{':
+    case '[': {
+        if (!(v = new_value(b, ch == '{' ? JSON_OBJECT : JSON_ARRAY)))
+            return NULL;
+        if (json_enter(c) < 0)
+            break;
+        int more;
+        while ((more = json_next(c, &s, &n)) == 1) {
+            char *key = NULL;
+            if (v->type == JSON_OBJECT && !(key = copy_text(b, s, n)))
                 break;
-            }
-            if (!(key = parse_string(p, &klen)))
-                break;
-            skip_ws(p);
-            if (peek(p) != ':') {
+            json_value *item = build(b); /* depth: bounded by JSON_MAX_DEPTH */
+            if (!item) {
                 free(key);
-                fail(p, p->pos, "':' expected");
                 break;
             }
-            p->pos++;
+            if (append(b, v, key, item) < 0)
+                break;
         }
-        json_value *item = parse_value(p, depth + 1);
-        if (!item) {
-            free(key);
-            break;
-        }
-        if (append(p, c, key, item) < 0)
-            break;
-        skip_ws(p);
-        if (peek(p) == ',') {
-            p->pos++;
-            continue;
-        }
-        if (peek(p) == close) {
-            p->pos++;
-            return c;
-        }
-        fail(p, p->pos, t == JSON_ARRAY ? "',' or ']' expected" : "',' or '}' expected");
+        if (more == 0)
+            return v;
         break;
     }
-    json_free(c);
-    return NULL;
-}
-
-static json_value *parse_literal(parser *p, const char *word, json_type t, int b)
-{
-    size_t n = strlen(word);
-    if (p->len - p->pos < n || memcmp(p->text + p->pos, word, n) != 0)
-        return fail(p, p->pos, "unexpected character");
-    p->pos += n;
-    json_value *v = new_value(p, t);
-    if (v)
-        v->boolean = b;
-    return v;
-}
-
-static json_value *parse_value(parser *p, unsigned depth)
-{
-    skip_ws(p);
-    int c = peek(p);
-    if (c != -1 && p->values++ >= p->max_values)
-        return fail(p, p->pos, "too many values");
-    switch (c) {
-    case -1:
-        return fail(p, p->pos, "unexpected end of input");
-    case '{':
-        return parse_container(p, depth, JSON_OBJECT);
-    case '[':
-        return parse_container(p, depth, JSON_ARRAY);
-    case '"': {
-        size_t at = p->pos, n;
-        char *s = parse_string(p, &n);
-        if (!s)
+    case '"':
+        if (!(v = new_value(b, JSON_STRING)) || json_string(c, &s, &n) < 0 ||
+            !(v->str = copy_text(b, s, n)))
+            break;
+        v->str_len = n;
+        return v;
+    case 't':
+    case 'f':
+    case 'n': {
+        json_type t;
+        int bo;
+        if (json_literal(c, &t, &bo) < 0 || !(v = new_value(b, t)))
+            break;
+        v->boolean = bo;
+        return v;
+    }
+    default:
+        if (ch != '-' && !is_digit(ch)) {
+            fail(c, c->pos, "unexpected character");
             return NULL;
-        json_value *v = new_value(p, JSON_STRING);
-        if (!v) {
-            free(s);
-            return fail(p, at, "out of memory");
         }
-        v->str = s;
+        if (json_number(c, &s, &n) < 0 || !(v = new_value(b, JSON_NUMBER)) ||
+            !(v->str = copy_text(b, s, n)))
+            break;
         v->str_len = n;
         return v;
     }
-    case 't':
-        return parse_literal(p, "true", JSON_BOOL, 1);
-    case 'f':
-        return parse_literal(p, "false", JSON_BOOL, 0);
-    case 'n':
-        return parse_literal(p, "null", JSON_NULL, 0);
-    default:
-        if (c == '-' || is_digit(c))
-            return parse_number(p);
-        return fail(p, p->pos, "unexpected character");
-    }
+    json_free(v);
+    return NULL;
 }
 
 json_value *json_parse(const char *text, size_t len, json_error *err)
@@ -402,22 +547,22 @@ json_value *json_parse(const char *text, size_t len, json_error *err)
 
 json_value *json_parse_limited(const char *text, size_t len, size_t max_values, json_error *err)
 {
-    parser p = {.text = text, .len = len, .max_values = max_values};
-    json_value *v = NULL;
-    if (!text && len)
-        fail(&p, 0, "no text");
-    else if (len > JSON_MAX_TEXT)
-        fail(&p, 0, "text too long");
-    else if ((v = parse_value(&p, 0)) != NULL) {
-        skip_ws(&p);
-        if (p.pos != p.len) {
-            json_free(v);
-            v = fail(&p, p.pos, "unexpected text after the value");
-        }
+    builder b = {.max_values = max_values};
+    json_cursor_init(&b.c, text, len);
+    json_value *v = b.c.failed ? NULL : build(&b);
+    if (v && json_end(&b.c) < 0) {
+        json_free(v);
+        v = NULL;
     }
     if (!v && err)
-        *err = p.err;
+        *err = b.c.err;
+    json_cursor_free(&b.c);
     return v;
+}
+
+json_value *json_parse_line(const char *text, size_t len, json_error *err)
+{
+    return json_parse_limited(text, len, len / 8 + 64, err);
 }
 
 json_type json_type_of(const json_value *v)
@@ -454,18 +599,7 @@ int json_u64(const json_value *v, uint64_t *out)
 {
     if (!v || v->type != JSON_NUMBER || !out)
         return -1;
-    uint64_t x = 0;
-    for (size_t i = 0; i < v->str_len; i++) {
-        char c = v->str[i];
-        if (!is_digit((unsigned char)c))
-            return -1; /* '-', '.', 'e' */
-        unsigned d = (unsigned)(c - '0');
-        if (x > (UINT64_MAX - d) / 10)
-            return -1;
-        x = x * 10 + d;
-    }
-    *out = x;
-    return 0;
+    return json_text_u64(v->str, v->str_len, out);
 }
 
 const char *json_number_text(const json_value *v)

@@ -54,32 +54,37 @@ static int by_bytes(const void *a, const void *b)
                                 : (x->count < y->count) - (x->count > y->count);
 }
 
-int log_stats(const char *path, const strbuf *data, const cli_options *opt, const char *elf,
-              size_t top)
+/* The stored image map, taken as the metadata streams by. */
+static void take_meta(void *ctx, const char *key, const void *data, size_t len, uint64_t record)
 {
-    const char *name = input_name(path);
+    (void)record;
+    site_syms_take(ctx, key, data, len);
+}
+
+int log_stats(input *in, const cli_options *opt, const char *elf, size_t top)
+{
+    const char *name = in->name;
+    reader rd = {.name = name, .opt = opt, .in = in};
     btp_log_reader *r;
-    btp_status st = btp_log_reader_open(&r, data->data, data->len,
-                                        opt->keep_going ? BTP_LOG_KEEP_GOING : 0);
-    if (st != BTP_OK) {
-        diag(DIAG_ERROR, name, NULL, "not a readable btpack log: %s", btp_strerror(st));
+    if (log_open_reader(&rd, &r) != BTP_OK) {
+        if (!rd.in_failed)
+            diag(DIAG_ERROR, name, &rd.err_loc, "%s", rd.msg);
         return EXIT_BAD_INPUT;
     }
     sites p = SITES_INIT;
     uint64_t total_count = 0, total_bytes = 0, unknown = 0;
     int rc = EXIT_OK;
+    site_syms sy;
+    site_syms_init(&sy, elf, btp_log_reader_word_bits(r));
+    btp_status st;
     btp_log_record rec;
     for (;;) {
-        st = btp_log_reader_next(r, &rec);
+        st = log_next_record(&rd, r, &rec, take_meta, &sy, NULL);
         if (st == BTP_END)
             break;
         if (st != BTP_OK) {
-            src_loc loc = {.offset = btp_log_reader_error_offset(r), .has_offset = 1};
-            int go_on = opt->keep_going && st != BTP_E_TRUNCATED_FILE;
-            diag(go_on ? DIAG_WARNING : DIAG_ERROR, name, &loc, "%s%s", btp_strerror(st),
-                 go_on ? "; block skipped" : "");
             rc = EXIT_BAD_INPUT;
-            if (!go_on)
+            if (rd.fatal)
                 break;
             continue;
         }
@@ -144,8 +149,7 @@ int log_stats(const char *path, const strbuf *data, const cli_options *opt, cons
            (unsigned long long)total_count);
     printf("live at end     %llu bytes in %llu allocations (not freed in the log)\n",
            (unsigned long long)live_bytes, (unsigned long long)live_count);
-    site_syms sy = {.elf = elf};
-    site_syms_set_log(&sy, name, r);
+    site_syms_check_map(&sy, name);
     size_t n_top = p.n_sites < top ? p.n_sites : top;
     site **order = malloc((p.n_sites + 1) * sizeof *order);
     site **shown = malloc((2 * n_top + 1) * sizeof *shown);

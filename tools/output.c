@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -134,6 +135,11 @@ int output_open(output *o, const char *path, const char *in, unsigned flags)
                  "another file", in ? in : "<stdin>");
             return EXIT_USAGE;
         }
+        /* replacing it must not do what writing to it could not */
+        if (S_ISREG(ost.st_mode) && access(path, W_OK) != 0) {
+            diag(DIAG_ERROR, path, NULL, "cannot write: %s", strerror(errno));
+            return EXIT_BAD_INPUT;
+        }
         if (!S_ISREG(ost.st_mode)) {
             /* a device, FIFO or terminal: nothing to replace, write to it */
             o->fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
@@ -243,4 +249,11 @@ int output_close(output *o, int ok)
         o->tmp = o->path = NULL;
     }
     return rc;
+}
+
+uint64_t output_clock_ms(void)
+{
+    struct timespec ts = {0, 0};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }

@@ -18,6 +18,7 @@
 #define BTPACK_TOOLS_OUTPUT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 enum {
@@ -62,5 +63,8 @@ int output_failed(output *o);
  * OUTPUT_KEEP_PARTIAL).
  */
 int output_close(output *o, int ok);
+
+/* A monotonic clock in milliseconds, for flushing output by age. */
+uint64_t output_clock_ms(void);
 
 #endif

@@ -28,11 +28,19 @@ static int read_one_line(reader *r, const char *line, size_t len, trace *t, strb
     return 1;
 }
 
-static int report_bad(reader *r, unsigned long long *bad)
+/* A bad record, or damage to the input (r->not_a_record: counted apart,
+ * as no one record was skipped). */
+static int report_bad(reader *r, unsigned long long *bad, int *damaged)
 {
-    (*bad)++;
+    if (r->in_failed)
+        return -1; /* the input reported it */
+    if (r->not_a_record)
+        *damaged = 1;
+    else
+        (*bad)++;
     if (r->opt->keep_going && !r->fatal) {
-        diag(DIAG_WARNING, r->name, &r->err_loc, "%s; trace skipped", r->msg);
+        diag(DIAG_WARNING, r->name, &r->err_loc, "%s%s", r->msg,
+             r->not_a_record ? "" : "; trace skipped");
         return 0;
     }
     diag(DIAG_ERROR, r->name, &r->err_loc, "%s", r->msg);
@@ -47,15 +55,18 @@ int read_traces(const format *fmt, const cli_options *opt, const char *path, tra
     input in;
     reader r = {.fmt = fmt, .name = input_name(path), .opt = opt, .word_bits = opt->word_bits};
     trace t;
-    strbuf bytes = STRBUF_INIT, whole = STRBUF_INIT;
+    strbuf bytes = STRBUF_INIT;
     line_reader lr;
     const char *line = NULL;
     size_t len = 0;
     unsigned long long bad = 0, count = 0;
-    int failed = 0;
+    int failed = 0, damaged = 0;
 
     if (input_open(&in, path) < 0)
         return EXIT_BAD_INPUT;
+    in.idle = opt->idle;
+    in.idle_ctx = opt->idle_ctx;
+    r.in = &in;
     trace_init(&t, opt->max_frames);
     lines_init(&lr, &in);
     if (fmt->open && fmt->open(&r) < 0) {
@@ -63,15 +74,10 @@ int read_traces(const format *fmt, const cli_options *opt, const char *path, tra
         failed = 1;
         goto out;
     }
-    if (fmt->binary && input_read_all(&in, &whole) < 0) {
-        failed = 1;
-        goto out;
-    }
-    r.data = (const uint8_t *)whole.data;
-    r.len = whole.len;
     for (;;) {
         int rc;
         r.msg[0] = 0;
+        r.not_a_record = 0;
         if (fmt->binary) {
             r.loc = (src_loc){.offset = r.pos, .has_offset = 1};
             rc = fmt->read_next(&r, &t);
@@ -94,11 +100,24 @@ int read_traces(const format *fmt, const cli_options *opt, const char *path, tra
             r.more = 0;
             r.loc = (src_loc){.line = lr.lineno};
             rc = read_one_line(&r, line, len, &t, &bytes);
+            if (rc == 0 && opt->comments && opt->comments->len >= COMMENTS_AT_MOST) {
+                trace_reset(&t, r.word_bits);
+                t.event = TRACE_COMMENTS;
+                t.loc = r.loc;
+                rc = 1; /* to the sink: the writer takes them */
+            }
             if (rc == 0)
                 continue;
         }
         if (rc < 0) {
-            if (report_bad(&r, &bad) < 0) {
+            if (report_bad(&r, &bad, &damaged) < 0) {
+                failed = 1;
+                break;
+            }
+            continue;
+        }
+        if (t.event == TRACE_COMMENTS) {
+            if (sink(ctx, &t) < 0) {
                 failed = 1;
                 break;
             }
@@ -130,8 +149,8 @@ out:
         diag(DIAG_WARNING, r.name, NULL, "%llu bad record%s skipped", bad, bad == 1 ? "" : "s");
     lines_free(&lr);
     sb_free(&bytes);
-    sb_free(&whole);
+    sb_free(&r.win);
     trace_free(&t);
     input_close(&in);
-    return failed || bad ? EXIT_BAD_INPUT : EXIT_OK;
+    return failed || bad || damaged ? EXIT_BAD_INPUT : EXIT_OK;
 }

@@ -98,14 +98,24 @@ void sites_free(sites *p)
 
 /* ---- symbolization ---------------------------------------------------- */
 
-void site_syms_set_log(site_syms *ss, const char *name, btp_log_reader *r)
+void site_syms_init(site_syms *ss, const char *elf, unsigned word_bits)
 {
-    size_t bad_at = 0;
-    btp_status st = owned_map_from_log(&ss->map, r, &bad_at);
-    ss->have_map = st == BTP_OK;
+    memset(ss, 0, sizeof *ss);
+    ss->elf = elf;
+    log_map_init(&ss->map, word_bits);
+}
+
+void site_syms_take(site_syms *ss, const char *key, const void *data, size_t len)
+{
+    log_map_take(&ss->map, key, data, len); /* a bad item: reported once read */
+}
+
+void site_syms_check_map(const site_syms *ss, const char *name)
+{
+    btp_status st = ss->map.st;
     if (st != BTP_OK && st != BTP_END)
-        diag(DIAG_WARNING, name, NULL, "stored image map unusable (%s at byte %zu): not symbolized",
-             btp_strerror(st), bad_at);
+        diag(DIAG_WARNING, name, NULL, "stored image map unusable (%s at byte %zu of its "
+             "block): not symbolized", btp_strerror(st), ss->map.err_off);
 }
 
 void site_syms_resolve(site_syms *ss, site *const *shown, size_t n)
@@ -118,7 +128,7 @@ void site_syms_resolve(site_syms *ss, site *const *shown, size_t n)
             diag(DIAG_ERROR, NULL, NULL, "%s", why);
             return;
         }
-        if (sym_set_map(ss->sy, ss->have_map ? &ss->map.map : NULL) < 0)
+        if (sym_set_map(ss->sy, log_map_get(&ss->map)) < 0)
             goto oom;
     }
     for (size_t i = 0; i < n; i++) {
@@ -160,6 +170,6 @@ void site_syms_frame_text(const site_syms *ss, const site *s, size_t j, strbuf *
 void site_syms_free(site_syms *ss)
 {
     sym_free(ss->sy);
-    owned_map_free(&ss->map);
+    log_map_free(&ss->map);
     memset(ss, 0, sizeof *ss);
 }

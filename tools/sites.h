@@ -16,6 +16,7 @@ typedef struct site {
     uint64_t count, bytes, live_count, live_bytes;
     uint64_t temp_count;             /* freed before any other allocation */
     uint64_t peak_count, peak_bytes; /* live at the heap's peak */
+    uint64_t touched;                /* heap model: event of the last change + 1 (0: none) */
     btp_frame *frames;
     size_t n;
     uint64_t hash;
@@ -44,18 +45,22 @@ uint32_t sites_of_freed(const sites *p, const btp_log_record *rec);
 void sites_free(sites *p);
 
 /* Symbolization of the sites shown, through the shared symbolizer
- * (tools/symbolize): a log's stored image map (imagemap_text.h), and --elf
- * for addresses it does not cover (or inputs without one). */
+ * (tools/symbolize): a log's stored image map (log_map, taken from its
+ * metadata as it streams by), and --elf for addresses it does not cover
+ * (or inputs without one). */
 typedef struct site_syms {
     const char *elf; /* --elf, or NULL */
-    owned_map map;
-    int have_map;
+    log_map map;
     symbolizer *sy;  /* made by site_syms_resolve; NULL: addresses only */
 } site_syms;
 
-/* Take the image map a log stores (a copy: r may be closed after). A map
- * that cannot be used is reported with a warning naming `name`. */
-void site_syms_set_log(site_syms *ss, const char *name, btp_log_reader *r);
+/* Start with no map; elf as above; word_bits the input's. */
+void site_syms_init(site_syms *ss, const char *elf, unsigned word_bits);
+/* A metadata item of the log (the reader may release it afterwards). */
+void site_syms_take(site_syms *ss, const char *key, const void *data, size_t len);
+/* Once the log is read: a stored map that cannot be used is reported with
+ * a warning naming `name`. */
+void site_syms_check_map(const site_syms *ss, const char *name);
 /* Symbolize every frame of shown[0..n) (one back-end run per file; sites
  * asked for before are skipped). Failures are reported once; the frames
  * then stay addresses. */

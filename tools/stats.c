@@ -25,7 +25,10 @@ static const char stats_help[] =
     "For a trace log (--from log): records, distinct stacks, tree nodes, bytes per\n"
     "section and per trace, then a heap profile: the top allocation stacks by count\n"
     "and by bytes, with what is still live at the end, symbolized with addr2line\n"
-    "where the stored maps point at readable files (the files now at those paths).\n"
+    "where the stored maps point at readable files (the files now at those paths).\n";
+
+/* after the log limits (cli_log_limits_help) */
+static const char stats_help_more[] =
     "  --elf FILE        also symbolize addresses outside the stored maps (or all,\n"
     "                    when the log has none) in FILE\n"
     "  --top N           stacks to show in each list (default 10)\n"
@@ -39,13 +42,51 @@ static const char stats_examples[] =
     "  btpack stats --from cbf traces.cbf\n"
     "  btpack stats app.btlog\n";
 
+/* How many traces had each depth: an open-addressing table keyed by
+ * depth + 1 (0: empty). Distinct depths are few (k distinct depths need at
+ * least k^2/2 frames), so memory does not grow with the number of traces. */
+typedef struct depth_count {
+    size_t key; /* depth + 1 */
+    unsigned long long count;
+} depth_count;
+
 typedef struct stats {
     unsigned long long traces, frames, truncated, frees, cbf_bytes, raw_bytes;
     unsigned word_sizes; /* bit set of 16/32/64 seen */
-    size_t *depths;
-    size_t n, cap;
-    int oom;
+    depth_count *depths;
+    size_t n, cap;       /* distinct depths, table size (a power of two) */
 } stats;
+
+static depth_count *depth_slot(depth_count *t, size_t cap, size_t key)
+{
+    size_t i = (key * 0x9E3779B97F4A7C15ull) & (cap - 1);
+    while (t[i].key && t[i].key != key)
+        i = (i + 1) & (cap - 1);
+    return &t[i];
+}
+
+static int count_depth(stats *s, size_t depth)
+{
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        depth_count *t = calloc(cap, sizeof *t);
+        if (!t)
+            return -1;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->depths[i].key)
+                *depth_slot(t, cap, s->depths[i].key) = s->depths[i];
+        free(s->depths);
+        s->depths = t;
+        s->cap = cap;
+    }
+    depth_count *d = depth_slot(s->depths, s->cap, depth + 1);
+    if (!d->key) {
+        d->key = depth + 1;
+        s->n++;
+    }
+    d->count++;
+    return 0;
+}
 
 static int stats_sink(void *ctx, trace *t)
 {
@@ -54,37 +95,36 @@ static int stats_sink(void *ctx, trace *t)
         s->frees++;
         return 0;
     }
-    size_t len = 0, needed = 0;
-    /* Size only: with no buffer the encoder counts the bytes it needs. */
-    btp_status st = btp_cbf_encode(t->frames, t->n, t->truncated, t->word_bits, 0, NULL, 0, &len,
-                                   &needed);
+    size_t len = 0;
+    /* Size only: with no buffer the encoder counts the bytes it needs,
+     * taking each run whole. */
+    btp_cbf_encoder e;
+    btp_status st = btp_cbf_encoder_init(&e, NULL, 0, t->word_bits, 0);
+    for (size_t i = 0; st == BTP_OK && i < t->n_runs; i++)
+        st = btp_cbf_encoder_add(&e, t->runs[i].frame, t->runs[i].count);
+    if (st == BTP_OK)
+        st = btp_cbf_encoder_finish(&e, t->truncated, &len);
     if (st != BTP_OK && st != BTP_E_BUFFER_TOO_SMALL) {
         diag(DIAG_ERROR, NULL, &t->loc, "cannot encode as CBF: %s", btp_strerror(st));
         return 1;
     }
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 1024;
-        size_t *d = realloc(s->depths, cap * sizeof *d);
-        if (!d) {
-            diag(DIAG_ERROR, NULL, NULL, "out of memory");
-            return -1;
-        }
-        s->depths = d;
-        s->cap = cap;
+    size_t needed = btp_cbf_encoder_needed(&e);
+    if (count_depth(s, t->n) < 0) {
+        diag(DIAG_ERROR, NULL, NULL, "out of memory");
+        return -1;
     }
-    s->depths[s->n++] = t->n;
     s->traces++;
     s->frames += t->n;
     s->truncated += t->truncated != 0;
-    s->cbf_bytes += st == BTP_OK ? len : needed;
+    s->cbf_bytes += needed;
     s->raw_bytes += (unsigned long long)t->n * (t->word_bits / 8);
     s->word_sizes |= t->word_bits;
     return 0;
 }
 
-static int cmp_size(const void *a, const void *b)
+static int cmp_depth(const void *a, const void *b)
 {
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    size_t x = ((const depth_count *)a)->key, y = ((const depth_count *)b)->key;
     return x < y ? -1 : x > y;
 }
 
@@ -112,17 +152,32 @@ static void print_stats(stats *s)
            ratio(s->raw_bytes, s->traces));
     if (!s->n)
         return;
-    qsort(s->depths, s->n, sizeof *s->depths, cmp_size);
-    printf("depth           min %zu  median %zu  mean %.1f  max %zu\n", s->depths[0],
-           s->depths[s->n / 2], ratio(s->frames, s->traces), s->depths[s->n - 1]);
+    /* the distinct depths in order, at the front of the table */
+    size_t k = 0;
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->depths[i].key)
+            s->depths[k++] = s->depths[i];
+    qsort(s->depths, k, sizeof *s->depths, cmp_depth);
+    /* the median: the depth of trace number traces/2 (from 0) in order */
+    size_t median = 0;
+    unsigned long long seen = 0;
+    for (size_t i = 0; i < k; i++) {
+        seen += s->depths[i].count;
+        if (seen > s->traces / 2) {
+            median = s->depths[i].key - 1;
+            break;
+        }
+    }
+    printf("depth           min %zu  median %zu  mean %.1f  max %zu\n", s->depths[0].key - 1,
+           median, ratio(s->frames, s->traces), s->depths[k - 1].key - 1);
     /* Buckets 0, 1, 2-3, 4-7, ...: bucket b > 0 holds depths [2^(b-1), 2^b). */
     unsigned long long buckets[66] = {0}, most = 0;
     unsigned top = 0;
-    for (size_t i = 0; i < s->n; i++) {
+    for (size_t i = 0; i < k; i++) {
         unsigned b = 0;
-        for (size_t d = s->depths[i]; d; d >>= 1)
+        for (size_t d = s->depths[i].key - 1; d; d >>= 1)
             b++;
-        buckets[b]++;
+        buckets[b] += s->depths[i].count;
         top = b > top ? b : top;
     }
     for (unsigned b = 0; b <= top; b++)
@@ -150,6 +205,9 @@ int cmd_stats(int argc, char **argv)
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
         {"max-frames", required_argument, NULL, 'm'},
+        {"max-nodes", required_argument, NULL, 'N'},
+        {"max-live", required_argument, NULL, 'L'},
+        {"max-expansion", required_argument, NULL, 'X'},
         {"thread", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {"elf", required_argument, NULL, 'E'},
@@ -180,6 +238,8 @@ int cmd_stats(int argc, char **argv)
             break;
         case 'h':
             fputs(stats_help, stdout);
+            fputs(cli_log_limits_help, stdout);
+            fputs(stats_help_more, stdout);
             cli_list_formats(stdout, 1, 0);
             fputs(stats_examples, stdout);
             return EXIT_OK;
@@ -213,13 +273,10 @@ int cmd_stats(int argc, char **argv)
     int rc;
     if (from == format_find("log")) {
         input in;
-        strbuf data = STRBUF_INIT;
         if (input_open(&in, path) < 0)
             return EXIT_BAD_INPUT;
-        rc = input_read_all(&in, &data) < 0 ? EXIT_BAD_INPUT
-                                             : log_stats(path, &data, &opt, elf, top);
+        rc = log_stats(&in, &opt, elf, top);
         input_close(&in);
-        sb_free(&data);
     } else {
         stats s = {0};
         rc = read_traces(from, &opt, path, stats_sink, &s);

@@ -13,6 +13,7 @@
 #include "diag.h"
 #include "imagemap_text.h"
 #include "input.h"
+#include "output.h"
 #include "symbolize/symbolizer.h"
 
 static const char symbolize_help[] =
@@ -101,15 +102,17 @@ static int keep(void *ctx, trace *t)
     *k = (kept){r->n_frames, t->n, t->word_bits, t->truncated, NULL, t->loc};
     if (t->context && !(k->context = strdup(t->context)))
         goto oom;
-    for (size_t i = 0; i < t->n; i++) {
-        btp_frame f = t->frames[i];
+    for (size_t i = 0, at = r->n_frames; i < t->n_runs; i++) {
+        btp_frame f = t->runs[i].frame;
         long h = -1;
         if (f.kind != BTP_FRAME_OMIT && (h = sym_add(r->sy, f.value, f.kind)) < 0) {
             free(k->context);
             goto oom;
         }
-        r->frames[r->n_frames + i] = f;
-        r->handles[r->n_frames + i] = h;
+        for (uint64_t c = 0; c < t->runs[i].count; c++, at++) {
+            r->frames[at] = f;
+            r->handles[at] = h;
+        }
     }
     r->n_frames += t->n;
     r->n_traces++;
@@ -377,6 +380,8 @@ int cmd_symbolize(int argc, char **argv)
         so.images_only = 1; /* the consumer symbolizes */
 
     run r = {0};
+    output dest;
+    output_stdio(&dest);
     owned_map mapsfile = {0};
     int rc = EXIT_OK;
     char why[256];
@@ -421,15 +426,16 @@ int cmd_symbolize(int argc, char **argv)
                 put_json(&o, &r, &r.traces[i], i);
             else
                 put_markup(&o, &r, &r.traces[i]);
-            if (o.oom || fwrite(o.data, 1, o.len, stdout) != o.len) {
-                diag(DIAG_ERROR, NULL, NULL, o.oom ? "out of memory" : "cannot write the output");
+            if (o.oom)
+                diag(DIAG_ERROR, NULL, NULL, "out of memory");
+            if (o.oom || output_write(&dest, o.data, o.len) < 0) { /* reported once */
                 rc = EXIT_BAD_INPUT;
                 break;
             }
         }
         sb_free(&o);
     }
-    if (fflush(stdout) != 0)
+    if (output_close(&dest, 1) < 0)
         rc = EXIT_BAD_INPUT;
     for (size_t i = 0; i < r.n_traces; i++)
         free(r.traces[i].context);

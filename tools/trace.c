@@ -13,36 +13,46 @@ void trace_init(trace *t, size_t max_frames)
 
 void trace_reset(trace *t, unsigned word_bits)
 {
-    btp_frame *frames = t->frames;
-    size_t cap = t->cap, max = t->max_frames;
+    trace_run *runs = t->runs;
+    btp_frame *flat = t->flat;
+    size_t cap = t->cap, flat_cap = t->flat_cap, max = t->max_frames;
     *t = (trace){0};
-    t->frames = frames;
+    t->runs = runs;
     t->cap = cap;
+    t->flat = flat;
+    t->flat_cap = flat_cap;
     t->max_frames = max;
     t->word_bits = word_bits;
 }
 
-/* Room for `copies` more frames (checked against max_frames first). */
-static btp_status reserve(trace *t, uint64_t copies)
+/* Room for `runs` more runs. */
+static btp_status reserve_runs(trace *t, size_t runs)
 {
-    if (copies > t->max_frames - t->n)
-        return BTP_E_LIMIT;
-    size_t need = t->n + (size_t)copies;
-    if (need > t->cap) {
-        size_t cap = t->cap ? t->cap : 64;
-        while (cap < need)
-            cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-        if (cap > t->max_frames)
-            cap = t->max_frames;
-        if (cap > SIZE_MAX / sizeof *t->frames)
+    if (t->n_runs + runs <= t->cap)
+        return BTP_OK;
+    size_t cap = t->cap ? t->cap : 64;
+    while (cap < t->n_runs + runs) {
+        if (cap > SIZE_MAX / 2 / sizeof *t->runs)
             return BTP_E_OUT_OF_MEMORY;
-        btp_frame *p = realloc(t->frames, cap * sizeof *p);
-        if (!p)
-            return BTP_E_OUT_OF_MEMORY;
-        t->frames = p;
-        t->cap = cap;
+        cap *= 2;
     }
+    trace_run *p = realloc(t->runs, cap * sizeof *p);
+    if (!p)
+        return BTP_E_OUT_OF_MEMORY;
+    t->runs = p;
+    t->cap = cap;
     return BTP_OK;
+}
+
+/* Append copies of f (checked), merging with the last run when equal. */
+static void append(trace *t, btp_frame f, uint64_t copies)
+{
+    trace_run *last = t->n_runs ? &t->runs[t->n_runs - 1] : NULL;
+    if (last && last->frame.kind == f.kind && last->frame.value == f.value)
+        last->count += copies;
+    else
+        t->runs[t->n_runs++] = (trace_run){f, copies};
+    t->n += (size_t)copies;
 }
 
 btp_status trace_add(trace *t, btp_frame f, uint64_t copies)
@@ -55,11 +65,12 @@ btp_status trace_add(trace *t, btp_frame f, uint64_t copies)
         return BTP_E_ZERO_COUNT;
     if (f.value > mask)
         return BTP_E_VALUE_TOO_WIDE;
-    btp_status st = reserve(t, copies);
+    if (copies > t->max_frames - t->n)
+        return BTP_E_LIMIT;
+    btp_status st = reserve_runs(t, 1);
     if (st != BTP_OK)
         return st;
-    for (uint64_t i = 0; i < copies; i++)
-        t->frames[t->n++] = f;
+    append(t, f, copies);
     return BTP_OK;
 }
 
@@ -70,20 +81,44 @@ btp_status trace_add_frames(trace *t, const btp_frame *f, size_t n)
         wide |= f[i].value;
     if (wide > mask)
         return BTP_E_VALUE_TOO_WIDE;
-    btp_status st = reserve(t, n);
+    if (n > t->max_frames - t->n)
+        return BTP_E_LIMIT;
+    btp_status st = reserve_runs(t, n);
     if (st != BTP_OK)
         return st;
-    if (n)
-        memcpy(t->frames + t->n, f, n * sizeof *f);
-    t->n += n;
+    for (size_t i = 0; i < n; i++)
+        append(t, f[i], 1);
     return BTP_OK;
+}
+
+const btp_frame *trace_frames(const trace *ct)
+{
+    trace *t = (trace *)ct; /* only the cache changes */
+    if (t->n > t->flat_cap) {
+        if (t->n > SIZE_MAX / sizeof *t->flat)
+            return NULL;
+        btp_frame *p = realloc(t->flat, t->n * sizeof *p);
+        if (!p)
+            return NULL;
+        t->flat = p;
+        t->flat_cap = t->n;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < t->n_runs; i++)
+        for (uint64_t c = 0; c < t->runs[i].count; c++)
+            t->flat[k++] = t->runs[i].frame;
+    /* never NULL for an empty trace: callers pass it on with a count of 0 */
+    static const btp_frame none;
+    return t->flat ? t->flat : &none;
 }
 
 void trace_free(trace *t)
 {
-    free(t->frames);
-    t->frames = NULL;
-    t->n = t->cap = 0;
+    free(t->runs);
+    free(t->flat);
+    t->runs = NULL;
+    t->flat = NULL;
+    t->n = t->n_runs = t->cap = t->flat_cap = 0;
 }
 
 const char *trace_kind_name(btp_frame_kind k)

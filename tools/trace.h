@@ -20,16 +20,34 @@ typedef struct src_loc {
 typedef enum trace_event {
     TRACE_PLAIN = 0, /* a backtrace */
     TRACE_ALLOC = 1, /* an allocation: backtrace, size, pointer ('m' record) */
-    TRACE_FREE = 2   /* a free of `pointer` ('f' record); no frames */
+    TRACE_FREE = 2,  /* a free of `pointer` ('f' record); no frames */
+    /* No record: the comment lines read so far (cli_options.comments) grew
+     * large and go to the writer now, so that memory does not grow with a
+     * run of comments. Only given when a writer keeps comments. */
+    TRACE_COMMENTS = 3
 } trace_event;
+
+/* A frame and how many times in a row it comes (a CBF `rep`, or equal
+ * frames one after the other). */
+typedef struct trace_run {
+    btp_frame frame;
+    uint64_t count; /* >= 1 */
+} trace_run;
 
 typedef struct trace {
     trace_event event;
     unsigned word_bits;  /* 16, 32 or 64 */
     int truncated;       /* the stack was cut (CBF trunc, addrs `trunc`) */
-    btp_frame *frames;   /* expanded: a rep of k becomes k copies */
-    size_t n, cap;
+    /* The frames as runs, innermost first, equal neighbours always merged
+     * (so equal frame sequences have equal runs): memory follows the input,
+     * not the frames a `rep` expands to, and writers stream a long run out
+     * (wr_spill()) instead of building it in memory. */
+    trace_run *runs;
+    size_t n_runs, cap;
+    size_t n;            /* frames, runs expanded */
     size_t max_frames;   /* trace_add refuses to grow beyond this */
+    btp_frame *flat;     /* trace_frames()' expansion */
+    size_t flat_cap;
     int has_alloc_size;
     uint64_t alloc_size; /* requested allocation size */
     int has_pointer;
@@ -54,8 +72,8 @@ typedef struct trace {
 /* Set up an empty trace that will hold at most max_frames frames. */
 void trace_init(trace *t, size_t max_frames);
 
-/* Forget the previous record (keeps the frame buffer) and start a plain
- * trace of the given word size. */
+/* Forget the previous record (keeps the buffers) and start a plain trace
+ * of the given word size. */
 void trace_reset(trace *t, unsigned word_bits);
 
 /*
@@ -64,15 +82,21 @@ void trace_reset(trace *t, unsigned word_bits);
  * the word), BTP_E_ZERO_COUNT (copies == 0; an omit of 0 frames is kept),
  * BTP_E_LIMIT (the trace would exceed max_frames: checked before anything is
  * allocated, so a count of 2^64 fails at once) or BTP_E_OUT_OF_MEMORY.
- * Nothing is appended on failure.
+ * Nothing is appended on failure. Costs one run at most, whatever copies.
  */
 btp_status trace_add(trace *t, btp_frame f, uint64_t copies);
 
 /* Append the n frames f[0..n) (one copy each): trace_add for a whole stack
- * in one step, with one word-size check and one allocation check, for
- * readers that get stacks as arrays (log). Same returns as trace_add
- * except BTP_E_ZERO_COUNT; nothing is appended on failure. */
+ * in one step, with one word-size check and one limit check, for readers
+ * that get stacks as arrays (log). Same returns as trace_add except
+ * BTP_E_ZERO_COUNT; nothing is appended on failure. */
 btp_status trace_add_frames(trace *t, const btp_frame *f, size_t n);
+
+/* The t->n frames expanded into one array (valid until t changes), or
+ * NULL when out of memory. Costs t->n frames of memory: for writers whose
+ * format bounds the frame count (log, lws), after checking it. The array
+ * is a cache inside t, so this takes the const trace writers are given. */
+const btp_frame *trace_frames(const trace *t);
 
 void trace_free(trace *t);
 

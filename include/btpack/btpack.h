@@ -116,7 +116,14 @@ typedef enum btp_status {
 
     /* embedded fault capture (ports/cortex-m) */
     BTP_E_CM_FRAME_BOUNDS = 160, /* the stacked exception frame is outside the stack given */
-    BTP_E_CM_EXC_RETURN = 161    /* not an EXC_RETURN value */
+    BTP_E_CM_EXC_RETURN = 161,   /* not an EXC_RETURN value */
+
+    /* trace logs: losses and reader limits */
+    BTP_E_RECORDS_LOST = 200,     /* records of the log are missing (a block was lost) */
+    BTP_E_NODES_LIMIT = 201,      /* more call-tree nodes than the reader's max_nodes */
+    BTP_E_LIVE_LIMIT = 202,       /* more live allocations than the reader's max_live */
+    BTP_E_EXPANSION_LIMIT = 203,  /* more work per byte of log than max_expansion */
+    BTP_E_META_LIMIT = 204        /* more metadata kept than the reader holds */
 } btp_status;
 
 /* A short English sentence for a status; never NULL, never allocates,

@@ -12,7 +12,9 @@
  *                unknown.
  *   build_id     the ELF NT_GNU_BUILD_ID note's bytes (or a Mach-O UUID,
  *                PE GUID+age); build_id_len 0 means none. Empty and absent
- *                are the same thing (as on the CIF wire).
+ *                are the same thing (as on the CIF wire). At most
+ *                BTP_IMAGE_MAX_BUILD_ID bytes in a map btpack builds from
+ *                text (image lines, crash logs); real ones have 16 or 20.
  *   base         the address the image's first byte (file offset 0) is
  *                mapped at: the start of its offset-0 mapping in
  *                /proc/PID/maps, which Swift also calls the base address.
@@ -42,6 +44,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The longest build ID an image line carries, and the longest any reader of
+ * textual image maps accepts (CIF allows more: see BTP_CIF_MAX_BUILD_ID). */
+#define BTP_IMAGE_MAX_BUILD_ID 64
 
 typedef struct btp_image {
     const char *name;             /* NULL: derived from path */

@@ -14,11 +14,16 @@
  * the live-allocation cap and the dictionary cap (past which a new segment
  * with a fresh dictionary starts).
  *
- * Reader: reads a log held in memory (e.g. mmap), record by record. A log
- * cut at any byte yields every record of every complete block, then
- * BTP_E_TRUNCATED_FILE. A damaged block is reported with its byte offset;
- * with BTP_LOG_KEEP_GOING the reader then goes on, and what it cannot know
- * any more is flagged on each record (BTP_LOG_REC_*_UNKNOWN), never guessed.
+ * Reader: reads a log held in memory (e.g. mmap) or streamed from a
+ * source (a pipe, a file), record by record, in memory bounded by its
+ * options whatever the log's size. A log cut at any byte yields every
+ * record of every complete block, then BTP_E_TRUNCATED_FILE. A damaged
+ * block is reported with its byte offset; with BTP_LOG_KEEP_GOING the
+ * reader then goes on, reports the records it lost and their byte range
+ * (BTP_E_RECORDS_LOST, btp_log_reader_last_loss()), and what it cannot
+ * know any more is flagged on each record (BTP_LOG_REC_*_UNKNOWN), never
+ * guessed. A damaged file header is read past from the parameters every
+ * block header repeats (version 2).
  *
  * Threading: a writer or reader must not be used from two threads at once;
  * distinct objects are independent. Nothing here is async-signal-safe (the
@@ -42,7 +47,9 @@ extern "C" {
 typedef enum btp_log_kind {
     BTP_LOG_ALLOC = 0, /* `m size ptr stack` */
     BTP_LOG_FREE = 1,  /* `f ptr` */
-    BTP_LOG_TRACE = 2  /* a plain backtrace (no allocation), maybe truncated */
+    BTP_LOG_TRACE = 2, /* a plain backtrace (no allocation), maybe truncated */
+    BTP_LOG_META = 3   /* reader with BTP_LOG_META_RECORDS: a metadata item was read
+                          (btp_log_reader_meta(r, rec.meta, ...)); not a record */
 } btp_log_kind;
 
 /* ------------------------------------------------------------------ */
@@ -68,9 +75,14 @@ typedef struct btp_log_writer_options {
                              at most BTP_LOG_MAX_NODES_LIMIT) */
     uint32_t max_live;    /* live allocations remembered for coding frees
                              (default 1<<20, at most BTP_LOG_MAX_LIVE_LIMIT) */
+    uint32_t flush_interval_ms; /* also flush a block once its first record is
+                             this old (default 1000; 0: by size only), so that
+                             a writer that dies loses at most this much time
+                             of records. Checked when a record is appended and
+                             by btp_log_writer_poll(); resolution a few ms. */
 } btp_log_writer_options;
 
-/* Fill *opt with the defaults for word_bits. */
+/* Fill *opt with the defaults for word_bits (NULL: nothing happens). */
 BTP_API void btp_log_writer_options_init(btp_log_writer_options *opt, unsigned word_bits);
 
 typedef struct btp_log_writer btp_log_writer; /* opaque: it owns a dictionary */
@@ -127,6 +139,16 @@ BTP_API btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr);
 BTP_API btp_status btp_log_writer_flush(btp_log_writer *w);
 
 /*
+ * For a writer that waits for events (input, a timer): flush the pending
+ * block if it is due (flush_interval_ms old). *wait_ms (may be NULL) gets
+ * the milliseconds until the pending block will be due, or UINT32_MAX when
+ * nothing is pending or the interval is 0: wait at most that long, then
+ * call again. Returns BTP_OK, BTP_E_INVALID_ARGUMENT (NULL w), or an output
+ * error (as btp_log_writer_flush()).
+ */
+BTP_API btp_status btp_log_writer_poll(btp_log_writer *w, uint32_t *wait_ms);
+
+/*
  * Flush, write the end block (which tells readers the log is complete) and
  * free the writer (always, even on error). NULL is accepted.
  * Returns BTP_OK or the first error the writer met.
@@ -143,7 +165,12 @@ BTP_API void btp_log_writer_abandon(btp_log_writer *w);
 
 enum {
     /* After a damaged block, report it once and go on with the next one. */
-    BTP_LOG_KEEP_GOING = 1u << 0
+    BTP_LOG_KEEP_GOING = 1u << 0,
+    /* btp_log_reader_next() also returns each metadata item as it meets it
+     * (kind BTP_LOG_META), in file order among the records, so that a caller
+     * can use and release metadata as it streams by (a long run of comments
+     * never piles up). */
+    BTP_LOG_META_RECORDS = 1u << 1
 };
 
 /* Flags on a record (only ever set after damage, in keep-going mode). */
@@ -170,23 +197,64 @@ typedef struct btp_log_record {
     int matched;             /* FREE: the log names the allocation it frees (a free
                                 of a pointer it had not seen allocated, or forgot
                                 past max_live, is not matched) */
+    size_t meta;             /* META: the item's index for btp_log_reader_meta(); its
+                                `index` is the number of records before it */
 } btp_log_record;
 
 typedef struct btp_log_reader btp_log_reader; /* opaque: it rebuilds the dictionary */
 
+/* What the reader may spend on a log. A log that needs more fails with the
+ * status named, which says which limit to raise; the defaults read every
+ * log the writer makes with its default options and stop logs built to
+ * explode (a few KB that claim gigabytes of records or tree nodes). */
+typedef struct btp_log_reader_options {
+    unsigned flags;         /* BTP_LOG_KEEP_GOING, BTP_LOG_META_RECORDS */
+    uint32_t max_nodes;     /* call-tree nodes (and stacks) per segment (default 1<<20,
+                               the writer's default; BTP_E_NODES_LIMIT) */
+    uint32_t max_live;      /* live allocations tracked (default 1<<20, the writer's
+                               default; BTP_E_LIVE_LIMIT) */
+    uint32_t max_expansion; /* tree nodes built + records decoded + frames handed out,
+                               per byte of log read, beyond a first 2^20 (default
+                               1024; real logs need under 30; 0: no limit;
+                               BTP_E_EXPANSION_LIMIT) */
+} btp_log_reader_options;
+
+/* Fill *opt with the defaults (NULL: nothing happens). */
+BTP_API void btp_log_reader_options_init(btp_log_reader_options *opt);
+
 /*
  * Open the log buf[0..len) (it must stay valid and unchanged while the
- * reader is used) and read its file header and the metadata blocks that
- * come before the first record block.
+ * reader is used) with the default options and `flags`, and read its file
+ * header and the metadata blocks that come before the first record block.
  * Returns BTP_OK with *out set; BTP_E_BAD_MAGIC; BTP_E_BAD_LOG_VERSION (a
  * version, flag or limit this reader does not know); BTP_E_CHECKSUM (file
  * header damaged); BTP_E_TRUNCATED_FILE (shorter than a file header);
  * BTP_E_INVALID_ARGUMENT; BTP_E_OUT_OF_MEMORY. Errors in the leading
  * metadata blocks are not returned here: the first btp_log_reader_next()
- * reports them.
+ * reports them. With BTP_LOG_KEEP_GOING a damaged file header of a
+ * version 2 log is not an error here: the reader takes the parameters from
+ * the first sound block header, and the first btp_log_reader_next()
+ * reports the damage (at offset 0) before going on.
  */
 BTP_API btp_status btp_log_reader_open(btp_log_reader **out, const void *buf, size_t len,
                                        unsigned flags);
+
+/* The same with options (NULL: the defaults). */
+BTP_API btp_status btp_log_reader_open_opts(btp_log_reader **out, const void *buf, size_t len,
+                                            const btp_log_reader_options *opt);
+
+/* Where a streaming reader gets the log: read up to `cap` bytes into buf
+ * and return how many (it may be fewer, e.g. what a pipe holds), 0 at the
+ * end of the log, or -1 on an error (the reader then reports BTP_E_IO). */
+typedef long (*btp_log_source_fn)(void *ctx, void *buf, size_t cap);
+
+/* Open a log read through `read` (called as the reader needs bytes, never
+ * for more than it needs to finish the block at hand). The reader holds at
+ * most a block of the log at a time; btp_log_reader_seek_block() is not
+ * available (BTP_E_UNSUPPORTED). Otherwise as btp_log_reader_open_opts(),
+ * plus BTP_E_IO when the first read fails. */
+BTP_API btp_status btp_log_reader_open_source(btp_log_reader **out, btp_log_source_fn read,
+                                              void *ctx, const btp_log_reader_options *opt);
 
 /* Free the reader. NULL is accepted. */
 BTP_API void btp_log_reader_close(btp_log_reader *r);
@@ -206,16 +274,27 @@ BTP_API unsigned btp_log_reader_word_bits(const btp_log_reader *r);
  *  BTP_E_BAD_LOG_VERSION  a block kind or flag this reader does not know.
  *  BTP_E_NO_ZLIB   a compressed block, and this build has no zlib.
  *  BTP_E_ZLIB      zlib could not inflate a block.
+ *  BTP_E_RECORDS_LOST  records are missing before the block at the error
+ *             offset (a block cut out or damaged): btp_log_reader_last_loss()
+ *             says which and where. With BTP_LOG_KEEP_GOING the next call
+ *             returns the records after them.
+ *  BTP_E_NODES_LIMIT, BTP_E_LIVE_LIMIT, BTP_E_EXPANSION_LIMIT,
+ *  BTP_E_META_LIMIT  the log needs more than the reader's options allow
+ *             (always final).
+ *  BTP_E_IO   the source failed (streaming reader).
  *  BTP_E_OUT_OF_MEMORY.
  * The offset of the block at fault is given by btp_log_reader_error_offset().
  * No record of a damaged block is returned. Without BTP_LOG_KEEP_GOING
  * errors are sticky. With it, the next call goes on after the damaged block
  * (by the block's length when its header is sound, else by scanning for the
  * next sound block header), and records whose pointer or stack
- * depended on lost data carry BTP_LOG_REC_*_UNKNOWN flags.
- * Memory is bounded by the log's limits and block sizes (header fields are
- * checked against BTP_LOG_* limits before they size anything), plus a cache
- * of at most 2^20 expanded frames that makes repeated stacks cheap.
+ * depended on lost data carry BTP_LOG_REC_*_UNKNOWN flags. Every lost
+ * record is reported: by BTP_E_RECORDS_LOST once the next sound block (or
+ * the end block) says how many, or with BTP_E_TRUNCATED_FILE.
+ * Memory is bounded by the reader's options and the format's block size
+ * (header fields are checked against them before they size anything), plus
+ * a cache of at most 2^20 expanded frames that makes repeated stacks cheap
+ * and at most 64 MiB of metadata not yet released.
  */
 BTP_API btp_status btp_log_reader_next(btp_log_reader *r, btp_log_record *rec);
 
@@ -225,6 +304,18 @@ BTP_API uint64_t btp_log_reader_error_offset(const btp_log_reader *r);
 /* Records known to be lost so far (in damaged blocks), from the counts in
  * the next sound block header. */
 BTP_API uint64_t btp_log_reader_lost_records(const btp_log_reader *r);
+
+/* Records the reader found lost. */
+typedef struct btp_log_loss {
+    uint64_t first_record; /* index of the first record lost */
+    uint64_t records;      /* how many (when `known`) */
+    int known;             /* 0: the log ends before a block header says how many */
+    uint64_t from, to;     /* the byte range of the log they were in: [from, to) */
+} btp_log_loss;
+
+/* The loss the last BTP_E_RECORDS_LOST or BTP_E_TRUNCATED_FILE was about:
+ * BTP_OK with *loss filled, BTP_END if none was reported yet. */
+BTP_API btp_status btp_log_reader_last_loss(const btp_log_reader *r, btp_log_loss *loss);
 
 /*
  * Go to block number `block` (0-based, counting every block in the file):
@@ -241,11 +332,18 @@ BTP_API btp_status btp_log_reader_seek_block(btp_log_reader *r, uint64_t block);
 /* Metadata seen so far, in file order (all of it once the reader reached
  * the end; a metadata block is seen at the latest when the first record
  * after it is returned). Returns BTP_OK with key (NUL-terminated) and data
- * (not NUL-terminated; both valid until the reader is closed) and, if
- * `record` is not NULL, the number of records written before it; or
- * BTP_END when i is past the last one. */
+ * (not NUL-terminated; both valid until the reader is closed or the item
+ * released) and, if `record` is not NULL, the number of records written
+ * before it; BTP_END when i is past the last one; BTP_E_INVALID_ARGUMENT
+ * for a released item. */
 BTP_API btp_status btp_log_reader_meta(const btp_log_reader *r, size_t i, const char **key,
                                        const void **data, size_t *len, uint64_t *record);
+
+/* The caller is done with metadata items 0..n-1: the reader frees them
+ * (indexes of later items do not change). A reader keeps at most 64 MiB
+ * of metadata not released (BTP_E_META_LIMIT beyond), so a caller reading
+ * a long log with much metadata releases what it has used. */
+BTP_API void btp_log_reader_meta_release(btp_log_reader *r, size_t n);
 
 /* Find metadata by key (the first with that key). BTP_OK or BTP_END. */
 BTP_API btp_status btp_log_reader_meta_find(const btp_log_reader *r, const char *key,

@@ -17,9 +17,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Longest build ID kept; a longer note is treated as no build ID (GNU
- * build IDs are 16 or 20 bytes, --build-id=0x... rarely more than 32). */
-#define BTP_ELF_BUILD_ID_MAX 64
+#include <btpack/imagemap.h>
+
+/* Longest build ID kept, the longest an image line carries; a longer note
+ * is treated as no build ID (GNU build IDs are 16 or 20 bytes,
+ * --build-id=0x... rarely more than 32). */
+#define BTP_ELF_BUILD_ID_MAX BTP_IMAGE_MAX_BUILD_ID
 /* PT_LOAD segments remembered per image (for checking reads when the
  * process maps cannot be read). */
 #define BTP_ELF_MAX_SEGS 8

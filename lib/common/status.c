@@ -67,6 +67,13 @@ static const struct status_text texts[] = {
     {BTP_E_CM_FRAME_BOUNDS, "cm_frame_bounds",
      "exception frame outside the stack bounds given"},
     {BTP_E_CM_EXC_RETURN, "cm_exc_return", "not an EXC_RETURN value"},
+    {BTP_E_RECORDS_LOST, "records_lost", "records of the log are missing"},
+    {BTP_E_NODES_LIMIT, "nodes_limit", "the log's call tree is larger than the reader's limit"},
+    {BTP_E_LIVE_LIMIT, "live_limit",
+     "the log tracks more live allocations than the reader's limit"},
+    {BTP_E_EXPANSION_LIMIT, "expansion_limit",
+     "the log expands to more work per byte than the reader's limit"},
+    {BTP_E_META_LIMIT, "meta_limit", "the log holds more metadata than the reader keeps"},
 };
 
 static const struct status_text *find(btp_status s)

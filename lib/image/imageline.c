@@ -3,8 +3,6 @@
  * buffer), read by the tools. */
 #include "image/image_internal.h"
 
-#define MAX_BUILD_ID 64
-
 static const char hexdig[] = "0123456789abcdef";
 
 /* Appends to out[0..cap) while counting everything in *n. */
@@ -134,7 +132,7 @@ btp_status btp_image_line_parse(const char *line, size_t len, unsigned word_bits
     id_digits = i - id_at;
     int no_id = id_digits == 1 && line[id_at] == '-';
     if (!no_id) {
-        if (id_digits == 0 || id_digits % 2 || id_digits / 2 > MAX_BUILD_ID)
+        if (id_digits == 0 || id_digits % 2 || id_digits / 2 > BTP_IMAGE_MAX_BUILD_ID)
             FAIL_AT(id_at);
         for (size_t k = id_at; k < i; k++)
             if (btp_hex_digit((unsigned char)line[k]) < 0)

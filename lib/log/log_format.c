@@ -11,7 +11,8 @@
 #endif
 
 const uint8_t btp_log_magic[8] = {0x89, 'B', 'T', 'P', 'L', 'O', 'G', '\n'};
-const uint8_t btp_log_sync[4] = {'B', 'T', 'L', 'B'};
+const uint8_t btp_log_sync[4] = {'B', 'T', 'L', '2'};
+const uint8_t btp_log_sync_v1[4] = {'B', 'T', 'L', 'B'};
 
 /* Little-endian fields of n bytes. */
 static void put_le(uint8_t *p, uint64_t v, int n)
@@ -45,6 +46,17 @@ void log_file_header_pack(uint8_t out[LOG_FILE_HEADER_SIZE], const log_file_head
     put32(out + 28, btp_crc32_update(0, out, 28));
 }
 
+/* The checks a file header's parameters must pass (also when they come
+ * from a version 2 block header). */
+static btp_status file_params_check(const log_file_header *h)
+{
+    if ((h->version != 1 && h->version != LOG_VERSION) || !btp_word_bits_valid(h->word_bits) ||
+        h->flags != 0 || h->max_nodes > BTP_LOG_MAX_NODES_LIMIT ||
+        h->max_live > BTP_LOG_MAX_LIVE_LIMIT || h->max_live == 0)
+        return BTP_E_BAD_LOG_VERSION;
+    return BTP_OK;
+}
+
 btp_status log_file_header_parse(const uint8_t in[LOG_FILE_HEADER_SIZE], log_file_header *h)
 {
     if (memcmp(in, btp_log_magic, 8) != 0)
@@ -56,9 +68,7 @@ btp_status log_file_header_parse(const uint8_t in[LOG_FILE_HEADER_SIZE], log_fil
     h->flags = get16(in + 10);
     h->max_nodes = get32(in + 12);
     h->max_live = get32(in + 16);
-    if (h->version != LOG_VERSION || !btp_word_bits_valid(h->word_bits) || h->flags != 0 ||
-        h->max_nodes > BTP_LOG_MAX_NODES_LIMIT || h->max_live > BTP_LOG_MAX_LIVE_LIMIT ||
-        h->max_live == 0)
+    if (file_params_check(h) != BTP_OK)
         return BTP_E_BAD_LOG_VERSION;
     for (int i = 20; i < 28; i++)
         if (in[i] != 0)
@@ -66,12 +76,16 @@ btp_status log_file_header_parse(const uint8_t in[LOG_FILE_HEADER_SIZE], log_fil
     return BTP_OK;
 }
 
+/* Version 2 adds the file header's parameters (word size at 6, max_nodes
+ * at 64, max_live at 68, 4 reserved bytes) and moves the header CRC to 76;
+ * everything else is where version 1 has it. */
 void log_block_header_pack(uint8_t out[LOG_BLOCK_HEADER_SIZE], const log_block_header *h)
 {
     memset(out, 0, LOG_BLOCK_HEADER_SIZE);
     memcpy(out, btp_log_sync, 4);
     out[4] = (uint8_t)h->kind;
     out[5] = (uint8_t)h->flags;
+    out[6] = (uint8_t)h->file.word_bits;
     put32(out + 8, h->stored_len);
     put32(out + 12, h->raw_len);
     put32(out + 16, h->segment);
@@ -84,13 +98,18 @@ void log_block_header_pack(uint8_t out[LOG_BLOCK_HEADER_SIZE], const log_block_h
     put32(out + 52, h->nodes_added);
     put32(out + 56, h->live_before);
     put32(out + 60, h->payload_crc);
-    put32(out + 68, btp_crc32_update(0, out, 68));
+    put32(out + 64, h->file.max_nodes);
+    put32(out + 68, h->file.max_live);
+    put32(out + 76, btp_crc32_update(0, out, 76));
 }
 
-btp_status log_block_header_parse(const uint8_t in[LOG_BLOCK_HEADER_SIZE], log_block_header *h)
+btp_status log_block_header_parse(const uint8_t *in, unsigned version, log_block_header *h)
 {
-    if (memcmp(in, btp_log_sync, 4) != 0 || get32(in + 68) != btp_crc32_update(0, in, 68))
+    size_t crc_at = log_block_header_size(version) - 4;
+    if (memcmp(in, version == 1 ? btp_log_sync_v1 : btp_log_sync, 4) != 0 ||
+        get32(in + crc_at) != btp_crc32_update(0, in, crc_at))
         return BTP_E_CHECKSUM;
+    h->version = version;
     h->kind = in[4];
     h->flags = in[5];
     h->stored_len = get32(in + 8);
@@ -105,9 +124,18 @@ btp_status log_block_header_parse(const uint8_t in[LOG_BLOCK_HEADER_SIZE], log_b
     h->nodes_added = get32(in + 52);
     h->live_before = get32(in + 56);
     h->payload_crc = get32(in + 60);
+    memset(&h->file, 0, sizeof h->file);
     if (h->kind < LOG_BLOCK_META || h->kind > LOG_BLOCK_END || (h->flags & ~LOG_BF_KNOWN) ||
-        get16(in + 6) != 0 || get32(in + 64) != 0)
+        in[7] != 0)
         return BTP_E_BAD_LOG_VERSION;
+    if (version == 1) {
+        if (in[6] != 0 || get32(in + 64) != 0)
+            return BTP_E_BAD_LOG_VERSION;
+    } else {
+        h->file = (log_file_header){version, in[6], 0, get32(in + 64), get32(in + 68)};
+        if (get32(in + 72) != 0 || file_params_check(&h->file) != BTP_OK)
+            return BTP_E_BAD_LOG_VERSION;
+    }
     if (h->stored_len > BTP_LOG_MAX_BLOCK || h->raw_len > BTP_LOG_MAX_BLOCK ||
         (!(h->flags & LOG_BF_ZLIB) && h->stored_len != h->raw_len))
         return BTP_E_CORRUPT;

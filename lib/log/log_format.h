@@ -5,11 +5,20 @@
 #include <btpack/log.h>
 
 #define LOG_FILE_HEADER_SIZE 32u
-#define LOG_BLOCK_HEADER_SIZE 72u
-#define LOG_VERSION 1u
+#define LOG_VERSION 2u                 /* what the writer writes */
+#define LOG_BLOCK_HEADER_SIZE 80u      /* version 2 */
+#define LOG_BLOCK_HEADER_SIZE_V1 72u   /* version 1 (read only) */
+#define LOG_BLOCK_HEADER_MAX 80u
 
 extern const uint8_t btp_log_magic[8];  /* file magic */
-extern const uint8_t btp_log_sync[4];   /* block sync marker "BTLB" */
+extern const uint8_t btp_log_sync[4];   /* version 2 block sync marker "BTL2" */
+extern const uint8_t btp_log_sync_v1[4]; /* version 1 block sync marker "BTLB" */
+
+/* Block header size and sync marker of a log version (1 or 2). */
+static inline size_t log_block_header_size(unsigned version)
+{
+    return version == 1 ? LOG_BLOCK_HEADER_SIZE_V1 : LOG_BLOCK_HEADER_SIZE;
+}
 
 enum {
     LOG_BLOCK_META = 1,
@@ -44,6 +53,7 @@ typedef struct log_file_header {
 } log_file_header;
 
 typedef struct log_block_header {
+    unsigned version;       /* 1 or 2: the layout it was read with */
     unsigned kind, flags;
     uint32_t stored_len, raw_len;
     uint32_t segment;
@@ -54,16 +64,21 @@ typedef struct log_block_header {
     uint32_t nodes_before, nodes_added;
     uint32_t live_before;
     uint32_t payload_crc;
+    log_file_header file;   /* version 2: the file header's parameters, so that
+                               a log whose file header is damaged can be read */
 } log_block_header;
 
 void log_file_header_pack(uint8_t out[LOG_FILE_HEADER_SIZE], const log_file_header *h);
 /* BTP_OK, BTP_E_BAD_MAGIC, BTP_E_CHECKSUM, BTP_E_BAD_LOG_VERSION. */
 btp_status log_file_header_parse(const uint8_t in[LOG_FILE_HEADER_SIZE], log_file_header *h);
 
+/* A version 2 block header (h->file: the file's parameters). */
 void log_block_header_pack(uint8_t out[LOG_BLOCK_HEADER_SIZE], const log_block_header *h);
-/* BTP_OK; BTP_E_CHECKSUM (bad sync or header CRC); BTP_E_BAD_LOG_VERSION
- * (unknown kind or flags); BTP_E_CORRUPT (lengths beyond the limits). */
-btp_status log_block_header_parse(const uint8_t in[LOG_BLOCK_HEADER_SIZE], log_block_header *h);
+/* The block header of a log of `version` at in[0..log_block_header_size()).
+ * BTP_OK; BTP_E_CHECKSUM (bad sync or header CRC); BTP_E_BAD_LOG_VERSION
+ * (unknown kind or flags, or version 2 file parameters no reader takes);
+ * BTP_E_CORRUPT (lengths beyond the limits). */
+btp_status log_block_header_parse(const uint8_t *in, unsigned version, log_block_header *h);
 
 /* Size class of an allocation size for the freed-pointer bins. */
 static inline uint64_t log_size_class(uint64_t size, unsigned word_bits)

@@ -142,9 +142,16 @@ btp_status log_model_init(log_model *m, unsigned word_bits, uint32_t max_live)
     memset(m, 0, sizeof *m);
     m->word_bits = word_bits;
     m->max_live = max_live;
-    m->bins = calloc(2 * LOG_BIN_CLASSES, sizeof *m->bins);
-    if (!m->bins)
+    /* the bins are not cleared: a bin is set up when its class comes */
+    m->slots = calloc(2 * LOG_BIN_CLASSES, sizeof *m->slots);
+    m->bins = malloc(LOG_BIN_CLASSES * sizeof *m->bins);
+    if (!m->slots || !m->bins) {
+        free(m->slots);
+        free(m->bins);
+        m->slots = NULL;
+        m->bins = NULL;
         return BTP_E_OUT_OF_MEMORY;
+    }
     log_model_block(m);
     return BTP_OK;
 }
@@ -152,6 +159,7 @@ btp_status log_model_init(log_model *m, unsigned word_bits, uint32_t max_live)
 void log_model_free(log_model *m)
 {
     live_free(&m->live);
+    free(m->slots);
     free(m->bins);
     free(m->memo);
     memset(m, 0, sizeof *m);
@@ -160,7 +168,7 @@ void log_model_free(log_model *m)
 void log_model_block(log_model *m)
 {
     if (++m->gen == 0) { /* wrapped: clear the stamps for real */
-        memset(m->bins, 0, 2 * LOG_BIN_CLASSES * sizeof *m->bins);
+        memset(m->slots, 0, 2 * LOG_BIN_CLASSES * sizeof *m->slots);
         if (m->memo)
             memset(m->memo, 0, (size_t)m->memo_cap * sizeof *m->memo);
         m->gen = 1;
@@ -175,18 +183,16 @@ bin *log_model_bin(log_model *m, uint64_t cls, int create)
     uint32_t mask = 2 * LOG_BIN_CLASSES - 1;
     uint32_t i = (uint32_t)((cls * 0x9E3779B97F4A7C15ull) >> 40) & mask;
     for (;; i = (i + 1) & mask) {
-        bin *b = &m->bins[i];
-        if (b->gen != m->gen) {
+        bin_slot *s = &m->slots[i];
+        if (s->gen != m->gen) {
             if (!create || m->bins_used >= LOG_BIN_CLASSES)
                 return NULL;
-            m->bins_used++;
-            b->gen = m->gen;
-            b->cls = cls;
-            b->n = 0;
-            return b;
+            *s = (bin_slot){cls, m->gen, m->bins_used++};
+            m->bins[s->ix].n = 0;
+            return &m->bins[s->ix];
         }
-        if (b->cls == cls)
-            return b;
+        if (s->cls == cls)
+            return &m->bins[s->ix];
     }
 }
 

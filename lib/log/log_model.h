@@ -46,11 +46,19 @@ typedef struct bin_entry {
     uint8_t known;
 } bin_entry;
 typedef struct bin {
-    uint64_t cls;
-    uint32_t gen;
     uint32_t n;
     bin_entry v[LOG_BIN_DEPTH];
 } bin;
+
+/* Where a size class's bin is in this block: the hash table that finds
+ * bins holds only these (small, so a reader opened per block of input
+ * clears little), the bins themselves fill an array in the order the
+ * block makes them. */
+typedef struct bin_slot {
+    uint64_t cls;
+    uint32_t gen; /* of another block: no bin */
+    uint32_t ix;  /* in bins[] */
+} bin_slot;
 
 /* The last allocation of a stack in this block. */
 typedef struct stack_memo {
@@ -63,7 +71,8 @@ typedef struct log_model {
     unsigned word_bits;
     uint32_t max_live;
     live_table live;
-    bin *bins;          /* 2 * LOG_BIN_CLASSES slots, open addressing on cls */
+    bin_slot *slots;    /* 2 * LOG_BIN_CLASSES, open addressing on cls */
+    bin *bins;          /* LOG_BIN_CLASSES; the first bins_used are this block's */
     uint32_t bins_used; /* classes with a bin in this block */
     uint32_t gen;       /* block generation: bins/memo entries of older gens are empty */
     stack_memo *memo;   /* by stack number */

@@ -31,15 +31,42 @@ typedef struct fc_entry {
     uint32_t off, n, gen;
 } fc_entry;
 
+/* Work a log may cost before max_expansion applies (so that a small log
+ * with a few deep stacks is never refused). */
+#define EXPANSION_FREE ((uint64_t)1 << 20)
+/* Metadata the reader keeps (not yet released by the caller). */
+#define META_KEEP_BYTES ((size_t)64 << 20)
+#define META_KEEP_ITEMS 4096u
+/* A stream is read at least this much at a time. */
+#define READ_CHUNK ((size_t)64 << 10)
+
 struct btp_log_reader {
+    /* The log's bytes: all of it in memory (buf, len), or a window onto a
+     * stream read through src: bytes [win_off, win_off + win_len) of the
+     * log. Blocks are read forward only, so the window holds at most one
+     * block (plus what the last read brought). */
     const uint8_t *buf;
     size_t len;
+    btp_log_source_fn src;
+    void *src_ctx;
+    uint8_t *win;
+    size_t win_len, win_cap;
+    uint64_t win_off;
+    int src_end, src_error;
+    btp_log_reader_options opt;
     unsigned flags;
     log_file_header fh;
-    size_t pos;              /* next block header */
+    size_t hdr_size;         /* block header size of the log's version */
+    uint64_t pos;            /* next block header */
     btp_status error;        /* sticky without KEEP_GOING; final errors always */
     int final;               /* nothing more can come (end block or truncation) */
     uint64_t err_off;
+    btp_status pending;      /* a damaged file header read on without: the first
+                                next() reports it */
+    uint64_t good_end;       /* end of the last block read whole */
+    btp_log_loss loss;       /* the last loss reported */
+    int have_loss;
+    uint64_t work;           /* nodes built, records decoded, frames handed out */
     calltree tree;
     log_model model;
     uint8_t *raw;
@@ -61,8 +88,10 @@ struct btp_log_reader {
     uint32_t fc_cap, fc_gen;
     btp_frame *fc_pool;
     uint32_t fc_len, fc_pool_cap;
-    meta_item *meta;
-    size_t n_meta, cap_meta;
+    int meta_new;            /* the block just read added a metadata item */
+    meta_item *meta;         /* items meta_base .. meta_base + n_meta - 1 */
+    size_t n_meta, cap_meta, meta_base;
+    size_t meta_bytes;       /* kept */
     uint64_t meta_upto;      /* metadata of blocks below this index is stored */
     btp_log_stats st;
 };
@@ -72,6 +101,78 @@ static btp_status fail(btp_log_reader *r, btp_status st, uint64_t off)
     r->error = st;
     r->err_off = off;
     return st;
+}
+
+/* Read the stream until the window holds n bytes (or the stream ends):
+ * a pipe gives what it has, and no more is waited for than needed. */
+static void fill(btp_log_reader *r, size_t n)
+{
+    size_t cap = n > READ_CHUNK ? n : READ_CHUNK;
+    if (cap > r->win_cap) {
+        uint8_t *w = realloc(r->win, cap);
+        if (!w) {
+            r->src_error = r->src_end = 1; /* reported as an input error */
+            return;
+        }
+        r->win = w;
+        r->win_cap = cap;
+    }
+    while (r->win_len < n && !r->src_end) {
+        long got = r->src(r->src_ctx, r->win + r->win_len, r->win_cap - r->win_len);
+        if (got <= 0) {
+            r->src_end = 1;
+            r->src_error = got < 0;
+        } else {
+            r->win_len += (size_t)got;
+        }
+    }
+}
+
+/* Bytes [at, at + n) of the log: a pointer to them and in *have how many
+ * there are (fewer than n only at the end of the log). The pointer is valid
+ * until the next call. A stream's window forgets the bytes before `at`
+ * when it has to read more (so bytes are moved once per refill, not once
+ * per block): blocks are read forward only, so it never holds much more
+ * than a block. */
+static const uint8_t *bytes_at(btp_log_reader *r, uint64_t at, size_t n, size_t *have)
+{
+    if (!r->src) {
+        size_t k = at < r->len ? r->len - (size_t)at : 0;
+        *have = k < n ? k : n;
+        return k ? r->buf + at : NULL;
+    }
+    while (at > r->win_off + r->win_len && !r->src_end) { /* read past what lies before */
+        r->win_off += r->win_len;
+        r->win_len = 0;
+        fill(r, 1);
+    }
+    if (at < r->win_off || at > r->win_off + r->win_len) { /* forward only; or the end */
+        *have = 0;
+        return NULL;
+    }
+    size_t off = (size_t)(at - r->win_off);
+    if (r->win_len - off < n && !r->src_end) {
+        if (off) /* never memmove on the NULL of an empty window */
+            memmove(r->win, r->win + off, r->win_len - off);
+        r->win_len -= off;
+        r->win_off = at;
+        off = 0;
+        fill(r, n);
+    }
+    size_t avail = r->win_len - off;
+    *have = avail < n ? avail : n;
+    return avail ? r->win + off : NULL;
+}
+
+/* Count `units` of work; BTP_E_EXPANSION_LIMIT when the log costs more
+ * than max_expansion per byte read (after EXPANSION_FREE). */
+static btp_status spend(btp_log_reader *r, uint64_t units)
+{
+    r->work += units;
+    if (r->opt.max_expansion &&
+        r->work > EXPANSION_FREE + (uint64_t)r->opt.max_expansion * r->pos)
+        return BTP_E_EXPANSION_LIMIT;
+    return BTP_OK;
 }
 
 static void frames_cache_clear(btp_log_reader *r)
@@ -150,6 +251,8 @@ static btp_status add_meta(btp_log_reader *r, const uint8_t *p, size_t n, uint64
     uint64_t dlen = log_rd_varint(&rd);
     if (rd.bad || dlen != n - rd.pos)
         return BTP_E_CORRUPT;
+    if (r->n_meta >= META_KEEP_ITEMS || dlen + klen > META_KEEP_BYTES - r->meta_bytes)
+        return BTP_E_META_LIMIT;
     if (r->n_meta == r->cap_meta) {
         size_t c = r->cap_meta ? r->cap_meta * 2 : 8;
         meta_item *m = realloc(r->meta, c * sizeof *m);
@@ -169,6 +272,7 @@ static btp_status add_meta(btp_log_reader *r, const uint8_t *p, size_t n, uint64
     it.key[klen] = 0;
     memcpy(it.data, p + rd.pos, (size_t)dlen);
     r->meta[r->n_meta++] = it;
+    r->meta_bytes += (size_t)(dlen + klen);
     return BTP_OK;
 }
 
@@ -199,6 +303,10 @@ static btp_status read_dict(btp_log_reader *r, log_rd *d)
         d->pos += btp_cbf_decoder_consumed(&dec);
         if (t->n_nodes + n > r->fh.max_nodes)
             return BTP_E_CORRUPT;
+        if (t->n_nodes + n > r->opt.max_nodes)
+            return BTP_E_NODES_LIMIT;
+        if ((st = spend(r, n + 1)) != BTP_OK)
+            return st;
         uint32_t node = (uint32_t)parent;
         for (size_t i = n; i-- > 0;)
             if ((st = calltree_add(t, node, r->frames[i], 1, &node)) != BTP_OK)
@@ -206,6 +314,8 @@ static btp_status read_dict(btp_log_reader *r, log_rd *d)
         uint32_t sid;
         if (t->n_stacks >= r->fh.max_nodes)
             return BTP_E_CORRUPT;
+        if (t->n_stacks >= r->opt.max_nodes)
+            return BTP_E_NODES_LIMIT;
         if ((st = calltree_add_stack(t, node, &sid)) != BTP_OK)
             return st;
     }
@@ -226,7 +336,7 @@ static btp_status push_live(btp_log_reader *r, uint64_t ptr, uint64_t size, uint
         else
             live_remove(&m->live, live_oldest(&m->live));
     }
-    return BTP_OK;
+    return m->live.count > r->opt.max_live ? BTP_E_LIVE_LIMIT : BTP_OK;
 }
 
 /* Decode every record of a record block into r->recs. */
@@ -237,6 +347,9 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count)
     m->block_seq0 = r->seq;
     if (count > sec[BTP_LOG_SEC_TAGS].len)
         return BTP_E_CORRUPT;
+    btp_status st0 = spend(r, count);
+    if (st0 != BTP_OK)
+        return st0;
     if (count > r->recs_cap) {
         drec *p = realloc(r->recs, (size_t)count * sizeof *p);
         if (!p)
@@ -377,7 +490,12 @@ static btp_status enter_block(btp_log_reader *r, const log_block_header *h)
     if (t->n_nodes != h->nodes_before || t->n_stacks != h->stacks_before) {
         if (!keep || t->n_nodes > h->nodes_before || t->n_stacks > h->stacks_before)
             return BTP_E_CORRUPT;
-        btp_status st;
+        if (h->nodes_before > r->opt.max_nodes || h->stacks_before > r->opt.max_nodes)
+            return BTP_E_NODES_LIMIT;
+        btp_status st = spend(r, (uint64_t)(h->nodes_before - t->n_nodes) +
+                                     (h->stacks_before - t->n_stacks));
+        if (st != BTP_OK)
+            return st;
         uint32_t id;
         while (t->n_nodes < h->nodes_before)
             if ((st = calltree_add(t, 0, (btp_frame){0, BTP_FRAME_RA}, 0, &id)) != BTP_OK)
@@ -401,11 +519,13 @@ static btp_status load_records(btp_log_reader *r, const log_block_header *h, con
                                size_t n)
 {
     int keep = r->flags & BTP_LOG_KEEP_GOING;
+    uint64_t gap = 0;
     if (h->first_record != r->next_index) {
-        if (!keep || h->first_record < r->next_index)
+        if (h->first_record < r->next_index)
             return BTP_E_CORRUPT;
-        r->lost += h->first_record - r->next_index;
-        r->next_index = h->first_record;
+        gap = h->first_record - r->next_index;
+        if (!keep)
+            return BTP_E_RECORDS_LOST;
         lose(r);
     }
     btp_status st = enter_block(r, h);
@@ -447,51 +567,101 @@ static btp_status load_records(btp_log_reader *r, const log_block_header *h, con
     r->st.stacks += h->stacks_added;
     if (h->flags & LOG_BF_SEGMENT_START)
         r->st.segments++;
+    if (gap) {
+        r->lost += gap;
+        return BTP_E_RECORDS_LOST; /* the block's records wait for the next call */
+    }
     return BTP_OK;
 }
 
-/* Scan for the next sound block header after `from`. */
-static size_t resync(const btp_log_reader *r, size_t from)
+/* Scan for the next sound block header of `version` at or after `from`:
+ * its offset, or the offset where the log ends (fewer bytes than a header
+ * left). */
+static uint64_t resync(btp_log_reader *r, uint64_t from, unsigned version)
 {
-    for (size_t p = from; p + LOG_BLOCK_HEADER_SIZE <= r->len; p++) {
-        if (r->buf[p] != btp_log_sync[0] || memcmp(r->buf + p, btp_log_sync, 4) != 0)
-            continue;
-        log_block_header h;
-        if (log_block_header_parse(r->buf + p, &h) == BTP_OK)
-            return p;
+    const uint8_t *sync = version == 1 ? btp_log_sync_v1 : btp_log_sync;
+    size_t hs = log_block_header_size(version);
+    for (uint64_t p = from;;) {
+        size_t have;
+        const uint8_t *b = bytes_at(r, p, READ_CHUNK + hs, &have);
+        if (have < hs)
+            return p + have;
+        size_t scan = have - hs + 1;
+        for (size_t i = 0; i < scan; i++) {
+            if (b[i] != sync[0] || memcmp(b + i, sync, 4) != 0)
+                continue;
+            log_block_header h;
+            if (log_block_header_parse(b + i, version, &h) == BTP_OK)
+                return p + i;
+        }
+        p += scan;
     }
-    return r->len;
+}
+
+/* The log ends at `end` inside or after the block at `at` (whose header, if
+ * h is not NULL, is known): what is lost. */
+static void lose_tail(btp_log_reader *r, const log_block_header *h, uint64_t end)
+{
+    r->loss = (btp_log_loss){r->next_index, 0, 0, r->good_end, end};
+    if (h && h->kind == LOG_BLOCK_RECORDS && h->first_record >= r->next_index &&
+        h->first_record + h->records >= h->first_record) {
+        r->loss.records = h->first_record + h->records - r->next_index;
+        r->loss.known = 1;
+    }
+    r->have_loss = 1;
+}
+
+/* Records were found missing before the sound block at `at` (its first
+ * record: `first`). */
+static void lose_gap(btp_log_reader *r, uint64_t expect, uint64_t first, uint64_t at)
+{
+    r->loss = (btp_log_loss){expect, first - expect, 1, r->good_end, at};
+    r->have_loss = 1;
 }
 
 /* Read the block at r->pos. BTP_OK (a block was consumed; records may be
- * waiting), BTP_END, or an error (with the block skipped in keep-going mode). */
+ * waiting), BTP_END, BTP_E_RECORDS_LOST (records were missing before a
+ * block whose own records now wait), or an error (with the block skipped
+ * in keep-going mode). */
 static btp_status load_block(btp_log_reader *r)
 {
-    size_t at = r->pos;
+    uint64_t at = r->pos;
     int keep = r->flags & BTP_LOG_KEEP_GOING;
-    if (r->len - at < LOG_BLOCK_HEADER_SIZE) {
+    size_t have, hs = r->hdr_size;
+    const uint8_t *b = bytes_at(r, at, hs, &have);
+    if (have < hs) {
         r->final = 1;
+        if (r->src_error)
+            return fail(r, BTP_E_IO, at + have);
+        lose_tail(r, NULL, at + have);
         return fail(r, BTP_E_TRUNCATED_FILE, at);
     }
     log_block_header h;
-    btp_status st = log_block_header_parse(r->buf + at, &h);
+    btp_status st = log_block_header_parse(b, r->fh.version, &h);
     if (st != BTP_OK) {
         if (!keep)
             r->final = 1;
-        r->pos = resync(r, at + 1);
+        r->pos = resync(r, at + 1, r->fh.version);
         lose(r);
         return fail(r, st, at);
     }
-    if (h.stored_len > r->len - at - LOG_BLOCK_HEADER_SIZE) {
+    b = bytes_at(r, at, hs + h.stored_len, &have);
+    if (have < hs + h.stored_len) {
         r->final = 1;
+        if (r->src_error)
+            return fail(r, BTP_E_IO, at + have);
+        lose_tail(r, &h, at + have);
         return fail(r, BTP_E_TRUNCATED_FILE, at);
     }
-    const uint8_t *stored = r->buf + at + LOG_BLOCK_HEADER_SIZE;
-    r->pos = at + LOG_BLOCK_HEADER_SIZE + h.stored_len;
+    const uint8_t *stored = b + hs;
+    r->pos = at + hs + h.stored_len;
     r->st.file_bytes = r->pos;
-    r->st.header_bytes += LOG_BLOCK_HEADER_SIZE;
+    r->st.header_bytes += hs;
     r->st.blocks++;
-    if (btp_crc32_update(0, stored, h.stored_len) != h.payload_crc)
+    /* a version 2 block states the file's parameters: they must agree */
+    if (h.version == 2 && memcmp(&h.file, &r->fh, sizeof h.file) != 0)
+        st = BTP_E_CORRUPT;
+    if (st == BTP_OK && btp_crc32_update(0, stored, h.stored_len) != h.payload_crc)
         st = BTP_E_CHECKSUM;
     const uint8_t *raw = stored;
     if (st == BTP_OK && (h.flags & LOG_BF_ZLIB)) {
@@ -505,99 +675,208 @@ static btp_status load_block(btp_log_reader *r)
         st = log_inflate(stored, h.stored_len, r->raw, h.raw_len);
         raw = r->raw;
     }
+    uint64_t expect = r->next_index;
     if (st == BTP_OK) {
         switch (h.kind) {
         case LOG_BLOCK_META:
             r->st.meta_bytes += h.stored_len;
             if (h.block_index >= r->meta_upto) {
                 st = add_meta(r, raw, h.raw_len, h.first_record);
-                if (st == BTP_OK)
+                if (st == BTP_OK) {
                     r->meta_upto = h.block_index + 1;
+                    r->meta_new = 1;
+                }
             }
             break;
         case LOG_BLOCK_RECORDS:
             r->st.record_bytes += h.stored_len;
             st = load_records(r, &h, raw, h.raw_len);
+            if (st == BTP_E_RECORDS_LOST) {
+                lose_gap(r, expect, h.first_record, at);
+                if (keep) { /* the block itself was read: its records wait */
+                    r->good_end = r->pos;
+                    return fail(r, st, at);
+                }
+            }
             break;
         case LOG_BLOCK_END: {
             log_rd rd = {raw, h.raw_len, 0, 0};
             uint64_t records = log_rd_varint(&rd);
             (void)log_rd_varint(&rd);
             if (rd.bad || rd.pos != rd.len || records != h.first_record ||
-                (!keep && records != r->next_index)) {
+                records < r->next_index) {
                 st = BTP_E_CORRUPT;
                 break;
             }
-            if (records > r->next_index)
-                r->lost += records - r->next_index;
             r->final = 1;
+            if (records > r->next_index) {
+                r->lost += records - r->next_index;
+                lose_gap(r, expect, records, at); /* from the last block read whole */
+                r->good_end = r->pos;
+                r->next_index = records;
+                /* reported now; then the end */
+                fail(r, BTP_E_RECORDS_LOST, at);
+                if (keep)
+                    r->error = BTP_END;
+                return BTP_E_RECORDS_LOST;
+            }
+            r->good_end = r->pos;
             r->error = BTP_END;
             return BTP_END;
         }
         }
     }
     if (st != BTP_OK) {
-        if (!keep)
+        if (!keep || st == BTP_E_NODES_LIMIT || st == BTP_E_LIVE_LIMIT ||
+            st == BTP_E_EXPANSION_LIMIT || st == BTP_E_META_LIMIT || st == BTP_E_OUT_OF_MEMORY)
             r->final = 1;
         if (h.kind == LOG_BLOCK_RECORDS)
             lose(r);
         return fail(r, st, at);
     }
+    r->good_end = r->pos;
     return BTP_OK;
 }
 
-btp_status btp_log_reader_open(btp_log_reader **out, const void *buf, size_t len, unsigned flags)
+void btp_log_reader_options_init(btp_log_reader_options *opt)
+{
+    if (!opt)
+        return;
+    memset(opt, 0, sizeof *opt);
+    opt->max_nodes = 1u << 20;
+    opt->max_live = 1u << 20;
+    opt->max_expansion = 1024;
+}
+
+/* Open over memory (src NULL) or a stream. */
+static btp_status reader_open(btp_log_reader **out, const void *buf, size_t len,
+                              btp_log_source_fn src, void *ctx, const btp_log_reader_options *opt)
 {
     if (!out)
         return BTP_E_INVALID_ARGUMENT;
     *out = NULL;
-    if ((!buf && len) || (flags & ~(unsigned)BTP_LOG_KEEP_GOING))
+    btp_log_reader_options o;
+    if (opt)
+        o = *opt;
+    else
+        btp_log_reader_options_init(&o);
+    if ((!src && !buf && len) ||
+        (o.flags & ~(unsigned)(BTP_LOG_KEEP_GOING | BTP_LOG_META_RECORDS)) || o.max_nodes < 1 ||
+        o.max_live < 1)
         return BTP_E_INVALID_ARGUMENT;
-    if (len < LOG_FILE_HEADER_SIZE)
-        return len >= 8 && memcmp(buf, btp_log_magic, 8) != 0 ? BTP_E_BAD_MAGIC
-                                                                : BTP_E_TRUNCATED_FILE;
-    log_file_header fh;
-    btp_status st = log_file_header_parse(buf, &fh);
-    if (st != BTP_OK)
-        return st;
     btp_log_reader *r = calloc(1, sizeof *r);
     if (!r)
         return BTP_E_OUT_OF_MEMORY;
     r->buf = buf;
     r->len = len;
-    r->flags = flags;
-    r->fh = fh;
-    r->pos = LOG_FILE_HEADER_SIZE;
+    r->src = src;
+    r->src_ctx = ctx;
+    r->opt = o;
+    r->flags = o.flags;
     r->fc_gen = 1; /* cache entries (stamped 0 when made) start out empty */
+    size_t have;
+    const uint8_t *b = bytes_at(r, 0, LOG_FILE_HEADER_SIZE, &have);
+    btp_status st;
+    if (r->src_error)
+        st = BTP_E_IO;
+    else if (have < LOG_FILE_HEADER_SIZE)
+        st = have >= 8 && memcmp(b, btp_log_magic, 8) != 0 ? BTP_E_BAD_MAGIC
+                                                          : BTP_E_TRUNCATED_FILE;
+    else
+        st = log_file_header_parse(b, &r->fh);
+    r->pos = LOG_FILE_HEADER_SIZE;
+    if (st != BTP_OK && st != BTP_E_TRUNCATED_FILE && st != BTP_E_IO &&
+        (o.flags & BTP_LOG_KEEP_GOING)) {
+        /* A damaged file header: every version 2 block header states what
+         * it held. Read on from the first sound one; next() reports the
+         * damage first. */
+        uint64_t p = resync(r, 0, LOG_VERSION);
+        log_block_header h;
+        b = bytes_at(r, p, LOG_BLOCK_HEADER_SIZE, &have);
+        if (have == LOG_BLOCK_HEADER_SIZE &&
+            log_block_header_parse(b, LOG_VERSION, &h) == BTP_OK) {
+            r->fh = h.file;
+            r->pos = p;
+            r->pending = st;
+            st = BTP_OK;
+        }
+    }
+    if (st != BTP_OK) {
+        btp_log_reader_close(r);
+        return st;
+    }
+    r->hdr_size = log_block_header_size(r->fh.version);
+    r->good_end = r->pos;
     r->st.header_bytes = LOG_FILE_HEADER_SIZE;
-    r->st.file_bytes = LOG_FILE_HEADER_SIZE;
+    r->st.file_bytes = r->pos;
     st = calltree_init(&r->tree, 0);
     if (st == BTP_OK)
-        st = log_model_init(&r->model, fh.word_bits, fh.max_live);
+        st = log_model_init(&r->model, r->fh.word_bits, r->fh.max_live);
     if (st == BTP_OK && !(r->frames = malloc(BTP_LOG_MAX_DEPTH * sizeof *r->frames)))
         st = BTP_E_OUT_OF_MEMORY;
     if (st != BTP_OK) {
         btp_log_reader_close(r);
         return st;
     }
-    /* the leading metadata blocks, so that e.g. the maps are known at once */
-    for (;;) {
+    /* the leading metadata blocks, so that e.g. the maps are known at once
+     * (with META_RECORDS the caller gets them from next(), one at a time) */
+    while (!r->pending && !(r->flags & BTP_LOG_META_RECORDS)) {
         log_block_header h;
-        size_t at = r->pos;
-        if (r->len - at < LOG_BLOCK_HEADER_SIZE ||
-            log_block_header_parse(r->buf + at, &h) != BTP_OK || h.kind != LOG_BLOCK_META)
+        uint64_t at = r->pos;
+        b = bytes_at(r, at, r->hdr_size, &have);
+        if (have < r->hdr_size || log_block_header_parse(b, r->fh.version, &h) != BTP_OK ||
+            h.kind != LOG_BLOCK_META)
             break;
         btp_log_stats before = r->st;
+        uint64_t good = r->good_end;
         if (load_block(r) != BTP_OK) { /* let next() meet it again */
             r->pos = at;
             r->error = BTP_OK;
             r->final = 0;
+            r->have_loss = 0;
             r->st = before;
+            r->good_end = good;
             break;
         }
     }
     *out = r;
     return BTP_OK;
+}
+
+btp_status btp_log_reader_open(btp_log_reader **out, const void *buf, size_t len, unsigned flags)
+{
+    btp_log_reader_options o;
+    btp_log_reader_options_init(&o);
+    if (flags & ~(unsigned)BTP_LOG_KEEP_GOING) {
+        if (out)
+            *out = NULL;
+        return BTP_E_INVALID_ARGUMENT;
+    }
+    o.flags = flags;
+    return reader_open(out, buf, len, NULL, NULL, &o);
+}
+
+btp_status btp_log_reader_open_opts(btp_log_reader **out, const void *buf, size_t len,
+                                    const btp_log_reader_options *opt)
+{
+    return reader_open(out, buf, len, NULL, NULL, opt);
+}
+
+btp_status btp_log_reader_open_source(btp_log_reader **out, btp_log_source_fn read, void *ctx,
+                                      const btp_log_reader_options *opt)
+{
+    if (!read) {
+        if (out)
+            *out = NULL;
+        return BTP_E_INVALID_ARGUMENT;
+    }
+    return reader_open(out, NULL, 0, read, ctx, opt);
+}
+
+static void meta_free_item(meta_item *m)
+{
+    free(m->key);
+    free(m->data);
 }
 
 void btp_log_reader_close(btp_log_reader *r)
@@ -611,11 +890,10 @@ void btp_log_reader_close(btp_log_reader *r)
     free(r->frames);
     free(r->fc);
     free(r->fc_pool);
-    for (size_t i = 0; i < r->n_meta; i++) {
-        free(r->meta[i].key);
-        free(r->meta[i].data);
-    }
+    for (size_t i = 0; i < r->n_meta; i++)
+        meta_free_item(&r->meta[i]);
     free(r->meta);
+    free(r->win);
     free(r);
 }
 
@@ -628,13 +906,26 @@ btp_status btp_log_reader_next(btp_log_reader *r, btp_log_record *rec)
 {
     if (!r || !rec)
         return BTP_E_INVALID_ARGUMENT;
+    if (r->pending) {
+        btp_status st = r->pending;
+        r->pending = BTP_OK;
+        return fail(r, st, 0);
+    }
     while (r->next_rec >= r->n_recs) {
         if (r->final || (r->error != BTP_OK && !(r->flags & BTP_LOG_KEEP_GOING)))
             return r->error;
         r->n_recs = r->next_rec = 0;
+        r->meta_new = 0;
         btp_status st = load_block(r);
         if (st != BTP_OK)
             return st;
+        if (r->meta_new && (r->flags & BTP_LOG_META_RECORDS)) {
+            memset(rec, 0, sizeof *rec);
+            rec->kind = BTP_LOG_META;
+            rec->meta = r->meta_base + r->n_meta - 1;
+            rec->index = r->meta[r->n_meta - 1].record;
+            return BTP_OK;
+        }
     }
     const drec *d = &r->recs[r->next_rec];
     memset(rec, 0, sizeof *rec);
@@ -658,6 +949,12 @@ btp_status btp_log_reader_next(btp_log_reader *r, btp_log_record *rec)
         } else {
             rec->frames = f;
             rec->n_frames = n;
+            if (spend(r, n) != BTP_OK) { /* this and every later record refused */
+                r->final = 1;
+                r->n_recs = r->next_rec = 0;
+                memset(rec, 0, sizeof *rec);
+                return fail(r, BTP_E_EXPANSION_LIMIT, r->good_end);
+            }
         }
         if (d->kind == BTP_LOG_ALLOC)
             r->st.allocs++;
@@ -679,32 +976,52 @@ uint64_t btp_log_reader_lost_records(const btp_log_reader *r)
     return r ? r->lost : 0;
 }
 
+btp_status btp_log_reader_last_loss(const btp_log_reader *r, btp_log_loss *loss)
+{
+    if (!r || !loss)
+        return BTP_E_INVALID_ARGUMENT;
+    if (!r->have_loss)
+        return BTP_END;
+    *loss = r->loss;
+    return BTP_OK;
+}
+
 btp_status btp_log_reader_seek_block(btp_log_reader *r, uint64_t block)
 {
     if (!r)
         return BTP_E_INVALID_ARGUMENT;
+    if (r->src)
+        return BTP_E_UNSUPPORTED; /* a stream cannot go back */
     /* start over and replay the blocks before the target */
     calltree_reset(&r->tree);
     frames_cache_clear(r);
     live_clear(&r->model.live);
     r->pos = LOG_FILE_HEADER_SIZE;
     r->error = BTP_OK;
+    r->pending = BTP_OK;
     r->final = 0;
     r->n_recs = r->next_rec = 0;
     r->next_index = 0;
     r->have_segment = r->uncertain = 0;
     r->unknown_live = 0;
     r->lost = 0;
+    r->have_loss = 0;
+    r->work = 0;
+    r->good_end = r->pos;
     memset(&r->st, 0, sizeof r->st);
     r->st.header_bytes = r->st.file_bytes = LOG_FILE_HEADER_SIZE;
     for (;;) {
-        if (r->len - r->pos >= LOG_BLOCK_HEADER_SIZE) {
+        size_t have;
+        const uint8_t *b = bytes_at(r, r->pos, r->hdr_size, &have);
+        if (have == r->hdr_size) {
             log_block_header h;
-            if (log_block_header_parse(r->buf + r->pos, &h) == BTP_OK && h.block_index >= block &&
-                h.kind != LOG_BLOCK_META)
+            if (log_block_header_parse(b, r->fh.version, &h) == BTP_OK &&
+                h.block_index >= block && h.kind != LOG_BLOCK_META)
                 return h.kind == LOG_BLOCK_END ? BTP_END : BTP_OK;
         }
         btp_status st = load_block(r);
+        if (st == BTP_E_RECORDS_LOST && !r->final)
+            st = BTP_OK;
         if (st != BTP_OK && (st == BTP_END || !(r->flags & BTP_LOG_KEEP_GOING) || r->final))
             return st;
         r->n_recs = r->next_rec = 0;
@@ -714,8 +1031,9 @@ btp_status btp_log_reader_seek_block(btp_log_reader *r, uint64_t block)
 btp_status btp_log_reader_meta(const btp_log_reader *r, size_t i, const char **key,
                                const void **data, size_t *len, uint64_t *record)
 {
-    if (!r || !key || !data || !len)
+    if (!r || !key || !data || !len || i < r->meta_base)
         return BTP_E_INVALID_ARGUMENT;
+    i -= r->meta_base;
     if (i >= r->n_meta)
         return BTP_END;
     *key = r->meta[i].key;
@@ -724,6 +1042,20 @@ btp_status btp_log_reader_meta(const btp_log_reader *r, size_t i, const char **k
     if (record)
         *record = r->meta[i].record;
     return BTP_OK;
+}
+
+void btp_log_reader_meta_release(btp_log_reader *r, size_t n)
+{
+    if (!r || n <= r->meta_base)
+        return;
+    size_t k = n - r->meta_base < r->n_meta ? n - r->meta_base : r->n_meta;
+    for (size_t i = 0; i < k; i++) {
+        r->meta_bytes -= r->meta[i].len + strlen(r->meta[i].key);
+        meta_free_item(&r->meta[i]);
+    }
+    memmove(r->meta, r->meta + k, (r->n_meta - k) * sizeof *r->meta);
+    r->n_meta -= k;
+    r->meta_base += k;
 }
 
 btp_status btp_log_reader_meta_find(const btp_log_reader *r, const char *key, const void **data,

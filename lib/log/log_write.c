@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "btp_config.h"
@@ -22,6 +23,7 @@ struct btp_log_writer {
     void *ctx;
     int fd;
     btp_log_writer_options opt;
+    log_file_header fh;      /* also stated in every block header */
     btp_status error; /* sticky */
     calltree tree;
     log_model model;
@@ -37,7 +39,21 @@ struct btp_log_writer {
     int segment_start;       /* the next record block starts a segment */
     uint32_t block_records;
     uint32_t stacks_before, nodes_before, live_before;
+    uint64_t block_t0;       /* ms clock when the pending block got its first record */
 };
+
+/* A millisecond clock for flush_interval_ms: the coarse clock costs a few
+ * nanoseconds per record, and its resolution (a few ms) is plenty. */
+static uint64_t now_ms(void)
+{
+    struct timespec ts = {0, 0};
+#ifdef CLOCK_MONOTONIC_COARSE
+    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) == 0)
+        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+#endif
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 static uint64_t ptr_hash(uint64_t p)
 {
@@ -105,12 +121,15 @@ static void map_clear(btp_log_writer *w)
 
 void btp_log_writer_options_init(btp_log_writer_options *opt, unsigned word_bits)
 {
+    if (!opt)
+        return;
     memset(opt, 0, sizeof *opt);
     opt->word_bits = word_bits;
     opt->zlib_level = 9;
     opt->block_bytes = 128u << 10;
     opt->max_nodes = 1u << 20;
     opt->max_live = 1u << 20;
+    opt->flush_interval_ms = 1000;
 }
 
 static btp_status emit(btp_log_writer *w, const void *data, size_t len)
@@ -139,6 +158,7 @@ static btp_status write_block(btp_log_writer *w, log_block_header *h, const uint
     }
     h->stored_len = (uint32_t)stored_len;
     h->raw_len = (uint32_t)raw_len;
+    h->file = w->fh;
     h->segment = w->segment;
     h->block_index = w->block_index++;
     h->payload_crc = btp_crc32_update(0, stored, stored_len);
@@ -259,9 +279,9 @@ static btp_status writer_open(btp_log_writer **out, btp_log_sink_fn sink, void *
         st = BTP_E_OUT_OF_MEMORY;
     if (st == BTP_OK) {
         begin_block(w);
-        log_file_header fh = {LOG_VERSION, o.word_bits, 0, o.max_nodes, o.max_live};
+        w->fh = (log_file_header){LOG_VERSION, o.word_bits, 0, o.max_nodes, o.max_live};
         uint8_t hb[LOG_FILE_HEADER_SIZE];
-        log_file_header_pack(hb, &fh);
+        log_file_header_pack(hb, &w->fh);
         st = emit(w, hb, sizeof hb);
     }
     if (st != BTP_OK) {
@@ -387,13 +407,45 @@ static btp_status check_frames(const btp_log_writer *w, const btp_frame *frames,
     return BTP_OK;
 }
 
+/* Whether the pending block has waited flush_interval_ms (ms: the clock
+ * now; *wait: how long until it will have). */
+static int block_due(const btp_log_writer *w, uint64_t ms, uint32_t *wait)
+{
+    *wait = UINT32_MAX;
+    if (!w->opt.flush_interval_ms || w->block_records == 0)
+        return 0;
+    uint64_t age = ms - w->block_t0;
+    if (age >= w->opt.flush_interval_ms)
+        return 1;
+    *wait = (uint32_t)(w->opt.flush_interval_ms - age);
+    return 0;
+}
+
 static btp_status end_record(btp_log_writer *w)
 {
     w->records++;
     w->block_records++;
-    if (pending_bytes(w) >= w->opt.block_bytes || w->block_records == UINT32_MAX)
+    uint32_t wait;
+    if (w->block_records == 1 && w->opt.flush_interval_ms)
+        w->block_t0 = now_ms();
+    if (pending_bytes(w) >= w->opt.block_bytes || w->block_records == UINT32_MAX ||
+        (w->opt.flush_interval_ms && block_due(w, now_ms(), &wait)))
         return btp_log_writer_flush(w);
     return BTP_OK;
+}
+
+btp_status btp_log_writer_poll(btp_log_writer *w, uint32_t *wait_ms)
+{
+    uint32_t wait = UINT32_MAX;
+    btp_status st = BTP_E_INVALID_ARGUMENT;
+    if (w) {
+        st = w->error;
+        if (st == BTP_OK && block_due(w, now_ms(), &wait))
+            st = btp_log_writer_flush(w); /* nothing is pending after it */
+    }
+    if (wait_ms)
+        *wait_ms = wait;
+    return st;
 }
 
 btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,

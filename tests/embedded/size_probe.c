@@ -20,6 +20,7 @@
 #define PROBE_FAULT_FP 7    /* the same with the frame record walk */
 #define PROBE_FAULT_EHABI 8 /* the same with the EHABI method (and libgcc's unwinder) */
 #define PROBE_CBF_CHAIN32 9 /* the 32-bit chain encoder (what the fault path uses) */
+#define PROBE_HEAP_FP 10    /* an allocator's records: here, fp capture, alloc and free lines */
 #define PROBE_IS_FAULT (PROBE == PROBE_FAULT || PROBE == PROBE_FAULT_FP || PROBE == PROBE_FAULT_EHABI)
 
 extern volatile uintptr_t probe_sink;
@@ -30,7 +31,7 @@ volatile uint32_t in[8];
 uint8_t buf[512];
 int probe_main(void);
 
-#if PROBE_IS_FAULT
+#if PROBE_IS_FAULT || PROBE == PROBE_HEAP_FP
 static int sink(void *ctx, const void *bytes, size_t n)
 {
     probe_sink = (uintptr_t)ctx + (uintptr_t)bytes + n;
@@ -55,6 +56,22 @@ void btp_cm_on_fault(uint32_t frame, const btp_cm_entry *entry)
 #endif
                        addrs, 32, &n, &trunc);
     btp_cm_record_cbf_line(addrs, n, trunc, sink, 0);
+}
+#endif
+
+#if PROBE == PROBE_HEAP_FP
+/* What an instrumented malloc and free add (fw/heap.c). */
+static void heap_records(void)
+{
+    static btp_cm_fault f;
+    static uint32_t addrs[16];
+    btp_cm_layout l = {{in[0], in[1]}, {in[2], in[3]}, 0};
+    size_t n = 0;
+    int trunc = 0;
+    btp_cm_here(&f);
+    btp_cm_capture(&f, &l, btp_cm_walk_fp, addrs, 16, &n, &trunc);
+    btp_cm_record_alloc_line(in[4], in[5], addrs, n, trunc, sink, 0);
+    btp_cm_record_free_line(in[5], sink, 0);
 }
 #endif
 
@@ -86,6 +103,8 @@ int probe_main(void)
     size_t len;
     probe_sink = btp_base64_encode(buf, in[0], (char *)buf + 256, 256, 0, &len);
     probe_sink = btp_base64_decode((const char *)buf, in[1], buf + 256, 256, 0, &len, 0);
+#elif PROBE == PROBE_HEAP_FP
+    heap_records();
 #elif PROBE_IS_FAULT
     /* What a vector table entry does: keep the entry. */
     probe_sink = (uintptr_t)btp_cm_fault_entry;

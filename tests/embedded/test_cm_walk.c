@@ -477,6 +477,16 @@ static void test_record(void)
         }
         CHECK(ok, "line %zu: %.*s", n, (int)h.len, h.data);
 
+        /* The heap record: "m,0xSIZE,0xPTR," then the same hex digits. */
+        struct membuf a = {{0}, 0, -1};
+        CHECK(btp_cm_record_alloc_line(4294967295u, 0x20000a08u, chain, n, 1, mem_sink, &a) ==
+                  BTP_OK,
+              "alloc line %zu", n);
+        static const char head[] = "m,0xffffffff,0x20000a08,";
+        ok = a.len == sizeof head - 1 + h.len - 4 && memcmp(a.data, head, sizeof head - 1) == 0 &&
+             memcmp(a.data + sizeof head - 1, h.data + 4, h.len - 4) == 0;
+        CHECK(ok, "alloc line %zu: %.*s", n, (int)a.len, a.data);
+
         /* ~m#: up to 31 frames, all decode as return addresses. */
         struct membuf w = {{0}, 0, -1};
         st = btp_cm_record_lws_line(chain, n, mem_sink, &w);
@@ -500,11 +510,31 @@ static void test_record(void)
         CHECK(btp_cm_record_cbf_line(chain, 40, 0, mem_sink, &m) == BTP_E_IO,
               "failing sink after %d", after);
     }
-    struct membuf m = {{0}, 0, -1};
+    /* Free lines; a failed allocation's pointer 0 and a size of 0. */
+    struct membuf fl = {{0}, 0, -1};
+    CHECK(btp_cm_record_free_line(0x20000a08u, mem_sink, &fl) == BTP_OK &&
+              btp_cm_record_free_line(0, mem_sink, &fl) == BTP_OK &&
+              btp_cm_record_alloc_line(0, 0, chain, 1, 0, mem_sink, &fl) == BTP_OK,
+          "free lines");
+    static const char frees[] = "f,,0x20000a08\nf,,0x0\nm,0x0,0x0,";
+    CHECK(fl.len > sizeof frees && memcmp(fl.data, frees, sizeof frees - 1) == 0,
+          "free lines: %.*s", (int)fl.len, fl.data);
+    for (int after = 0; after <= 1; after++) {
+        struct membuf m = {{0}, 0, after};
+        CHECK(btp_cm_record_alloc_line(1, 2, chain, 40, 0, mem_sink, &m) == BTP_E_IO,
+              "alloc line, failing sink after %d", after);
+    }
+    struct membuf m = {{0}, 0, 0};
+    CHECK(btp_cm_record_free_line(1, mem_sink, &m) == BTP_E_IO &&
+              btp_cm_record_free_line(1, NULL, &m) == BTP_E_INVALID_ARGUMENT,
+          "free line errors");
+    m.fail_after = -1;
     uint32_t many[65] = {0};
     CHECK(btp_cm_record_cbf(many, 65, 0, mem_sink, &m) == BTP_E_INVALID_ARGUMENT &&
               btp_cm_record_cbf_line(many, 65, 0, mem_sink, &m) == BTP_E_INVALID_ARGUMENT &&
-              btp_cm_record_lws_line(many, 65, mem_sink, &m) == BTP_E_INVALID_ARGUMENT,
+              btp_cm_record_lws_line(many, 65, mem_sink, &m) == BTP_E_INVALID_ARGUMENT &&
+              btp_cm_record_alloc_line(1, 2, many, 65, 0, mem_sink, &m) ==
+                  BTP_E_INVALID_ARGUMENT,
           "65 frames");
     CHECK(btp_cm_record_cbf(NULL, 1, 0, mem_sink, &m) == BTP_E_INVALID_ARGUMENT &&
               btp_cm_record_lws_line(NULL, 1, mem_sink, &m) == BTP_E_INVALID_ARGUMENT,

@@ -149,6 +149,46 @@ check(r.returncode == 1 and ":2:" in r.stderr, "malformed csv: %s" % r.stderr)
 r = run(["heap", "report", "--keep-going", bad])
 check(r.returncode == 1 and "allocations: 1 " in r.stdout, "csv keep-going: %s" % r.stdout)
 
+# ---- CSV records with the allocating stack (m,SIZE,PTR,CBF-HEX) -------------
+# What btp_cm_record_alloc_line writes on a device: the chain as a 32-bit
+# CBF stream in hex digits.
+def cbf_hex(chain):
+    r = run(["convert", "--from", "addrs", "--to", "hex", "--word-bits", "32"], input=chain + "\n")
+    return r.stdout.strip()
+
+
+a_stack = cbf_hex("pc:0x8001000 0x8002000 0x8003000")
+b_stack = cbf_hex("pc:0x8001000 0x8004000 0x8003000")
+stk = os.path.join(tmp, "stacks.log")
+with open(stk, "w") as f:
+    f.write("firmware: heap\n"
+            "m,100,0x20000958,%s\n" % a_stack +
+            "m,16,0x200009c0,%s\n" % b_stack +
+            "f,,0x200009c0\n"
+            "m,17,0x200009c0,%s \n" % b_stack +   # trailing space
+            "m,2049,0x0,%s\n" % b_stack +          # failed
+            "m,8,0x20000a00\n")                    # no stack
+rc, rep, err = report(stk)
+check(rep is not None and rc == 0, "csv with stacks: %s" % err)
+if rep:
+    check(rep["format"] == "csv" and rep["word_bits"] == 32 and rep["allocations"] == 4 and
+          rep["frees"] == 1 and rep["failed_allocations"] == 1 and rep["stacks"] == 3,
+          "csv with stacks: counts %s" % {k: rep[k] for k in ("format", "word_bits", "allocations",
+                                                              "frees", "stacks")})
+    leaks = {lk["leaked_bytes"]: [f["addr"] for f in lk["frames"]] for lk in rep["leaks"]}
+    check(leaks == {100: ["0x8001000", "0x8002000", "0x8003000"],
+                    17: ["0x8001000", "0x8004000", "0x8003000"], 8: []},
+          "csv with stacks: leaks %s" % leaks)
+for line, why in ((("m,1,0x10,%s0\n" % a_stack), "odd number of hex digits"),
+                  ("m,1,0x10,%s00\n" % a_stack, "column 10"),
+                  ("m,1,0x10,ff00\n", "column 10"),
+                  ("f,,0x10,%s\n" % a_stack, "malformed heap record")):
+    with open(bad, "w") as f:
+        f.write("m,4,0x20\n" + line)
+    r = run(["heap", "report", bad])
+    check(r.returncode == 1 and ":2:" in r.stderr and why in r.stderr,
+          "bad stack %r: %s" % (line, r.stderr))
+
 # ---- libwebsockets ~m# dumps ------------------------------------------------
 lws = os.path.join(tmp, "lws.log")
 with open(lws, "w") as f:

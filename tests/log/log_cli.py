@@ -186,6 +186,87 @@ def test_damage(tmp):
           (len(got1), len(got2), len(lines), err[:500]))
 
 
+def blocks_of(log):
+    """(offset, end, kind, records, first_record) of every block (spec/log.md,
+    version 2: 80-byte block headers)."""
+    import struct
+    out, off = [], 32
+    while off + 80 <= len(log):
+        stored, recs = struct.unpack_from("<I", log, off + 8)[0], struct.unpack_from(
+            "<I", log, off + 20)[0]
+        first = struct.unpack_from("<Q", log, off + 32)[0]
+        out.append((off, off + 80 + stored, log[off + 4], recs, first))
+        off += 80 + stored
+    return out
+
+
+def test_promises(tmp):
+    """What a trace log promises: nothing a failed record or damage did not
+    take is lost, and every loss is reported with its records and bytes."""
+    good = [{"word_bits": 64, "frames": [{"type": "ra", "addr": hex(0x1000 + i)}],
+             "truncated": False, "alloc_size": 8} for i in range(1000)]
+    deep = {"word_bits": 64, "frames": [{"type": "ra", "addr": hex(0x1000 + i)}
+                                        for i in range(4100)], "truncated": False}
+    trunc = {"word_bits": 64, "frames": [], "truncated": True, "alloc_size": 8}
+    import json
+    for first in [deep, trunc]:
+        src = "".join(json.dumps(t) + "\n" for t in [first] + good).encode()
+        rc, log, err = conv("json", "log", "--keep-going", data=src)
+        check(rc == 1 and "1 bad record skipped" in err and log[:8] == b"\x89BTPLOG\n",
+              "first record refused: %s" % err)
+        rc, back, err = conv("log", "json", data=log)
+        check(rc == 0 and back.count(b"\n") == 1000, "the 1000 good records stay: %d %s" %
+              (back.count(b"\n"), err))
+    # mid-stream: a flushed block and a comment before a refused record
+    lines = [b"# stkshim v1 word=64\n"] + [b"m 16 0x%x 0x401000 0x402000\n" % (0x1000 + 16 * i)
+                                          for i in range(3000)]
+    lines += [b"# a comment\n", b"m 8 0x9000 " + b" ".join(b"0x%x" % (0x1000 + i)
+                                                         for i in range(4100)) + b"\n"]
+    lines += [b"m 16 0x%x 0x401000\n" % (0x100000 + 16 * i) for i in range(3)]
+    src = b"".join(lines)
+    rc, log, err = conv("trace", "log", "--keep-going", data=src)
+    check(rc == 1 and "4100 frames" in err, "mid-stream refusal: %s" % err)
+    rc, back, err = conv("log", "trace", data=log)
+    want = b"".join(l for l in lines if not l.startswith(b"m 8 0x9000"))
+    check(rc == 0 and back == want, "mid-stream: everything else read back strictly: %s" % err)
+
+    # a whole block cut out
+    src = os.path.join(CORPUS, "py311_regrtest.trace.xz")
+    rc, log, err = conv("trace", "log", "--no-zlib", src)
+    blocks = [b for b in blocks_of(log) if b[2] == 2]
+    check(rc == 0 and len(blocks) >= 3, "blocks: %s" % blocks)
+    b = blocks[1]
+    cut = log[:b[0]] + log[b[1]:]
+    rc, out, err = conv("log", "trace", data=cut)
+    check(rc == 1 and "%d records lost (records %d to %d)" % (b[3], b[4], b[4] + b[3] - 1) in err
+          and "byte offset %d" % b[0] in err, "block cut out, strict: %s" % err[:300])
+    rc, out, err = conv("log", "trace", "--keep-going", data=cut)
+    check(rc == 1 and "warning" in err and "%d records lost" % b[3] in err,
+          "block cut out, keep going: %s" % err[:300])
+    # a damaged block: the damage, then the loss with its byte range
+    bad = bytearray(log)
+    bad[b[0] + 100] ^= 0x20
+    rc, out, err = conv("log", "trace", "--keep-going", data=bytes(bad))
+    check(rc == 1 and "checksum" in err and
+          "%d records lost (records %d to %d, in bytes %d to %d)" %
+          (b[3], b[4], b[4] + b[3] - 1, b[0], b[1]) in err, "damaged block: %s" % err[:400])
+    # cut inside a block: how many records it took
+    rc, out, err = conv("log", "trace", data=log[:b[0] + 1000])
+    check(rc == 1 and "losing its %d records from record %d on" % (b[3], b[4]) in err,
+          "cut inside a block: %s" % err)
+    # one flipped bit in the file header
+    rc, full, _ = conv("log", "trace", data=log)
+    for at in [0, 9, 13, 28]:
+        flip = bytearray(log)
+        flip[at] ^= 0x04
+        rc, out, err = conv("log", "trace", data=bytes(flip))
+        check(rc == 1 and out == b"" and ("--keep-going" in err or at == 0),
+              "header flip %d, strict: %s" % (at, err))
+        rc, out, err = conv("log", "trace", "--keep-going", data=bytes(flip))
+        check(rc == 1 and out == full and "file header" in err,
+              "header flip %d, keep going: every record: %s" % (at, err))
+
+
 def test_symbols(tmp):
     """stats --elf: an address in the btpack binary itself is named."""
     import shutil
@@ -209,6 +290,6 @@ def test_symbols(tmp):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    for t in [test_corpora, test_small, test_damage, test_symbols]:
+    for t in [test_corpora, test_small, test_damage, test_promises, test_symbols]:
         t(tmp)
 finish()

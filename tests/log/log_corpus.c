@@ -85,6 +85,7 @@ int main(int argc, char **argv)
         word = (unsigned)atoi(w + 6);
     btp_log_writer_options_init(&opt, word);
     opt.flags = wflags;
+    opt.flush_interval_ms = 0; /* blocks by size: a size that does not depend on timing */
     if (block)
         opt.block_bytes = block;
 

@@ -22,16 +22,18 @@ static void put32(unsigned char *p, uint32_t v)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
-/* Recompute every block's payload and header CRC (layout: spec/log.md). */
+/* Recompute every block's payload and header CRC (layout: spec/log.md,
+ * version 2: 80-byte block headers, their CRC in the last 4 bytes). */
+#define HS 80
 static void fix_crcs(unsigned char *p, size_t len)
 {
-    for (size_t off = 32; off + 72 <= len;) {
+    for (size_t off = 32; off + HS <= len;) {
         uint32_t stored = le32(p + off + 8);
-        if (stored > len - off - 72)
+        if (stored > len - off - HS)
             break;
-        put32(p + off + 60, btp_crc32_update(0, p + off + 72, stored));
-        put32(p + off + 68, btp_crc32_update(0, p + off, 68));
-        off += 72 + stored;
+        put32(p + off + 60, btp_crc32_update(0, p + off + HS, stored));
+        put32(p + off + HS - 4, btp_crc32_update(0, p + off, HS - 4));
+        off += HS + stored;
     }
 }
 

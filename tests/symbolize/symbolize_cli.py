@@ -222,6 +222,24 @@ with tempfile.TemporaryDirectory() as tmp:
                        (b"btpack-crash v1\ncbf 02111000201021ff00\nmap nonsense\nend\n", "bad map line")]:
         rc, out, err = run(["symbolize", "--to", "json", "--from", "crash", "-"], data)
         check(rc == 1 and want in err and "Traceback" not in err, "bad record %r: %d %s" % (data, rc, err))
+    # records with as many images, other ones at the same addresses (a bad
+    # record between them): each address placed by its own record's images
+    recs = "".join("btpack-crash v2 signal=11 pid=%d\ncbf 0229150000\n%s\nend\n" % (i, img)
+                   for i, img in enumerate(["image 0x1000 0x2000 - /bin/true",
+                                            "image 0x1000 zz - -",
+                                            "image 0x1000 0x2000 - /bin/false"]))
+    rc, out, err = run(["symbolize", "--to", "json", "--keep-going", "--from", "crash", "-"],
+                       recs.encode())
+    check(rc == 1 and [frames_of(l)[0].get("image") for l in out.splitlines()] ==
+          ["/bin/true", "/bin/false"],
+          "each record's own images: %s %s" % (out, err))
+    # ... and so in the formats that carry image maps from line to line
+    for fmt in ("swift", "swift-crashlog"):
+        conv = subprocess.run([BTPACK, "convert", "--keep-going", "--from", "crash", "--to", fmt],
+                              input=recs.encode(), capture_output=True).stdout
+        rc, out, err = run(["symbolize", "--to", "json", "--from", fmt, "-"], conv)
+        check(rc == 0 and [frames_of(l)[0].get("image") for l in out.splitlines()] ==
+              ["/bin/true", "/bin/false"], "%s: each line's own images: %s %s" % (fmt, out, err))
     rc, out, err = run(["symbolize", "--to", "yaml", rec])
     check(rc == 2 and "--to" in err, "bad --to: %s" % err)
     rc, out, err = run(["symbolize", "--backend", "nope", rec])

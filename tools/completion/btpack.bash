@@ -118,7 +118,8 @@ _btpack()
         COMPREPLY=($(compgen -W "16 32 64" -- "$cur"))
         return
         ;;
-    --max-frames | --top | --alloc-size | --zlib)
+    --max-frames | --top | --alloc-size | --zlib | --max-nodes | --max-live | --max-expansion | \
+        --flush-interval)
         return # a number
         ;;
     --method)

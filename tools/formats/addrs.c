@@ -66,15 +66,24 @@ static int addrs_read_line(reader *r, const char *line, size_t len, trace *t)
 
 static int addrs_write(writer *w, const trace *t, strbuf *out)
 {
-    for (size_t i = 0; i < t->n; i++) {
-        btp_frame f = t->frames[i];
-        const char *sep = i ? " " : "";
-        if (f.kind == BTP_FRAME_OMIT)
-            sb_printf(out, "%somit:%llu", sep, (unsigned long long)f.value);
-        else
-            sb_printf(out, "%s%s0x%llx", sep,
-                      f.kind == BTP_FRAME_PC ? "pc:" : f.kind == BTP_FRAME_ASYNC ? "async:" : "",
-                      (unsigned long long)f.value);
+    const char *sep = "";
+    for (size_t i = 0; i < t->n_runs; i++) {
+        btp_frame f = t->runs[i].frame;
+        for (uint64_t c = 0; c < t->runs[i].count; c++) {
+            if (f.kind == BTP_FRAME_OMIT)
+                sb_printf(out, "%somit:%llu", sep, (unsigned long long)f.value);
+            else
+                sb_printf(out, "%s%s0x%llx", sep,
+                          f.kind == BTP_FRAME_PC      ? "pc:"
+                          : f.kind == BTP_FRAME_ASYNC ? "async:"
+                                                      : "",
+                          (unsigned long long)f.value);
+            sep = " ";
+            if ((c & 4095) == 4095 && wr_spill(w, out) < 0)
+                return -1;
+        }
+        if (wr_spill(w, out) < 0)
+            return -1;
     }
     if (t->truncated)
         sb_adds(out, t->n ? " trunc" : "trunc");

@@ -23,7 +23,7 @@ static int b64_line_bytes(reader *r, const char *line, size_t len, strbuf *out)
 static int b64_write(writer *w, const trace *t, strbuf *out)
 {
     strbuf bytes = STRBUF_INIT;
-    int rc = cbf_from_trace(w, t, &bytes);
+    int rc = cbf_from_trace(w, t, 0, &bytes);
     if (rc == 0) {
         size_t cap = BTP_BASE64_ENCODED_LEN(bytes.len), n = 0;
         char *d = sb_reserve(out, cap + 1);

@@ -5,27 +5,42 @@
 
 static int cbf_read_next(reader *r, trace *t)
 {
-    if (r->pos >= r->len)
-        return 0;
     /* Streams are split at end/trunc, so the trailing-bytes rule never
      * applies between them; every other strict check does. */
     unsigned policy = cbf_policy(r->opt) & ~(unsigned)BTP_CBF_REJECT_TRAILING;
-    size_t used = 0;
     r->loc.offset = r->pos;
     r->loc.has_offset = 1;
-    if (cbf_to_trace(r, r->data + r->pos, r->len - r->pos, policy, r->pos, t, &used) < 0) {
-        /* Where the next stream would start is unknown after a fault. */
-        r->fatal = 1;
-        return -1;
+    for (size_t need = 256;; need *= 2) {
+        size_t have, used = 0;
+        const uint8_t *p = rd_bytes(r, need, &have);
+        if (!have)
+            return r->fatal ? -1 : 0;
+        int rc = cbf_to_trace(r, p, have, policy, r->pos, t, &used);
+        /* A stream (or fault) that runs to the edge of the window may go
+         * on past it: decode again with more of the input. */
+        int edge = rc < 0 ? r->err_loc.offset - r->pos + 40 >= have : used == have;
+        if (!edge || r->in_end) {
+            if (rc < 0) {
+                r->fatal = 1; /* where the next stream would start is unknown */
+                return -1;
+            }
+            t->loc = r->loc;
+            rd_skip(r, used);
+            return 1;
+        }
+        if (have >= BINARY_MAX_RECORD) {
+            r->fatal = 1;
+            return rd_error_at(r, r->pos, "a CBF stream longer than %zu bytes",
+                               BINARY_MAX_RECORD);
+        }
+        if (need < have)
+            need = have;
     }
-    t->loc = r->loc;
-    r->pos += used;
-    return 1;
 }
 
 static int cbf_write(writer *w, const trace *t, strbuf *out)
 {
-    return cbf_from_trace(w, t, out);
+    return cbf_from_trace(w, t, 0, out);
 }
 
 const format fmt_cbf = {

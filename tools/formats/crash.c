@@ -20,9 +20,14 @@
 
 #include "diag.h"
 #include "imagemap_text.h"
+#include "lines.h"
 
 typedef struct crash_state {
-    owned_map images;
+    /* the record's images, in the one of the two not given with a trace
+     * last, so that the map given stays as it was until another is (a
+     * symbolizer compares the two to see a change: sym_set_map()) */
+    owned_map images[2];
+    int cur, given;
     strbuf maps;    /* the `map` lines' text */
     strbuf header;  /* the header line, NUL-terminated */
     strbuf bytes;   /* the CBF stream */
@@ -39,7 +44,8 @@ static void crash_close(reader *r)
 {
     crash_state *s = r->state;
     if (s) {
-        owned_map_free(&s->images);
+        owned_map_free(&s->images[0]);
+        owned_map_free(&s->images[1]);
         sb_free(&s->maps);
         sb_free(&s->header);
         sb_free(&s->bytes);
@@ -48,16 +54,29 @@ static void crash_close(reader *r)
     r->state = NULL;
 }
 
-/* The next line of the input: [*b, *e) without its newline; advances. */
+/* The next line of the input (*b, *len, without its newline; valid until
+ * the next call), read through the reader's window; advances. Returns 1, 0
+ * at the end, -1 on a read error or a line longer than LINES_MAX_LEN. */
 static int next_line(reader *r, crash_state *s, const char **b, size_t *len)
 {
-    if (r->pos >= r->len)
-        return 0;
-    const char *p = (const char *)r->data + r->pos;
-    const char *nl = memchr(p, '\n', r->len - r->pos);
-    *len = nl ? (size_t)(nl - p) : r->len - r->pos;
+    const char *p, *nl;
+    size_t have;
+    for (size_t need = 256;; need = have * 2) {
+        p = (const char *)rd_bytes(r, need, &have);
+        if (!have)
+            return r->fatal ? -1 : 0;
+        nl = memchr(p, '\n', have);
+        if (nl || r->in_end)
+            break;
+        if (have >= LINES_MAX_LEN) {
+            r->fatal = 1;
+            r->loc = (src_loc){.line = s->lineno + 1};
+            return rd_error(r, "line longer than %zu bytes", LINES_MAX_LEN);
+        }
+    }
+    *len = nl ? (size_t)(nl - p) : have;
     *b = p;
-    r->pos += *len + (nl != NULL);
+    rd_skip(r, *len + (nl != NULL));
     s->lineno++;
     if (*len && p[*len - 1] == '\r')
         (*len)--;
@@ -84,8 +103,9 @@ static int crash_read_next(reader *r, trace *t)
     size_t len = 0;
     /* skip to the next record */
     for (;;) {
-        if (!next_line(r, s, &b, &len))
-            return 0;
+        int got = next_line(r, s, &b, &len);
+        if (got <= 0)
+            return got;
         if (is_header(b, len))
             break;
     }
@@ -95,14 +115,20 @@ static int crash_read_next(reader *r, trace *t)
     sb_add(&s->header, b, len);
     sb_clear(&s->maps);
     sb_clear(&s->bytes);
-    owned_map_clear(&s->images, 64);
+    s->cur = !s->given;
+    owned_map_clear(&s->images[s->cur], 64);
     /* image lines are kept as text until the word size is known */
     strbuf image_text = STRBUF_INIT;
     size_t image_first_line = 0, cbf_line = 0;
     int ended = 0, rc = 1;
     for (;;) {
-        size_t at = r->pos;
-        if (!next_line(r, s, &b, &len))
+        uint64_t at = r->pos;
+        int got = next_line(r, s, &b, &len);
+        if (got < 0) {
+            rc = -1;
+            goto out;
+        }
+        if (got == 0)
             break;
         if (is_header(b, len)) { /* the next record: leave it for the next call */
             r->pos = at;
@@ -176,7 +202,7 @@ static int crash_read_next(reader *r, trace *t)
     size_t off = 0;
     btp_status st = BTP_OK;
     if (image_text.len) {
-        st = owned_map_image_lines(&s->images, image_text.data, image_text.len, t->word_bits,
+        st = owned_map_image_lines(&s->images[s->cur], image_text.data, image_text.len, t->word_bits,
                                    &off);
         if (st != BTP_OK) {
             /* which image line, which column: from the offset in the text */
@@ -189,15 +215,17 @@ static int crash_read_next(reader *r, trace *t)
                           btp_strerror(st));
             goto out;
         }
-        t->image_map = &s->images.map;
+        t->image_map = &s->images[s->cur].map;
+        s->given = s->cur;
     } else if (s->maps.len) {
-        st = owned_map_procmaps(&s->images, s->maps.data, s->maps.len, t->word_bits, &off);
+        st = owned_map_procmaps(&s->images[s->cur], s->maps.data, s->maps.len, t->word_bits, &off);
         if (st != BTP_OK) {
             rc = rd_error(r, "bad map line: %s at byte %zu of the map lines", btp_strerror(st),
                           off);
             goto out;
         }
-        t->image_map = &s->images.map;
+        t->image_map = &s->images[s->cur].map;
+        s->given = s->cur;
     }
     t->context = s->header.data;
 out:

@@ -27,7 +27,7 @@ static int hex_line_bytes(reader *r, const char *line, size_t len, strbuf *out)
 static int hex_write(writer *w, const trace *t, strbuf *out)
 {
     strbuf bytes = STRBUF_INIT;
-    int rc = cbf_from_trace(w, t, &bytes);
+    int rc = cbf_from_trace(w, t, 0, &bytes);
     if (rc == 0) {
         sb_hex(out, bytes.data, bytes.len);
         sb_addc(out, '\n');

@@ -25,8 +25,7 @@
 
 typedef struct log_rstate {
     btp_log_reader *lr;
-    owned_map map;    /* the stored image map, given with every record */
-    int have_map;
+    log_map map;      /* the stored image map so far, given with every record */
     size_t next_meta; /* metadata handed on so far */
     int done;
 } log_rstate;
@@ -42,25 +41,148 @@ static void log_close(reader *r)
     log_rstate *s = r->state;
     if (s) {
         btp_log_reader_close(s->lr);
-        owned_map_free(&s->map);
+        log_map_free(&s->map);
     }
     free(s);
     r->state = NULL;
 }
 
-/* Hand the comment metadata written before record `upto` to the writer. */
+/* Hand the comment metadata written before record `upto` to the writer,
+ * and let the library forget what was handed on (a long log's metadata
+ * must not pile up). */
 static void pass_comments(reader *r, log_rstate *s, uint64_t upto)
 {
     const char *key;
     const void *data;
     size_t len;
     uint64_t at;
+    if (!s->lr)
+        return;
     while (btp_log_reader_meta(s->lr, s->next_meta, &key, &data, &len, &at) == BTP_OK &&
            at <= upto) {
         if (r->opt->comments && strcmp(key, "comment") == 0)
             sb_add(r->opt->comments, data, len);
+        btp_status ms = log_map_take(&s->map, key, data, len);
+        if (ms != BTP_OK && ms != BTP_END) /* the records are still good */
+            diag(DIAG_WARNING, r->name, NULL, "stored image map unusable (%s at byte %zu of "
+                 "its block)", btp_strerror(ms), s->map.err_off);
         s->next_meta++;
     }
+    btp_log_reader_meta_release(s->lr, s->next_meta);
+}
+
+/* The library reads the log through this: straight from the input, so
+ * that memory does not grow with the log. */
+static long log_source(void *ctx, void *buf, size_t cap)
+{
+    reader *r = ctx;
+    long got = input_read(r->in, buf, cap);
+    if (got < 0)
+        r->in_failed = 1; /* the input said why */
+    return got;
+}
+
+int log_status(reader *r, btp_log_reader *lr, btp_status st)
+{
+    uint64_t off = btp_log_reader_error_offset(lr);
+    btp_log_loss loss;
+    int have_loss = btp_log_reader_last_loss(lr, &loss) == BTP_OK;
+    const char *limit = st == BTP_E_NODES_LIMIT       ? "--max-nodes"
+                        : st == BTP_E_LIVE_LIMIT      ? "--max-live"
+                        : st == BTP_E_EXPANSION_LIMIT ? "--max-expansion"
+                                                      : NULL;
+    r->not_a_record = 1;
+    if (st == BTP_E_TRUNCATED_FILE || st == BTP_E_IO || limit || st == BTP_E_META_LIMIT ||
+        st == BTP_E_OUT_OF_MEMORY || !r->opt->keep_going)
+        r->fatal = 1;
+    if (st == BTP_E_IO && r->in_failed)
+        return -1;
+    if (st == BTP_E_RECORDS_LOST && have_loss && loss.to > loss.from)
+        return rd_error_at(r, loss.from, "%llu record%s lost (records %llu to %llu, in bytes "
+                           "%llu to %llu)", (unsigned long long)loss.records,
+                           loss.records == 1 ? "" : "s", (unsigned long long)loss.first_record,
+                           (unsigned long long)(loss.first_record + loss.records - 1),
+                           (unsigned long long)loss.from, (unsigned long long)loss.to);
+    if (st == BTP_E_RECORDS_LOST && have_loss)
+        return rd_error_at(r, loss.from, "%llu record%s lost (records %llu to %llu): the block "
+                           "that held them is missing here", (unsigned long long)loss.records,
+                           loss.records == 1 ? "" : "s", (unsigned long long)loss.first_record,
+                           (unsigned long long)(loss.first_record + loss.records - 1));
+    if (st == BTP_E_TRUNCATED_FILE && have_loss && loss.known && loss.records)
+        return rd_error_at(r, off, "%s: the log is cut short in bytes %llu to %llu, losing its "
+                           "%llu record%s from record %llu on", btp_strerror(st),
+                           (unsigned long long)loss.from, (unsigned long long)loss.to,
+                           (unsigned long long)loss.records, loss.records == 1 ? "" : "s",
+                           (unsigned long long)loss.first_record);
+    if (st == BTP_E_TRUNCATED_FILE && have_loss && loss.to > loss.from)
+        return rd_error_at(r, off, "%s: the log is cut short in bytes %llu to %llu; the records "
+                           "from record %llu on are lost", btp_strerror(st),
+                           (unsigned long long)loss.from, (unsigned long long)loss.to,
+                           (unsigned long long)loss.first_record);
+    if (st == BTP_E_TRUNCATED_FILE)
+        return rd_error_at(r, off, "%s: the log has no end block (its writer did not finish "
+                           "it); records after record %llu may be missing", btp_strerror(st),
+                           (unsigned long long)(have_loss ? loss.first_record : 0));
+    if (limit)
+        return rd_error_at(r, off, "%s (see %s)", btp_strerror(st), limit);
+    if (off == 0) /* read on from the block headers */
+        return rd_error_at(r, 0, "file header: %s; reading on with the log's parameters from "
+                           "its block headers", st == BTP_E_CHECKSUM ? "checksum mismatch"
+                                                                     : btp_strerror(st));
+    return rd_error_at(r, off, "%s%s", btp_strerror(st),
+                       st == BTP_E_NO_ZLIB ? " (rebuild btpack with zlib to read it)" : "");
+}
+
+btp_status log_next_record(reader *r, btp_log_reader *lr, btp_log_record *rec, log_meta_fn meta,
+                           void *ctx, const char *cut_note)
+{
+    btp_status st;
+    while ((st = btp_log_reader_next(lr, rec)) == BTP_OK && rec->kind == BTP_LOG_META) {
+        /* used as it comes, then forgotten: memory does not grow with the
+         * log's metadata */
+        const char *key;
+        const void *data;
+        size_t len;
+        uint64_t at;
+        if (meta && btp_log_reader_meta(lr, rec->meta, &key, &data, &len, &at) == BTP_OK)
+            meta(ctx, key, data, len, at);
+        btp_log_reader_meta_release(lr, rec->meta + 1);
+    }
+    if (st == BTP_OK || st == BTP_END)
+        return st;
+    r->fatal = 0;
+    log_status(r, lr, st);
+    if (r->in_failed)
+        return st; /* the input said why */
+    if (st == BTP_E_TRUNCATED_FILE && cut_note)
+        diag(DIAG_WARNING, r->name, &r->err_loc, "%s %s", r->msg, cut_note);
+    else
+        diag(r->fatal ? DIAG_ERROR : DIAG_WARNING, r->name, &r->err_loc, "%s", r->msg);
+    return st;
+}
+
+btp_status log_open_reader(reader *r, btp_log_reader **out)
+{
+    btp_log_reader_options o;
+    btp_log_reader_options_init(&o);
+    /* metadata as it comes, so that it can be handed on and released */
+    o.flags = BTP_LOG_META_RECORDS | (r->opt->keep_going ? BTP_LOG_KEEP_GOING : 0);
+    if (r->opt->log_max_nodes)
+        o.max_nodes = r->opt->log_max_nodes;
+    if (r->opt->log_max_live)
+        o.max_live = r->opt->log_max_live;
+    if (r->opt->log_max_expansion_set)
+        o.max_expansion = r->opt->log_max_expansion;
+    btp_status st = btp_log_reader_open_source(out, log_source, r, &o);
+    if (st != BTP_OK) {
+        r->fatal = 1;
+        if (!r->in_failed)
+            rd_error_at(r, 0, "not a readable btpack log: %s%s",
+                        st == BTP_E_CHECKSUM ? "file header checksum mismatch" : btp_strerror(st),
+                        st == BTP_E_CHECKSUM && !r->opt->keep_going
+                            ? " (--keep-going reads on from the block headers)" : "");
+    }
+    return st;
 }
 
 static int log_read_next(reader *r, trace *t)
@@ -69,42 +191,39 @@ static int log_read_next(reader *r, trace *t)
     if (s->done)
         return 0;
     if (!s->lr) {
-        btp_status st = btp_log_reader_open(&s->lr, r->data, r->len,
-                                            r->opt->keep_going ? BTP_LOG_KEEP_GOING : 0);
-        if (st != BTP_OK) {
-            r->fatal = 1;
+        if (log_open_reader(r, &s->lr) != BTP_OK) {
             s->done = 1;
-            return rd_error_at(r, 0, "not a readable btpack log: %s", btp_strerror(st));
+            return -1;
         }
         r->word_bits = btp_log_reader_word_bits(s->lr);
-        size_t off = 0;
-        btp_status ms = owned_map_from_log(&s->map, s->lr, &off);
-        s->have_map = ms == BTP_OK;
-        if (ms != BTP_OK && ms != BTP_END) /* the records are still good */
-            diag(DIAG_WARNING, r->name, NULL, "stored image map unusable (%s at byte %zu)",
-                 btp_strerror(ms), off);
+        log_map_init(&s->map, r->word_bits);
     }
     btp_log_record rec;
-    btp_status st = btp_log_reader_next(s->lr, &rec);
+    btp_status st;
+    while ((st = btp_log_reader_next(s->lr, &rec)) == BTP_OK && rec.kind == BTP_LOG_META) {
+        pass_comments(r, s, UINT64_MAX);
+        if (r->opt->comments && r->opt->comments->len >= COMMENTS_AT_MOST) {
+            trace_reset(t, r->word_bits); /* a run of comments: to the writer now */
+            t->event = TRACE_COMMENTS;
+            return 1;
+        }
+    }
     if (st == BTP_END) {
         pass_comments(r, s, UINT64_MAX);
         s->done = 1;
         return 0;
     }
     if (st != BTP_OK) {
-        uint64_t off = btp_log_reader_error_offset(s->lr);
-        r->pos = r->len;
-        if (st == BTP_E_TRUNCATED_FILE || !r->opt->keep_going) {
-            r->fatal = 1;
+        log_status(r, s->lr, st);
+        if (r->fatal) {
             s->done = 1;
             pass_comments(r, s, UINT64_MAX);
         }
-        return rd_error_at(r, off, "%s%s", btp_strerror(st),
-                           st == BTP_E_NO_ZLIB ? " (rebuild btpack with zlib to read it)" : "");
+        return -1;
     }
     pass_comments(r, s, rec.index);
     trace_reset(t, r->word_bits);
-    t->image_map = s->have_map ? &s->map.map : NULL;
+    t->image_map = log_map_get(&s->map);
     t->loc = (src_loc){.offset = rec.index, .has_offset = 0};
     if (rec.flags) {
         return rd_error(r, "record %llu: its %s was lost with a damaged block",
@@ -130,7 +249,7 @@ static int log_read_next(reader *r, trace *t)
     }
     /* the whole stack in one step; on a failure (such as --max-frames)
      * frame by frame, so that rd_add_frame words it for the frame at fault */
-    if (trace_add_frames(t, rec.frames, rec.n_frames) != BTP_OK)
+    if (rec.n_frames && trace_add_frames(t, rec.frames, rec.n_frames) != BTP_OK)
         for (size_t i = 0; i < rec.n_frames; i++)
             if (rd_add_frame(r, t, rec.frames[i], 1) < 0)
                 return -1;
@@ -141,22 +260,33 @@ static int log_read_next(reader *r, trace *t)
 
 typedef struct log_wstate {
     btp_log_writer *lw;
+    writer *w;
     strbuf *out;      /* where the library's bytes go during the current call */
     unsigned word_bits;
 } log_wstate;
 
+/* The library emits only whole pieces of the file (header, blocks of
+ * records it accepted, metadata): each belongs to the output even if the
+ * record being written is then refused. */
 static btp_status to_strbuf(void *ctx, const void *data, size_t len)
 {
     log_wstate *s = ctx;
     sb_add(s->out, data, len);
-    return s->out->oom ? BTP_E_OUT_OF_MEMORY : BTP_OK;
+    if (s->out->oom)
+        return BTP_E_OUT_OF_MEMORY;
+    s->w->committed = s->out->len;
+    return BTP_OK;
 }
 
 static int log_begin(writer *w, strbuf *out)
 {
     (void)out;
-    w->state = calloc(1, sizeof(log_wstate));
-    return w->state ? 0 : wr_error(w, "out of memory");
+    log_wstate *s = calloc(1, sizeof(log_wstate));
+    if (!s)
+        return wr_error(w, "out of memory");
+    s->w = w;
+    w->state = s;
+    return 0;
 }
 
 static int put_meta(writer *w, log_wstate *s, const char *key, const void *data, size_t len)
@@ -171,6 +301,7 @@ static int start(writer *w, log_wstate *s, unsigned word_bits)
 {
     btp_log_writer_options o;
     btp_log_writer_options_init(&o, word_bits);
+    o.flush_interval_ms = w->opt->flush_interval_ms;
     if (w->opt->no_zlib || !btp_log_have_zlib())
         o.flags |= BTP_LOG_WRITE_NO_ZLIB;
     btp_status st = btp_log_writer_open(&s->lw, to_strbuf, s, &o);
@@ -212,12 +343,18 @@ static int start(writer *w, log_wstate *s, unsigned word_bits)
     return 0;
 }
 
+/* The pending comment lines as "comment" metadata, in pieces of at most
+ * 1 MiB (a reader hands them on in order, so a line may straddle two). */
 static int take_comments(writer *w, log_wstate *s)
 {
     strbuf *c = w->opt->comments;
+    int rc = 0;
     if (!c || !c->len)
         return 0;
-    int rc = put_meta(w, s, "comment", c->data, c->len);
+    for (size_t at = 0; at < c->len && rc == 0; at += (size_t)1 << 20) {
+        size_t n = c->len - at < ((size_t)1 << 20) ? c->len - at : (size_t)1 << 20;
+        rc = put_meta(w, s, "comment", c->data + at, n);
+    }
     sb_clear(c);
     return rc;
 }
@@ -228,22 +365,42 @@ static int log_write(writer *w, const trace *t, strbuf *out)
     s->out = out;
     if (!s->lw && start(w, s, t->word_bits) < 0)
         return -1;
+    if (t->event == TRACE_COMMENTS)
+        return take_comments(w, s);
     if (t->word_bits != s->word_bits)
         return wr_error(w, "a log holds one word size: this trace is %u-bit, the log %u-bit",
                         t->word_bits, s->word_bits);
     if (take_comments(w, s) < 0)
         return -1;
+    if (t->n > BTP_LOG_MAX_DEPTH)
+        return wr_error(w, "%zu frames: a log holds stacks of at most %u frames", t->n,
+                        BTP_LOG_MAX_DEPTH);
     btp_status st;
+    const btp_frame *frames = trace_frames(t); /* at most 4096 */
+    if (!frames)
+        return wr_error(w, "out of memory");
     if (t->event == TRACE_FREE) {
         st = btp_log_writer_free(s->lw, t->pointer);
     } else if (t->event == TRACE_ALLOC || t->has_alloc_size) {
         if (t->truncated)
             return wr_error(w, "a log cannot mark an allocation's stack as truncated");
-        st = btp_log_writer_alloc(s->lw, t->alloc_size, t->has_pointer ? t->pointer : 0,
-                                  t->frames, t->n);
+        st = btp_log_writer_alloc(s->lw, t->alloc_size, t->has_pointer ? t->pointer : 0, frames,
+                                  t->n);
     } else {
-        st = btp_log_writer_trace(s->lw, t->frames, t->n, t->truncated);
+        st = btp_log_writer_trace(s->lw, frames, t->n, t->truncated);
     }
+    return st == BTP_OK ? 0 : wr_error(w, "%s", btp_strerror(st));
+}
+
+/* Time passes: the pending block goes out once it is due. */
+static int log_tick(writer *w, strbuf *out, uint32_t *wait_ms)
+{
+    log_wstate *s = w->state;
+    *wait_ms = UINT32_MAX;
+    if (!s || !s->lw)
+        return 0;
+    s->out = out;
+    btp_status st = btp_log_writer_poll(s->lw, wait_ms);
     return st == BTP_OK ? 0 : wr_error(w, "%s", btp_strerror(st));
 }
 
@@ -278,4 +435,5 @@ const format fmt_log = {
     .write = log_write,
     .begin = log_begin,
     .end = log_end,
+    .tick = log_tick,
 };

@@ -66,7 +66,10 @@ static int lws_write(writer *w, const trace *t, strbuf *out)
     size_t len = 0, bad = 0;
     if (lws_check_trace(w, t, &size) < 0)
         return -1;
-    btp_status st = btp_lws_encode(t->frames, t->n, size, t->word_bits,
+    const btp_frame *frames = trace_frames(t); /* at most 31 */
+    if (!frames)
+        return wr_error(w, "out of memory");
+    btp_status st = btp_lws_encode(frames, t->n, size, t->word_bits,
                                    BTP_LWS_ENC_ANY_ADDRESS |
                                        (w->opt->lws_optimal ? BTP_LWS_ENC_OPTIMAL : 0),
                                    blob, sizeof blob, &len, &bad);
@@ -76,7 +79,7 @@ static int lws_write(writer *w, const trace *t, strbuf *out)
     if (st == BTP_E_UNREPRESENTABLE)
         return wr_error(w, "frame %zu: 0x%llx has bit 63 set and no delta from the frames "
                            "before it can express it (%s)", bad + 1,
-                        (unsigned long long)t->frames[bad].value, btp_status_name(st));
+                        (unsigned long long)frames[bad].value, btp_status_name(st));
     if (st == BTP_E_VALUE_TOO_WIDE)
         return wr_error(w, "the allocation size %llu does not fit %u bits",
                         (unsigned long long)size, t->word_bits);

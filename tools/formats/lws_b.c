@@ -34,7 +34,8 @@ static int lws_b_write(writer *w, const trace *t, strbuf *out)
     char line[BTP_LWS_B_LINE_MAX(BTP_LWS_MAX_FRAMES) + 1];
     if (lws_check_trace(w, t, &size) < 0)
         return -1;
-    if (btp_lws_b_format(t->frames, t->n, size, line, sizeof line - 1, &len) != BTP_OK)
+    const btp_frame *frames = trace_frames(t); /* at most 31 */
+    if (!frames || btp_lws_b_format(frames, t->n, size, line, sizeof line - 1, &len) != BTP_OK)
         return wr_error(w, "cannot format the ~b# line");
     line[len++] = '\n';
     sb_add(out, line, len);

@@ -14,12 +14,12 @@ int lws_check_trace(writer *w, const trace *t, uint64_t *size)
     if (t->n > BTP_LWS_MAX_FRAMES)
         return wr_error(w, "%zu frames: lws records hold at most %d (%s)", t->n,
                         BTP_LWS_MAX_FRAMES, btp_status_name(BTP_E_DEPTH_TOO_LARGE));
-    for (size_t i = 0; i < t->n; i++) {
-        if (t->frames[i].kind == BTP_FRAME_OMIT)
+    for (size_t i = 0, at = 0; i < t->n_runs; at += (size_t)t->runs[i++].count) {
+        if (t->runs[i].frame.kind == BTP_FRAME_OMIT)
             return wr_error(w, "frame %zu omits %llu frames: lws cannot say frames are missing",
-                            i + 1, (unsigned long long)t->frames[i].value);
-        if (t->frames[i].kind != BTP_FRAME_RA)
-            addr_kinds++;
+                            at + 1, (unsigned long long)t->runs[i].frame.value);
+        if (t->runs[i].frame.kind != BTP_FRAME_RA)
+            addr_kinds += (size_t)t->runs[i].count;
     }
     if (t->truncated && !w->opt->allow_truncated)
         return wr_error(w, "the trace is truncated and lws cannot mark that "

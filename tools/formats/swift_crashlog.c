@@ -32,42 +32,65 @@
 
 /* ---- reading ---------------------------------------------------------- */
 
-typedef struct crash_rstate {
-    json_value *log;      /* the crash log being handed out, thread by thread */
-    size_t *order;        /* indexes of its threads still to hand out */
-    size_t n_order, next;
-    unsigned word_bits;
-    const char *arch;
+/* A crash log read, and its image map (which points into it). */
+typedef struct crash_log {
+    json_value *tree;
     int have_map;
     btp_image_map map;
     btp_image *images;
     unsigned char *ids;   /* the images' build IDs */
+} crash_log;
+
+typedef struct crash_rstate {
+    /* The log being handed out, thread by thread, in the one of the two not
+     * handed out last: the map given with the last thread stays as it was
+     * until a thread of another log is given (a symbolizer compares the two
+     * to see a change: sym_set_map()). */
+    crash_log logs[2];
+    int cur, given;       /* given: -1 before the first thread */
+    size_t *order;        /* indexes of its threads still to hand out */
+    size_t n_order, next;
+    unsigned word_bits;
+    const char *arch;
 } crash_rstate;
 
 static int crash_open(reader *r)
 {
-    r->state = calloc(1, sizeof(crash_rstate));
-    return r->state ? 0 : rd_error(r, "out of memory");
+    crash_rstate *s = calloc(1, sizeof(crash_rstate));
+    r->state = s;
+    if (!s)
+        return rd_error(r, "out of memory");
+    s->given = -1;
+    return 0;
 }
 
+static void free_log(crash_log *l)
+{
+    json_free(l->tree);
+    free(l->images);
+    free(l->ids);
+    memset(l, 0, sizeof *l);
+}
+
+/* Done with the current log (the one handed out last is kept). */
 static void forget_log(crash_rstate *s)
 {
-    json_free(s->log);
+    if (s->cur != s->given)
+        free_log(&s->logs[s->cur]);
     free(s->order);
-    free(s->images);
-    free(s->ids);
-    s->log = NULL;
     s->order = NULL;
-    s->images = NULL;
-    s->ids = NULL;
     s->n_order = s->next = 0;
 }
 
 static void crash_close(reader *r)
 {
-    if (r->state)
-        forget_log(r->state);
-    free(r->state);
+    crash_rstate *s = r->state;
+    if (s) {
+        forget_log(s);
+        free_log(&s->logs[0]);
+        free_log(&s->logs[1]);
+    }
+    free(s);
     r->state = NULL;
 }
 
@@ -103,7 +126,7 @@ static int hex_addr(reader *r, const json_value *v, unsigned word_bits, const ch
     return 0;
 }
 
-static int read_images(reader *r, crash_rstate *s, const json_value *list)
+static int read_images(reader *r, crash_rstate *s, crash_log *l, const json_value *list)
 {
     size_t n = json_len(list), id_bytes = 0;
     for (size_t i = 0; i < n; i++) {
@@ -111,14 +134,14 @@ static int read_images(reader *r, crash_rstate *s, const json_value *list)
         if (json_str(json_get(json_at(list, i), "buildId"), &len))
             id_bytes += len / 2;
     }
-    s->images = calloc(n ? n : 1, sizeof *s->images);
-    s->ids = malloc(id_bytes ? id_bytes : 1);
-    if (!s->images || !s->ids)
+    l->images = calloc(n ? n : 1, sizeof *l->images);
+    l->ids = malloc(id_bytes ? id_bytes : 1);
+    if (!l->images || !l->ids)
         return rd_error(r, "out of memory");
-    unsigned char *id = s->ids;
+    unsigned char *id = l->ids;
     for (size_t i = 0; i < n; i++) {
         const json_value *im = json_at(list, i);
-        btp_image *out = &s->images[i];
+        btp_image *out = &l->images[i];
         char what[48];
         snprintf(what, sizeof what, "image %zu", i);
         if (json_type_of(im) != JSON_OBJECT)
@@ -139,6 +162,9 @@ static int read_images(reader *r, crash_rstate *s, const json_value *list)
         const char *hex = json_str(bid, &len);
         if (bid && (!hex || len % 2))
             return rd_error(r, "image %zu: \"buildId\" must be a string of hex digit pairs", i);
+        if (len / 2 > BTP_IMAGE_MAX_BUILD_ID)
+            return rd_error(r, "image %zu: \"buildId\" of %zu bytes, longer than the %d btpack keeps",
+                            i, len / 2, BTP_IMAGE_MAX_BUILD_ID);
         out->build_id = len ? id : NULL;
         out->build_id_len = len / 2;
         for (size_t k = 0; k < len; k += 2) {
@@ -149,8 +175,8 @@ static int read_images(reader *r, crash_rstate *s, const json_value *list)
             *id++ = (unsigned char)(hi << 4 | lo);
         }
     }
-    s->map.images = s->images;
-    s->map.n_images = n;
+    l->map.images = l->images;
+    l->map.n_images = n;
     return 0;
 }
 
@@ -194,10 +220,13 @@ static int start_log(reader *r, crash_rstate *s, const char *line, size_t len)
 {
     json_error err = {0};
     forget_log(s);
-    s->log = json_parse(line, len, &err);
-    if (!s->log)
+    s->cur = s->given == 0;
+    crash_log *l = &s->logs[s->cur];
+    free_log(l);
+    l->tree = json_parse_line(line, len, &err);
+    if (!l->tree)
         return rd_error(r, "column %zu: %s", err.offset + 1, err.msg);
-    const json_value *log = s->log, *threads = json_get(log, "threads"),
+    const json_value *log = l->tree, *threads = json_get(log, "threads"),
                      *images = json_get(log, "images");
     size_t n = 0;
     const char *kind = json_str(json_get(log, "kind"), &n);
@@ -212,13 +241,13 @@ static int start_log(reader *r, crash_rstate *s, const char *line, size_t len)
         s->word_bits = r->word_bits;
     if (json_type_of(threads) != JSON_ARRAY)
         return rd_error(r, "crash log: \"threads\" must be an array");
-    s->map = (btp_image_map){.word_bits = s->word_bits};
-    if (opt_str(r, log, "platform", "crash log", &s->map.platform) < 0)
+    l->map = (btp_image_map){.word_bits = s->word_bits};
+    if (opt_str(r, log, "platform", "crash log", &l->map.platform) < 0)
         return -1;
-    s->have_map = images != NULL;
+    l->have_map = images != NULL;
     if (images && json_type_of(images) != JSON_ARRAY)
         return rd_error(r, "crash log: \"images\" must be an array");
-    if (images && read_images(r, s, images) < 0)
+    if (images && read_images(r, s, l, images) < 0)
         return -1;
     return choose_threads(r, s, threads);
 }
@@ -235,7 +264,8 @@ static const struct {
 
 static int read_thread(reader *r, crash_rstate *s, size_t index, trace *t)
 {
-    const json_value *th = json_at(json_get(s->log, "threads"), index);
+    crash_log *l = &s->logs[s->cur];
+    const json_value *th = json_at(json_get(l->tree, "threads"), index);
     const json_value *frames = json_get(th, "frames");
     trace_reset(t, s->word_bits);
     t->loc = r->loc;
@@ -285,14 +315,15 @@ static int read_thread(reader *r, crash_rstate *s, size_t index, trace *t)
             return -1;
     }
     t->arch = s->arch;
-    t->image_map = s->have_map ? &s->map : NULL;
+    t->image_map = l->have_map ? &l->map : NULL;
+    s->given = s->cur;
     return 1;
 }
 
 static int crash_read_line(reader *r, const char *line, size_t len, trace *t)
 {
     crash_rstate *s = r->state;
-    if (s->next >= s->n_order || !s->log) {
+    if (s->next >= s->n_order || !s->logs[s->cur].tree) {
         size_t i = 0;
         while (i < len && (line[i] == ' ' || line[i] == '\t'))
             i++;
@@ -312,13 +343,13 @@ static int crash_read_line(reader *r, const char *line, size_t len, trace *t)
 
 /* ---- writing ---------------------------------------------------------- */
 
-/* Threads of one crash log wait here until a trace of another arrives. */
+/* A crash log is written as its threads come: its start with the first,
+ * its end (the images) once a trace of another log arrives, or at the end
+ * of the output. */
 typedef struct crash_wstate {
-    strbuf threads;      /* the threads written so far, joined */
-    size_t n_threads;
-    size_t line;         /* the group: input line ... */
+    size_t n_threads;    /* of the log being written */
+    size_t line;         /* its group: input line ... */
     const btp_image_map *map; /* ... and image map */
-    strbuf head;         /* the log up to "threads" */
     strbuf tail;         /* the log after the threads */
 } crash_wstate;
 
@@ -339,7 +370,8 @@ static void put_str(strbuf *out, const char *s)
     json_put_string(out, s, strlen(s), 0);
 }
 
-static void put_thread(const trace *t, strbuf *out)
+/* The thread, straight to out: a long run streams out (wr_spill). */
+static int put_thread(writer *w, const trace *t, strbuf *out)
 {
     static const char *const kinds[] = {"programCounter", "returnAddress", "asyncResumePoint"};
     sb_adds(out, "{ ");
@@ -351,28 +383,36 @@ static void put_thread(const trace *t, strbuf *out)
     if (t->crashed)
         sb_adds(out, "\"crashed\": true, ");
     sb_adds(out, "\"frames\": [ ");
-    for (size_t i = 0; i < t->n; i++) {
-        btp_frame f = t->frames[i];
-        if (i)
-            sb_adds(out, ", ");
-        if (f.kind == BTP_FRAME_OMIT) {
-            sb_adds(out, "{ \"kind\": \"omittedFrames\", \"count\": ");
-            sb_dec_u64(out, f.value);
-            sb_adds(out, " }");
-            continue;
+    const char *sep = "";
+    for (size_t i = 0; i < t->n_runs; i++) {
+        btp_frame f = t->runs[i].frame;
+        for (uint64_t c = 0; c < t->runs[i].count; c++) {
+            sb_adds(out, sep);
+            sep = ", ";
+            if (f.kind == BTP_FRAME_OMIT) {
+                sb_adds(out, "{ \"kind\": \"omittedFrames\", \"count\": ");
+                sb_dec_u64(out, f.value);
+                sb_adds(out, " }");
+            } else {
+                sb_adds(out, "{ \"kind\": \"");
+                sb_adds(out, kinds[f.kind]);
+                sb_adds(out, "\", \"address\": ");
+                if (f.value == 0)
+                    sb_adds(out, "\"null\"");
+                else
+                    put_addr(out, f.value, t->word_bits);
+                sb_adds(out, " }");
+            }
+            if ((c & 4095) == 4095 && wr_spill(w, out) < 0)
+                return -1;
         }
-        sb_adds(out, "{ \"kind\": \"");
-        sb_adds(out, kinds[f.kind]);
-        sb_adds(out, "\", \"address\": ");
-        if (f.value == 0)
-            sb_adds(out, "\"null\"");
-        else
-            put_addr(out, f.value, t->word_bits);
-        sb_adds(out, " }");
+        if (wr_spill(w, out) < 0)
+            return -1;
     }
     if (t->truncated)
         sb_adds(out, t->n ? ", { \"kind\": \"truncated\" }" : "{ \"kind\": \"truncated\" }");
     sb_adds(out, " ] }");
+    return 0;
 }
 
 static void put_image(const btp_image *im, unsigned word_bits, strbuf *out)
@@ -413,16 +453,12 @@ static int crash_begin(writer *w, strbuf *out)
     return w->state ? 0 : wr_error(w, "out of memory");
 }
 
-/* Write the pending log, if any. */
+/* End the log being written, if any. */
 static void flush_log(crash_wstate *s, strbuf *out)
 {
     if (!s->n_threads)
         return;
-    sb_add(out, s->head.data, s->head.len);
-    sb_add(out, s->threads.data, s->threads.len);
     sb_add(out, s->tail.data, s->tail.len);
-    sb_clear(&s->head);
-    sb_clear(&s->threads);
     sb_clear(&s->tail);
     s->n_threads = 0;
 }
@@ -436,15 +472,16 @@ static int crash_write(writer *w, const trace *t, strbuf *out)
                            "word size", t->image_map->word_bits, t->word_bits);
     if (!same) {
         flush_log(s, out);
+        w->committed = out->len; /* the end of the last log is owed whatever comes */
         const btp_image_map *m = t->image_map;
         const char *arch = t->arch ? t->arch : swift_default_arch(t->word_bits);
-        sb_adds(&s->head, "{ \"timestamp\": \"1970-01-01T00:00:00.000000Z\", \"kind\": "
-                          "\"crashReport\", \"description\": \"Backtrace\", \"faultAddress\": "
-                          "\"0x0000000000000000\", \"platform\": ");
-        put_str(&s->head, m && m->platform ? m->platform : "");
-        sb_adds(&s->head, ", \"architecture\": ");
-        put_str(&s->head, arch);
-        sb_adds(&s->head, ", \"threads\": [ ");
+        sb_adds(out, "{ \"timestamp\": \"1970-01-01T00:00:00.000000Z\", \"kind\": "
+                     "\"crashReport\", \"description\": \"Backtrace\", \"faultAddress\": "
+                     "\"0x0000000000000000\", \"platform\": ");
+        put_str(out, m && m->platform ? m->platform : "");
+        sb_adds(out, ", \"architecture\": ");
+        put_str(out, arch);
+        sb_adds(out, ", \"threads\": [ ");
         sb_adds(&s->tail, " ]");
         if (m) {
             sb_adds(&s->tail, ", \"images\": [ ");
@@ -459,11 +496,12 @@ static int crash_write(writer *w, const trace *t, strbuf *out)
         s->line = t->loc.line;
         s->map = m;
     } else {
-        sb_adds(&s->threads, ", ");
+        sb_adds(out, ", ");
     }
-    put_thread(t, &s->threads);
-    s->n_threads++;
-    if (s->head.oom || s->threads.oom || s->tail.oom)
+    s->n_threads++; /* from here on the log is begun: its end is owed */
+    if (put_thread(w, t, out) < 0)
+        return -1;
+    if (out->oom || s->tail.oom)
         return wr_error(w, "out of memory");
     return 0;
 }
@@ -474,8 +512,6 @@ static int crash_end(writer *w, strbuf *out)
     if (!s)
         return 0;
     flush_log(s, out);
-    sb_free(&s->head);
-    sb_free(&s->threads);
     sb_free(&s->tail);
     free(s);
     w->state = NULL;

@@ -135,6 +135,10 @@ static void take_comments(writer *w, strbuf *out)
 static int trace_write(writer *w, const trace *t, strbuf *out)
 {
     trace_wstate *s = w->state;
+    if (t->event == TRACE_COMMENTS) {
+        take_comments(w, out);
+        return 0;
+    }
     if (t->event == TRACE_FREE) {
         if (!t->has_pointer)
             return wr_error(w, "a free record needs a pointer");
@@ -143,10 +147,10 @@ static int trace_write(writer *w, const trace *t, strbuf *out)
             return wr_error(w, "the trace format holds allocation records (size and pointer)");
         if (t->truncated)
             return wr_error(w, "the trace format cannot mark a stack as truncated");
-        for (size_t i = 0; i < t->n; i++)
-            if (t->frames[i].kind != BTP_FRAME_RA)
+        for (size_t i = 0, at = 0; i < t->n_runs; at += (size_t)t->runs[i++].count)
+            if (t->runs[i].frame.kind != BTP_FRAME_RA)
                 return wr_error(w, "frame %zu is %s: the trace format holds return addresses",
-                                i, trace_kind_name(t->frames[i].kind));
+                                at, trace_kind_name(t->runs[i].frame.kind));
     }
     take_comments(w, out);
     /* Whenever the record's word size is not the one a reader would be at
@@ -155,10 +159,9 @@ static int trace_write(writer *w, const trace *t, strbuf *out)
         sb_printf(out, "# btpack word=%u\n", t->word_bits);
         s->word = t->word_bits;
     }
-    /* one reservation for the whole line: "m ", size, pointer, frames, '\n' */
-    if (t->n > (SIZE_MAX - 64) / 19)
-        return wr_error(w, "trace too long");
-    char *d = sb_reserve(out, 64 + 19 * t->n), *p = d;
+    /* "m ", size, pointer, then the frames: one reservation per 4096
+     * frames at most (19 bytes each), handed on as they fill */
+    char *d = sb_reserve(out, 64), *p = d;
     if (!d)
         return wr_error(w, "out of memory");
     *p++ = t->event == TRACE_FREE ? 'f' : 'm';
@@ -168,14 +171,24 @@ static int trace_write(writer *w, const trace *t, strbuf *out)
         *p++ = ' ';
     }
     p = fmt_hex_u64(p, t->pointer);
-    for (size_t i = 0; i < t->n; i++) {
-        *p++ = ' ';
-        p = fmt_hex_u64(p, t->frames[i].value);
-    }
-    *p++ = '\n';
     out->len += (size_t)(p - d);
-    out->data[out->len] = 0;
-    return 0;
+    for (size_t i = 0; i < t->n_runs; i++) {
+        for (uint64_t left = t->runs[i].count; left > 0;) {
+            size_t k = left < 4096 ? (size_t)left : 4096;
+            if (!(d = p = sb_reserve(out, 19 * k)))
+                return wr_error(w, "out of memory");
+            for (size_t j = 0; j < k; j++) {
+                *p++ = ' ';
+                p = fmt_hex_u64(p, t->runs[i].frame.value);
+            }
+            out->len += (size_t)(p - d);
+            left -= k;
+            if (wr_spill(w, out) < 0)
+                return -1;
+        }
+    }
+    sb_addc(out, '\n');
+    return out->oom ? wr_error(w, "out of memory") : 0;
 }
 
 static int trace_end(writer *w, strbuf *out)

@@ -66,7 +66,9 @@ symbolizer *sym_new(const sym_options *opt, char *why, size_t why_len);
 void sym_free(symbolizer *s);
 
 /* The map for the addresses added next (NULL: none). The map must stay
- * valid until the next sym_set_map (or sym_resolve); sym_add copies what
+ * valid and unchanged until the next sym_set_map (or sym_resolve), which
+ * compares the two: a map whose contents changed must come at another
+ * address (the same address is taken as the same map). sym_add copies what
  * it keeps. Returns 0 or -1 (out of memory). */
 int sym_set_map(symbolizer *s, const btp_image_map *map);
 

@@ -33,10 +33,14 @@ extern uint32_t __text_start[], __text_end[], __stack_lo[], __stack_hi[];
 
 void console_write(const void *bytes, size_t n);
 void console_str(const char *s);
+/* console_write as a btp_cm_sink. */
+int console_sink(void *ctx, const void *bytes, size_t n);
 void console_hex(uint32_t v);
 void console_dec(uint32_t v);
 /* The semihosting command line (QEMU -semihosting-config arg=...), or "". */
 const char *board_cmdline(void);
 void board_exit(int status) __attribute__((noreturn));
+/* The heap scenarios (fw/heap.c): 0 when `kind` is one of them (it ran). */
+int heap_run(const char *kind);
 
 #endif

@@ -142,6 +142,13 @@ void console_write(const void *bytes, size_t n)
 }
 #endif
 
+int console_sink(void *ctx, const void *bytes, size_t n)
+{
+    (void)ctx;
+    console_write(bytes, n);
+    return 0;
+}
+
 void console_str(const char *s)
 {
     size_t n = 0;

@@ -14,6 +14,8 @@
  *           "saved cbf HEX"
  *   bench   no fault: instructions per frame of the CBF encoders (streaming,
  *           and the 32-bit chain encoder the records use)
+ *   heap-ehabi, heap-fp, heap-scan
+ *           no fault: an instrumented allocator's heap records (fw/heap.c)
  * Each fault's chain is main -> run -> level1 -> level2 (through a function
  * pointer) -> s_<kind> -> f_<kind>; tests/embedded/qemu_faults.py checks
  * what each method recovers against it. Output lines:
@@ -197,13 +199,6 @@ NOINLINE static int run(const char *k)
     return -1;
 }
 
-static int uart_sink(void *ctx, const void *bytes, size_t n)
-{
-    (void)ctx;
-    console_write(bytes, n);
-    return 0;
-}
-
 /* A record that survives a reset: RAM the startup neither loads nor
  * clears. */
 #define SAVED_MAGIC 0xB7AC0DE5u
@@ -283,7 +278,7 @@ void btp_cm_on_fault(uint32_t frame, const btp_cm_entry *entry)
         console_str(" truncated=");
         console_dec((uint32_t)truncated);
         console_str("\n");
-        btp_status rs = btp_cm_record_cbf_line(addrs, n, truncated, uart_sink, 0);
+        btp_status rs = btp_cm_record_cbf_line(addrs, n, truncated, console_sink, 0);
         if (rs != BTP_OK) {
             console_str("record status=");
             console_dec((uint32_t)rs);
@@ -291,7 +286,7 @@ void btp_cm_on_fault(uint32_t frame, const btp_cm_entry *entry)
         }
         if (m == 0 && n <= BTP_LWS_MAX_FRAMES) {
             console_str("lws ");
-            btp_cm_record_lws_line(addrs, n, uart_sink, 0);
+            btp_cm_record_lws_line(addrs, n, console_sink, 0);
         }
         if (m == 0 && streq(kind, "reset")) {
             saved.len = 0;
@@ -407,6 +402,8 @@ int main(void)
         bench();
         return 0;
     }
+    if (kind[0] == 'h' && heap_run(kind) == 0)
+        return 0;
     mpu_guard_null();
 #if !defined(__ARM_ARCH_6M__)
     SCB_CCR |= 1u << 4;                          /* DIV_0_TRP */

@@ -23,6 +23,10 @@
  *     or a libwebsockets `~m#` line, written through a caller-provided sink
  *     (UART, semihosting, a RAM buffer that survives reset).
  *
+ * Outside a fault, btp_cm_here() takes the caller's registers instead of
+ * steps 1-2 (an allocator's capture), and btp_cm_record_alloc_line/
+ * btp_cm_record_free_line write heap records for `btpack heap report`.
+ *
  * Nothing here allocates, locks or calls libc beyond what the codecs use
  * (memset/memcpy); the functions keep no state outside their arguments,
  * except the EHABI pop check's bounds (see btp_cm_walk_ehabi) while it runs. They
@@ -190,6 +194,19 @@ BTP_API btp_status btp_cm_capture(const btp_cm_fault *f, const btp_cm_layout *la
                                   int *truncated);
 
 /*
+ * The calling function's registers at this call, as a btp_cm_fault that
+ * btp_cm_capture() walks from outside a fault (an allocator recording who
+ * allocates, an assertion): r4-r11 and the SP as they are in the caller,
+ * the PC the return address of this call (so addrs[0] of the capture is a
+ * place in the caller), lr 0 (the caller saved its own return address to
+ * make this call), xpsr the Thumb bit, no exception flags. Any method
+ * works from it, in the caller's build: fp needs frame pointers, EHABI
+ * unwind tables. Naked (Thumb code for ARMv6-M, ARMv7-M and ARMv8-M);
+ * writes only *f; safe in any context the caller is.
+ */
+BTP_API void btp_cm_here(btp_cm_fault *f);
+
+/*
  * A byte sink: write bytes[0..n) (n > 0), return 0 on success. It runs in
  * the fault handler: polled UART, semihosting, a copy into RAM.
  */
@@ -220,6 +237,25 @@ BTP_API btp_status btp_cm_record_cbf_line(const uint32_t *addrs, size_t n, int t
                                           btp_cm_sink sink, void *ctx);
 BTP_API btp_status btp_cm_record_lws_line(const uint32_t *addrs, size_t n, btp_cm_sink sink,
                                           void *ctx);
+
+/*
+ * Heap records for an allocator to stream (spec/heap.md, "CSV records"),
+ * the lines seed-style malloc/free instrumentation writes with the
+ * allocating chain added, which `btpack heap report` (and `heap map`)
+ * read among other console text:
+ *  btp_cm_record_alloc_line: "m,0xSIZE,0xPTR,HEX\n", an allocation of SIZE
+ *    bytes at PTR (both hex; PTR 0 for a failed one) and the chain
+ *    addrs[0..n) (as btp_cm_capture gives it; n <= 64) as CBF in hex, the
+ *    bytes btp_cm_record_cbf writes;
+ *  btp_cm_record_free_line: "f,,0xPTR\n", a free.
+ * Written in pieces of at most 64 bytes (stack: the CBF staging buffer and
+ * 64 bytes of text). Returns as btp_cm_record_cbf_line (BTP_E_IO: the
+ * sink failed; what it took stays written). Nothing is locked: an
+ * allocator calls them under its own lock so that lines do not interleave.
+ */
+BTP_API btp_status btp_cm_record_alloc_line(uint32_t size, uint32_t ptr, const uint32_t *addrs,
+                                            size_t n, int truncated, btp_cm_sink sink, void *ctx);
+BTP_API btp_status btp_cm_record_free_line(uint32_t ptr, btp_cm_sink sink, void *ctx);
 
 #ifdef __cplusplus
 }
