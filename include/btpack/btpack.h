@@ -15,6 +15,15 @@
  *    once; one object must not be used from two threads at once.
  *  - Readers are given (pointer, length), never look outside it and treat the
  *    bytes as hostile: every count is checked before it sizes anything.
+ *  - Option structs the caller allocates (btp_capture_options,
+ *    btp_crash_options, btp_log_writer_options, btp_log_reader_options,
+ *    btp_heap_config) end in `uint64_t reserved[BTP_RESERVED_WORDS]`: room
+ *    for options to come without changing their size. Zero it (the _init
+ *    functions and `= {0}` do); a function given a nonzero reserved word
+ *    refuses with BTP_E_UNSUPPORTED, so that a program built against a
+ *    newer header and asking for an option this library does not know is
+ *    told so instead of having it ignored. New options take reserved words
+ *    from the front and mean "as before" when zero.
  */
 #ifndef BTPACK_BTPACK_H
 #define BTPACK_BTPACK_H
@@ -30,6 +39,9 @@ extern "C" {
 #define BTP_VERSION_MINOR 1
 #define BTP_VERSION_PATCH 0
 #define BTP_VERSION_STRING "0.1.0"
+/* Reserved words at the end of every caller-allocated option struct. */
+#define BTP_RESERVED_WORDS 4
+
 /* The ABI version (the shared library's soname number). It changes only when
  * the ABI breaks, independently of the release version above. */
 #define BTP_API_VERSION 0

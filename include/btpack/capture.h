@@ -171,6 +171,7 @@ typedef struct btp_capture_options {
      * holding the stack pointer. A signal's alternate stack is recognised
      * on its own. */
     const btp_stack_bounds *bounds;
+    uint64_t reserved[BTP_RESERVED_WORDS]; /* zero (see btpack.h) */
 } btp_capture_options;
 
 /* A saved register set: what the fp walk needs. fp is the frame pointer
@@ -372,6 +373,7 @@ typedef struct btp_crash_options {
      * 0 gives 64 KiB. */
     size_t altstack_size;
     unsigned flags; /* BTP_CRASH_* */
+    uint64_t reserved[BTP_RESERVED_WORDS]; /* zero (see btpack.h) */
 } btp_crash_options;
 
 /*

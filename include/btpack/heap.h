@@ -96,6 +96,7 @@ typedef struct btp_heap_config {
     btp_heap_lock_fn lock;   /* both or neither; called around list changes */
     btp_heap_lock_fn unlock;
     void *lock_ctx;
+    uint64_t reserved[BTP_RESERVED_WORDS]; /* zero (see btpack.h) */
 } btp_heap_config;
 
 /* A heap: its live list and counters. Caller-allocated (e.g. static). */

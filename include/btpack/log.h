@@ -80,6 +80,7 @@ typedef struct btp_log_writer_options {
                              a writer that dies loses at most this much time
                              of records. Checked when a record is appended and
                              by btp_log_writer_poll(); resolution a few ms. */
+    uint64_t reserved[BTP_RESERVED_WORDS]; /* zero (see btpack.h) */
 } btp_log_writer_options;
 
 /* Fill *opt with the defaults for word_bits (NULL: nothing happens). */
@@ -217,6 +218,7 @@ typedef struct btp_log_reader_options {
                                per byte of log read, beyond a first 2^20 (default
                                1024; real logs need under 30; 0: no limit;
                                BTP_E_EXPANSION_LIMIT) */
+    uint64_t reserved[BTP_RESERVED_WORDS]; /* zero (see btpack.h) */
 } btp_log_reader_options;
 
 /* Fill *opt with the defaults (NULL: nothing happens). */

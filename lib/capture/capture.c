@@ -5,6 +5,7 @@
 #include "capture_internal.h"
 
 #include "capture/cfi.h"
+#include "common/reserved.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -316,6 +317,8 @@ void btp_capture_preload(btp_capture_method method)
 static btp_status resolve(const btp_capture_options *opt, btp_capture_method *m)
 {
     *m = opt ? opt->method : BTP_CAPTURE_DEFAULT;
+    if (opt && !btp_reserved_clear(opt->reserved))
+        return BTP_E_UNSUPPORTED;
     if (*m == BTP_CAPTURE_DEFAULT)
         *m = method_default();
     if ((unsigned)*m > BTP_CAPTURE_LAST)

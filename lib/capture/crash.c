@@ -20,6 +20,7 @@
 #include "capture/crash_view.h"
 #include "capture/guard.h"
 #include "capture/procmaps.h"
+#include "common/reserved.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -469,6 +470,8 @@ btp_status btp_crash_install(int fd, const btp_crash_options *opt)
     if (fd < 0)
         return BTP_E_INVALID_ARGUMENT;
     btp_capture_options cap = opt ? opt->capture : (btp_capture_options){0};
+    if (opt && (!btp_reserved_clear(opt->reserved) || !btp_reserved_clear(cap.reserved)))
+        return BTP_E_UNSUPPORTED;
     if (cap.method == BTP_CAPTURE_DEFAULT)
         cap.method = BTP_CAPTURE_CFI;
     if (!btp_capture_method_name(cap.method))

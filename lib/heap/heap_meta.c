@@ -7,6 +7,8 @@
  */
 #include <btpack/btpack.h>
 
+#include "common/reserved.h"
+
 #include <string.h>
 
 #define HDR_SIZE sizeof(btp_heap_hdr)
@@ -45,6 +47,8 @@ btp_status btp_heap_init(btp_heap *h, const btp_heap_config *cfg)
         return BTP_E_INVALID_ARGUMENT;
     if (!cfg)
         cfg = &defaults;
+    if (!btp_reserved_clear(cfg->reserved))
+        return BTP_E_UNSUPPORTED;
     unsigned wb = cfg->word_bits ? cfg->word_bits : (unsigned)(sizeof(void *) * 8);
     size_t slot = cfg->slot_bytes ? cfg->slot_bytes : BTP_HEAP_SLOT_DEFAULT;
     size_t align = cfg->align ? cfg->align : 2 * sizeof(void *);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "calltree.h"
+#include "common/reserved.h"
 #include "crc32.h"
 #include "log_format.h"
 #include "log_model.h"
@@ -760,6 +761,8 @@ static btp_status reader_open(btp_log_reader **out, const void *buf, size_t len,
         o = *opt;
     else
         btp_log_reader_options_init(&o);
+    if (!btp_reserved_clear(o.reserved))
+        return BTP_E_UNSUPPORTED;
     if ((!src && !buf && len) ||
         (o.flags & ~(unsigned)(BTP_LOG_KEEP_GOING | BTP_LOG_META_RECORDS)) || o.max_nodes < 1 ||
         o.max_live < 1)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "btp_config.h"
+#include "common/reserved.h"
 #include "calltree.h"
 #include "crc32.h"
 #include "log_format.h"
@@ -256,6 +257,8 @@ static btp_status writer_open(btp_log_writer **out, btp_log_sink_fn sink, void *
         o = *opt;
     else
         btp_log_writer_options_init(&o, 64);
+    if (!btp_reserved_clear(o.reserved))
+        return BTP_E_UNSUPPORTED;
     if (!sink || !btp_word_bits_valid(o.word_bits) || o.max_live == 0 ||
         o.max_live > BTP_LOG_MAX_LIVE_LIMIT || o.max_nodes < 2 ||
         o.max_nodes > BTP_LOG_MAX_NODES_LIMIT || o.block_bytes == 0 ||

@@ -70,6 +70,16 @@ int main(void)
     int fd = mkstemp(path);
     CHECK(fd >= 0, "mkstemp");
     unlink(path);
+    /* Options from a newer header (a reserved word set) are refused. */
+    btp_crash_options co = {0};
+    co.reserved[0] = 1;
+    CHECK(btp_crash_install(fd, &co) == BTP_E_UNSUPPORTED, "crash reserved");
+    co.reserved[0] = 0;
+    co.capture.reserved[2] = 1;
+    CHECK(btp_crash_install(fd, &co) == BTP_E_UNSUPPORTED, "capture reserved in crash");
+    btp_frame one[4];
+    size_t n1 = 0;
+    CHECK(btp_capture(&co.capture, one, 4, &n1) == BTP_E_UNSUPPORTED, "capture reserved");
     CHECK(btp_crash_install(fd, NULL) == BTP_OK, "install");
     int mfd = memfd_create("guard", 0);
     past_end = mfd < 0 ? NULL : mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);

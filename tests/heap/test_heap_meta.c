@@ -225,6 +225,9 @@ static void test_small_slots(void)
 {
     btp_heap h;
     btp_heap_config cfg = {.codec = BTP_HEAP_CBF, .word_bits = 32, .slot_bytes = 2};
+    cfg.reserved[1] = 1; /* an option from a newer header: refused, not ignored */
+    CHECK(btp_heap_init(&h, &cfg) == BTP_E_UNSUPPORTED, "reserved word set");
+    cfg.reserved[1] = 0;
     CHECK(btp_heap_init(&h, &cfg) == BTP_OK, "2-byte slot");
     btp_frame f[2] = {{0x1000, BTP_FRAME_RA}, {0x2000, BTP_FRAME_RA}};
     void *p = h_malloc(&h, 1, f, 2);

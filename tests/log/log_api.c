@@ -62,6 +62,17 @@ static void test_null_arguments(void)
     btp_log_reader_options_init(&o);
     o.max_nodes = 0;
     CHECK(btp_log_reader_open_opts(&r, "", 0, &o) == BTP_E_INVALID_ARGUMENT, "max_nodes 0");
+    /* An option from a newer header (a reserved word set) is refused, not
+     * ignored, by both ends. */
+    btp_log_reader_options_init(&o);
+    o.reserved[BTP_RESERVED_WORDS - 1] = 1;
+    CHECK(btp_log_reader_open_opts(&r, "", 0, &o) == BTP_E_UNSUPPORTED && !r, "reader reserved");
+    btp_log_writer_options wo;
+    btp_log_writer_options_init(&wo, 64);
+    wo.reserved[0] = 1;
+    btp_log_writer *w = (btp_log_writer *)1;
+    CHECK(btp_log_writer_open(&w, count_sink, NULL, &wo) == BTP_E_UNSUPPORTED && !w,
+          "writer reserved");
 }
 
 /* A block goes out once its first record is flush_interval_ms old: when a
