@@ -1,7 +1,9 @@
 /*
  * Fuzz target: one CLI format's reader (FUZZ_FORMAT, set by the build: hex,
- * b64, json, addrs, trace, lws, lws-b, cbf, crash), through the CLI's own read loop
- * (read_traces: input, line reader, format, error reporting, --keep-going).
+ * b64, json, addrs, trace, lws, lws-b, cbf, crash, ...), through the CLI's own read loop
+ * (read_traces: input, line reader, format, error reporting, --keep-going);
+ * FUZZ_FORMAT "auto" gives no format: the input's own is told from its
+ * first bytes (format_detect()) and read, with the same properties.
  *
  * Input: byte 0 holds options (bit 0 --strict, bits 1-2 --word-bits 16, 32,
  * 64, 64, bit 3 --keep-going); the rest is the file the CLI reads. It is
@@ -46,6 +48,7 @@ typedef struct traces {
 } traces;
 
 static const format *fmt;
+static int detect;
 static cli_options opt;
 static int fd_in = -1, fd_out = -1;
 static FILE *devnull;
@@ -193,6 +196,7 @@ static int collect(void *ctx, trace *t)
     copy->image_map = copy_map(t->image_map);
     copy->arch = dup_str(t->arch);
     copy->thread_name = dup_str(t->thread_name);
+    copy->input = "fuzz"; /* the reader's name goes with its input */
     copy->runs = NULL;
     copy->flat = NULL;
     copy->flat_cap = 0;
@@ -237,21 +241,22 @@ static int same_trace(const trace *a, const trace *b)
 /* Put bytes in a memory file and run the CLI's reader on it. */
 static int read_file(int fd, const void *data, size_t len, traces *out)
 {
-    char path[64];
+    char path[64], *paths[1] = {path};
     FUZZ_CHECK(ftruncate(fd, 0) == 0 && (len == 0 || pwrite(fd, data, len, 0) == (ssize_t)len),
                "memory file");
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     FILE *saved = stderr;
     stderr = devnull;
-    int rc = read_traces(fmt, &opt, path, collect, out);
+    int rc = read_traces(fmt, &opt, paths, 1, collect, out);
     stderr = saved;
     return rc;
 }
 
 static void init(void)
 {
-    fmt = format_find(FUZZ_FORMAT);
-    FUZZ_CHECK(fmt != NULL, "no format %s", FUZZ_FORMAT);
+    detect = strcmp(FUZZ_FORMAT, "auto") == 0; /* no --from: format_detect() */
+    fmt = detect ? NULL : format_find(FUZZ_FORMAT);
+    FUZZ_CHECK(fmt != NULL || detect, "no format %s", FUZZ_FORMAT);
     fd_in = memfd_create("fuzz-in", 0);
     fd_out = memfd_create("fuzz-out", 0);
     devnull = fopen("/dev/null", "w");
@@ -261,7 +266,7 @@ static void init(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const unsigned words[4] = {16, 32, 64, 64};
-    if (!fmt)
+    if (!fmt && !detect)
         init();
     if (size < 1)
         return 0;
@@ -274,12 +279,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     clear(&second);
     int rc = read_file(fd_in, data + 1, size - 1, &first);
     FUZZ_CHECK(rc == EXIT_OK || rc == EXIT_BAD_INPUT, "read_traces returned %d", rc);
-    if (!fmt->write || first.n == 0)
+    if (!fmt || !fmt->write || first.n == 0)
         return 0;
 
     /* Write what was read, as `btpack convert` would (a trace the format
      * cannot express is refused and left out). */
-    writer w = {.fmt = fmt, .opt = &opt, .in_name = "fuzz"};
+    writer w = {.fmt = fmt, .opt = &opt};
     strbuf out = STRBUF_INIT, one = STRBUF_INIT;
     FILE *saved = stderr;
     stderr = devnull;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on bundled sample data: a real allocation-trace file (110,196
-# backtraces of a 32-bit SQLite shell) turned into CBF, sizes printed, and a
+# backtraces of a 32-bit SQLite shell) turned into CBF, JSON and a trace
+# log, their sizes printed with what each holds and is for, and a
 # round-trip check that every backtrace comes back unchanged.
 # Installs missing build tools with apt-get (see deps.sh).
 set -euo pipefail
@@ -20,15 +21,29 @@ echo "== input: $in"
 "$btpack" stats --from trace "$in"
 
 echo
-echo "== btpack convert --from trace --to cbf -o $out/sqlite3_i386.cbf $in"
+echo "== the same records in each format"
+maps=tests/data/corpus/sqlite3_i386.maps
 "$btpack" convert --from trace --to cbf -o "$out/sqlite3_i386.cbf" "$in"
 "$btpack" convert --from trace --to json -o "$out/sqlite3_i386.jsonl" "$in"
+"$btpack" convert --from trace --to log --maps "$maps" -o "$out/sqlite3_i386.btlog" "$in"
 xz -dc "$in" >"$out/sqlite3_i386.trace"
 size() { wc -c <"$1" | tr -d ' '; }
-printf '%-34s %12s bytes\n' "trace records (text)" "$(size "$out/sqlite3_i386.trace")" \
-    "trace records (xz, as shipped)" "$(size "$in")" \
-    "JSON Lines" "$(size "$out/sqlite3_i386.jsonl")" \
-    "CBF (one stream per backtrace)" "$(size "$out/sqlite3_i386.cbf")"
+row() { printf '%-28s %11s  %-24s %s\n' "$@"; }
+row "format" "bytes" "holds" "pick it for"
+row "trace records (text)" "$(size "$out/sqlite3_i386.trace")" "everything" \
+    "reading by eye"
+row "the same, xz (as shipped)" "$(size "$in")" "everything" \
+    "archives: decompressed whole before use"
+row "JSON Lines" "$(size "$out/sqlite3_i386.jsonl")" "stacks, sizes" \
+    "other tools (jq, Python)"
+row "CBF, one stream per stack" "$(size "$out/sqlite3_i386.cbf")" "stacks" \
+    "one backtrace on its own (crash, Swift)"
+row "btpack trace log (.btlog)" "$(size "$out/sqlite3_i386.btlog")" "everything, + maps" \
+    "many backtraces: recording, profiling"
+echo "CBF stores each backtrace alone (no sharing between them), so it is the"
+echo "format for a single backtrace; the trace log shares the frames of all of them"
+echo "in a call tree, keeps sizes, pointers, frees and the process maps, and can be"
+echo "read while written and after a crash: for many backtraces, use the log."
 
 echo
 echo "== first backtrace, disassembled (btpack dump)"

@@ -75,10 +75,12 @@ SUSPECTS = [0]  # records the model flags as truncated by libwebsockets
 
 
 def run_batch(args, lines):
-    """Run `btpack convert ARGS --keep-going` on one record per line.
+    """Run `btpack convert ARGS --keep-going` on one record per line (every
+    warning shown: --max-warnings 0).
     Returns, per input line, ("ok", output line) or ("err", message)."""
     data = "".join(l + "\n" for l in lines).encode()
-    p = subprocess.run([BTPACK, "convert", "--keep-going", "--max-frames", str(MAX_FRAMES)]
+    p = subprocess.run([BTPACK, "convert", "--keep-going", "--max-warnings", "0",
+                        "--max-frames", str(MAX_FRAMES)]
                        + args, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=300)
     errs = {}

@@ -1,8 +1,14 @@
 /* Argument helpers shared by the subcommands (see cli.h). */
 #include "cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "diag.h"
 
 const char cli_log_limits_help[] =
     "  --max-nodes N, --max-live N, --max-expansion N\n"
@@ -156,6 +162,18 @@ int cli_read_option(const char *cmd, int ch, const char *arg, cli_options *opt)
     case 'k':
         opt->keep_going = 1;
         return 1;
+    case 'v':
+        progress_enable(1);
+        return 1;
+    case 'W': {
+        uint64_t v;
+        if (parse_dec_u64(arg, strlen(arg), &v) < 0) {
+            cli_usage_error(cmd, "--max-warnings needs a number (0: no limit), not '%s'", arg);
+            return -1;
+        }
+        diag_repeat_limit(v);
+        return 1;
+    }
     case 'm':
         return cli_count_arg(cmd, "--max-frames", arg, &opt->max_frames) < 0 ? -1 : 1;
     case 'R':
@@ -163,6 +181,25 @@ int cli_read_option(const char *cmd, int ch, const char *arg, cli_options *opt)
     default:
         return 0;
     }
+}
+
+int cli_check_elf(const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    const char *why = NULL;
+    if (fd < 0)
+        why = strerror(errno);
+    else if (fstat(fd, &st) != 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = S_ISDIR(st.st_mode) ? "a directory" : "not a regular file";
+    if (fd >= 0)
+        close(fd);
+    if (!why)
+        return 0;
+    diag(DIAG_ERROR, path, NULL, "cannot read the ELF file: %s", why);
+    return -1;
 }
 
 int cli_bad_option(const char *cmd, char *const argv[])

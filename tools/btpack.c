@@ -22,7 +22,7 @@ static const command commands[] = {
 
 static void usage(FILE *f)
 {
-    fputs("usage: btpack COMMAND [options] [IN]\n"
+    fputs("usage: btpack COMMAND [options] [IN...]\n"
           "       btpack --version | --help\n"
           "\n"
           "Compact stack backtraces: Swift's Compact Backtrace Format (CBF), JSON,\n"

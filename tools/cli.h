@@ -16,13 +16,19 @@ enum { EXIT_OK = 0, EXIT_BAD_INPUT = 1, EXIT_USAGE = 2 };
 typedef int (*trace_sink)(void *ctx, trace *t);
 
 /*
- * Read every record of `path` (NULL/"-": stdin) in format fmt and hand it to
- * sink. Bad records are reported (`btpack: <input>:<line>: <cause>`); with
- * opt->keep_going they are skipped with a warning. Returns EXIT_OK, or
- * EXIT_BAD_INPUT when anything was bad or could not be read.
+ * Read every record of the inputs paths[0..n) in order (n == 0: stdin
+ * alone; "-" is stdin) in format fmt, or in the format each input says it
+ * is when fmt is NULL (format_detect()), and hand them to sink. Bad
+ * records are reported (`btpack: <input>:<line>: <cause>`); with
+ * opt->keep_going they are skipped with a warning, and an input that
+ * cannot be opened or read does not stop the inputs after it. Returns
+ * EXIT_OK, EXIT_BAD_INPUT when anything was bad or could not be read, or
+ * EXIT_USAGE (--thread for input that is no crash log).
  */
-int read_traces(const format *fmt, const cli_options *opt, const char *path, trace_sink sink,
-                void *ctx);
+int read_traces(const format *fmt, const cli_options *opt, char *const *paths, int n,
+                trace_sink sink, void *ctx);
+/* The same for one input opened already (its name is in->name). */
+int read_input(const format *fmt, const cli_options *opt, input *in, trace_sink sink, void *ctx);
 
 /* The name of `path` for messages. */
 const char *input_name(const char *path);
@@ -47,11 +53,17 @@ int cli_check_thread_option(const char *cmd, const cli_options *opt, const forma
  * those it takes in its getopt_long table with these short codes and hands
  * every code its own switch does not know to cli_read_option(): 'w'
  * --word-bits N, 's' --strict, 'k' --keep-going, 'm' --max-frames N,
- * 'R' --thread N|crashed|all; for trace logs 'N' --max-nodes N, 'L'
+ * 'R' --thread N|crashed|all, 'v' -v/--progress, 'W' --max-warnings N; for
+ * trace logs 'N' --max-nodes N, 'L'
  * --max-live N, 'X' --max-expansion N.
  * Returns 1 when `ch` was one of them (stored in *opt), 0 when it was not,
  * -1 on a bad value (usage error printed). */
 int cli_read_option(const char *cmd, int ch, const char *arg, cli_options *opt);
+/* --elf FILE of any command: 0 when FILE is a regular file btpack can
+ * read, else -1 after saying why (`btpack: FILE: cannot read the ELF
+ * file: ...`; the command exits with status 1). Checked before any input
+ * is read, so that a mistyped path is never passed over in silence. */
+int cli_check_elf(const char *path);
 /* Report an unknown option or missing argument from getopt_long. */
 int cli_bad_option(const char *cmd, char *const argv[]);
 /* Print a usage error `btpack CMD: ...` and return EXIT_USAGE. */

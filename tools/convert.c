@@ -9,14 +9,16 @@
 #include "output.h"
 
 static const char convert_help[] =
-    "usage: btpack convert --from FMT --to FMT [options] [IN]\n"
+    "usage: btpack convert [--from FMT] --to FMT [options] [IN...]\n"
     "\n"
     "Convert backtraces between formats. Every input format is read into one\n"
     "trace model and every output format is written from it, so any pair works.\n"
-    "IN defaults to stdin; xz-compressed input is decompressed on the fly.\n"
+    "Several inputs are read in order into one output, as if concatenated; IN\n"
+    "defaults to stdin (`-` names it); xz-compressed input is decompressed on\n"
+    "the fly. Without --keep-going the first bad input stops the conversion.\n"
     "\n"
     "options:\n"
-    "  --from FMT        input format (required)\n"
+    "  --from FMT        input format (default: read from each input, see below)\n"
     "  --to FMT          output format (required)\n"
     "  --word-bits N     16, 32 or 64: word size for formats that do not carry\n"
     "                    one (addrs, trace without header, json without\n"
@@ -25,6 +27,11 @@ static const char convert_help[] =
     "  --strict          strict CBF decoding: first address absolute, no zero\n"
     "                    counts, no bytes after end/trunc on a hex/b64 line\n"
     "  --keep-going      skip bad traces with a warning; exit status 1 at the end\n"
+    "  --max-warnings N  warnings of one cause shown per input (default 3; 0: all);\n"
+    "                    then one line says how many more there were and where\n"
+    "  -v, --progress    while reading, show on stderr (when it is a terminal)\n"
+    "                    bytes and records read and per second; a last line\n"
+    "                    per input with the totals\n"
     "  --max-frames N    frames per trace after expanding repeats (default 1048576);\n"
     "                    more is an error\n"
     "  --thread N|crashed|all\n"
@@ -67,11 +74,13 @@ static const char convert_examples[] =
     "  echo 02191000201021ff0001 | btpack convert --from hex --to json\n"
     "  btpack convert --from trace --to cbf -o out.cbf tests/data/corpus/sqlite3_i386.trace.xz\n"
     "  btpack convert --from cbf --to addrs out.cbf\n"
+    "  btpack convert --to json out.cbf tests/data/log/synthetic-zlib.btlog   (detected)\n"
     "  btpack convert --from addrs --to b64 --word-bits 32 stacks.txt\n"
     "  btpack convert --from lws --to lws-b device.log   (every ~m# record in a log)\n"
     "  btpack convert --from lws --to json --word-bits 32 esp32.log\n"
-    "  btpack convert --from trace --to log --maps app.maps -o app.btlog app.trace.xz\n"
-    "  btpack convert --from log --to trace app.btlog\n"
+    "  btpack convert --from trace --to log --maps tests/data/corpus/sqlite3_i386.maps \\\n"
+    "      -o sqlite3.btlog tests/data/corpus/sqlite3_i386.trace.xz\n"
+    "  btpack convert --from log --to trace sqlite3.btlog\n"
     "  btpack convert --from swift-crashlog --to swift --thread crashed crash.log\n"
     "  btpack convert --from swift --to addrs backtraces.jsonl\n";
 
@@ -79,7 +88,6 @@ typedef struct convert_ctx {
     const format *to;
     writer w;
     output out;
-    const char *in_name;
     strbuf buf;
     uint64_t buf_since; /* clock (ms) when buf got its oldest byte */
     int failed;         /* a write to the output failed (reported) */
@@ -170,8 +178,8 @@ static int convert_sink(void *ctx, trace *t)
             c->buf.len = mark;
             c->buf.data[mark] = 0;
         }
-        diag(warn ? DIAG_WARNING : DIAG_ERROR, c->in_name, &t->loc, "cannot write as %s: %s%s",
-             c->to->name, c->w.msg, warn ? "; trace skipped" : "");
+        diag_bad(warn, t->input, &t->loc, "cannot write as %s: %s%s", c->to->name, c->w.msg,
+                 warn ? "; trace skipped" : "");
         if (emitted && flush_buf(c) < 0)
             return -1;
         return 1;
@@ -189,6 +197,8 @@ int cmd_convert(int argc, char **argv)
         {"word-bits", required_argument, NULL, 'w'},
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
+        {"progress", no_argument, NULL, 'v'},
+        {"max-warnings", required_argument, NULL, 'W'},
         {"max-frames", required_argument, NULL, 'm'},
         {"thread", required_argument, NULL, 'R'},
         {"alloc-size", required_argument, NULL, 'a'},
@@ -214,7 +224,7 @@ int cmd_convert(int argc, char **argv)
     int ch, interval_given = 0;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
         switch (ch) {
         case 'f':
             if (cli_format_arg("convert", optarg, 1, 0, &from) < 0)
@@ -263,6 +273,8 @@ int cmd_convert(int argc, char **argv)
             cli_list_formats(stdout, 1, 0);
             fputs("\noutput formats:\n", stdout);
             cli_list_formats(stdout, 0, 1);
+            fputc('\n', stdout);
+            fputs(format_detect_help, stdout);
             fputs(convert_examples, stdout);
             return EXIT_OK;
         default:
@@ -276,28 +288,30 @@ int cmd_convert(int argc, char **argv)
             }
         }
     }
-    if (!from || !to)
-        return cli_usage_error("convert", "--from and --to are required");
-    if (cli_check_thread_option("convert", &opt, from))
+    if (!to)
+        return cli_usage_error("convert", "--to is required");
+    if (from && cli_check_thread_option("convert", &opt, from))
         return EXIT_USAGE;
-    if (argc - optind > 1)
-        return cli_usage_error("convert", "one input at most, got %d", argc - optind);
 
-    const char *in_path = optind < argc ? argv[optind] : NULL;
-    /* A file is all there: blocks by size only, so that the same file
-     * always gives the same log. Time counts for input that arrives. */
-    if (!interval_given && input_is_file(in_path))
+    char **ins = argv + optind;
+    int n_ins = argc - optind;
+    /* Files are all there: blocks by size only, so that the same files
+     * always give the same log. Time counts for input that arrives. */
+    int all_files = 1;
+    for (int i = 0; i < (n_ins ? n_ins : 1); i++)
+        all_files &= input_is_file(n_ins ? ins[i] : NULL);
+    if (!interval_given && all_files)
         opt.flush_interval_ms = 0;
-    convert_ctx c = {.to = to, .in_name = input_name(in_path)};
-    c.w = (writer){.fmt = to, .opt = &opt, .in_name = c.in_name, .spill = convert_spill,
-                   .spill_ctx = &c};
+    convert_ctx c = {.to = to};
+    c.w = (writer){.fmt = to, .opt = &opt, .spill = convert_spill, .spill_ctx = &c};
     strbuf comments = STRBUF_INIT;
     if (to->comments)
         opt.comments = &comments;
     opt.idle = convert_idle;
     opt.idle_ctx = &c;
 
-    int rc = output_open(&c.out, out_path, in_path, out_flags | (to->binary ? OUTPUT_BINARY : 0));
+    int rc = output_open(&c.out, out_path, ins, n_ins,
+                         out_flags | (to->binary ? OUTPUT_BINARY : 0));
     if (rc != 0)
         return rc;
     if (to->begin) {
@@ -309,7 +323,7 @@ int cmd_convert(int argc, char **argv)
         }
     }
     if (rc == EXIT_OK)
-        rc = read_traces(from, &opt, in_path, convert_sink, &c);
+        rc = read_traces(from, &opt, ins, n_ins, convert_sink, &c);
     /* With --keep-going the traces read are the result even when some were
      * bad; otherwise a failure makes the output incomplete. */
     int complete = rc == EXIT_OK || opt.keep_going;

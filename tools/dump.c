@@ -18,17 +18,20 @@
 #include "output.h"
 
 static const char dump_help[] =
-    "usage: btpack dump [--from hex|b64|cbf|cif] [--strict] [IN]\n"
+    "usage: btpack dump [--from hex|b64|cbf|cif] [--strict] [IN...]\n"
     "\n"
     "Disassemble CBF streams: one instruction per line with its byte offset\n"
     "(decimal: in the line's stream, or in the binary input), raw bytes,\n"
     "mnemonic, operand and the computed address. A fault is shown at its\n"
     "offset with the decoder's cause; bytes after a stream's end/trunc are\n"
     "shown as trailing bytes.\n"
-    "IN defaults to stdin.\n"
+    "IN defaults to stdin; several inputs are shown in turn, each headed\n"
+    "`# input NAME`. Without --from, hex, b64 and cbf are told apart by the\n"
+    "input itself (as `btpack convert --help` says); a binary file given as\n"
+    "--from hex or b64 is one error, not one per line.\n"
     "\n"
     "options:\n"
-    "  --from FMT   hex (default): one stream per line as hex digits\n"
+    "  --from FMT   hex: one stream per line as hex digits\n"
     "               b64: one stream per line in base64\n"
     "               cbf: raw binary, streams back to back\n"
     "               cif: one raw binary Swift image map (CIF): each field\n"
@@ -191,6 +194,114 @@ static btp_status dump_stream(const uint8_t *p, size_t len, size_t base, unsigne
     return BTP_END;
 }
 
+/* Disassemble one input (`from`: hex, b64, cbf, or NULL with cif).
+ * Returns 1 when anything was bad (reported), else 0. */
+static int dump_input(input *in, const format *from, int cif, const cli_options *opt,
+                      output *out)
+{
+    reader r = {.fmt = from, .name = in->name, .opt = opt, .word_bits = 64, .in = in};
+    strbuf bytes = STRBUF_INIT;
+    int bad = 0;
+    if (cif) {
+        /* One image map, read whole through the window: at most the largest
+         * record a binary reader takes (real maps are kilobytes). */
+        const uint8_t *p = NULL;
+        size_t have = 0;
+        for (size_t need = 65536;; need = need < BINARY_MAX_RECORD / 2 ? need * 2
+                                                                      : BINARY_MAX_RECORD + 1) {
+            p = rd_bytes(&r, need, &have);
+            if (r.in_end || have > BINARY_MAX_RECORD)
+                break;
+        }
+        if (r.fatal) {
+            if (!r.in_failed)
+                diag(DIAG_ERROR, in->name, NULL, "%s", r.msg);
+            bad = 1;
+        } else if (have > BINARY_MAX_RECORD) {
+            diag(DIAG_ERROR, in->name, NULL, "more than %zu bytes: not one image map",
+                 BINARY_MAX_RECORD);
+            bad = 1;
+        } else {
+            bad = dump_cif(p, have, in->name, opt->strict) < 0;
+        }
+        sb_free(&r.win);
+    } else if (!from->line_bytes) {
+        /* Binary: streams back to back, split at end/trunc, read through a
+         * window that grows only while a stream runs to its edge. */
+        unsigned policy = cbf_policy(opt) & ~(unsigned)BTP_CBF_REJECT_TRAILING;
+        for (unsigned long long k = 1; !output_failed(out); k++) {
+            const uint8_t *p = NULL;
+            size_t have = 0, stop;
+            for (size_t need = 256;; need *= 2) {
+                btp_cbf_decoder d;
+                p = rd_bytes(&r, need, &have);
+                if (!have)
+                    break;
+                btp_status st = scan_stream(&d, p, have, policy, &stop);
+                int edge = st == BTP_END ? btp_cbf_decoder_terminator(&d) == BTP_CBF_TERM_NONE
+                                         : stop + 40 >= have;
+                if (!edge || r.in_end || have >= BINARY_MAX_RECORD)
+                    break;
+                if (need < have)
+                    need = have;
+            }
+            if (!have) {
+                if (r.fatal) {
+                    if (!r.in_failed)
+                        diag(DIAG_ERROR, in->name, NULL, "%s", r.msg);
+                    bad = 1;
+                }
+                break;
+            }
+            printf("# stream %llu at byte offset %llu\n", k, (unsigned long long)r.pos);
+            size_t used = 0;
+            btp_status st = dump_stream(p, have, (size_t)r.pos, policy, 0, &used);
+            if (st != BTP_END) {
+                src_loc loc = {.offset = r.pos + used, .has_offset = 1};
+                diag(DIAG_ERROR, in->name, &loc, "%s (%s); cannot find the next stream",
+                     btp_strerror(st), btp_status_name(st));
+                bad = 1;
+                break;
+            }
+            rd_skip(&r, used);
+        }
+        sb_free(&r.win);
+    } else {
+        line_reader lr;
+        const char *line;
+        size_t len;
+        int got;
+        lines_init(&lr, in);
+        while (!output_failed(out) && (got = lines_next(&lr, &line, &len)) > 0) {
+            if (line_is_blank(line, len))
+                continue;
+            r.loc = (src_loc){.line = lr.lineno};
+            sb_clear(&bytes);
+            if (from->line_bytes(&r, line, len, &bytes) < 0) {
+                diag(DIAG_ERROR, in->name, &r.err_loc, "%s", r.msg);
+                bad = 1;
+                continue;
+            }
+            printf("# line %zu: %zu byte%s\n", lr.lineno, bytes.len, bytes.len == 1 ? "" : "s");
+            size_t stop = 0;
+            btp_status st = dump_stream((const uint8_t *)bytes.data, bytes.len, 0,
+                                        cbf_policy(opt), 1, &stop);
+            if (st != BTP_END) {
+                r.loc.offset = stop;
+                r.loc.has_offset = 1;
+                diag(DIAG_ERROR, in->name, &r.loc, "%s (%s)", btp_strerror(st),
+                     btp_status_name(st));
+                bad = 1;
+            }
+        }
+        if (got < 0)
+            bad = 1;
+        lines_free(&lr);
+    }
+    sb_free(&bytes);
+    return bad;
+}
+
 int cmd_dump(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -200,7 +311,7 @@ int cmd_dump(int argc, char **argv)
         {0, 0, 0, 0},
     };
     cli_options opt = {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES};
-    const format *from = format_find("hex");
+    const format *from = NULL;
     int ch, bad = 0, cif = 0;
     opterr = 0;
     optind = 1;
@@ -226,115 +337,31 @@ int cmd_dump(int argc, char **argv)
             return cli_bad_option("dump", argv);
         }
     }
-    if (argc - optind > 1)
-        return cli_usage_error("dump", "one input at most, got %d", argc - optind);
-    const char *path = optind < argc ? argv[optind] : NULL;
-    input in;
-    if (input_open(&in, path) < 0)
-        return EXIT_BAD_INPUT;
-    reader r = {.fmt = from, .name = in.name, .opt = &opt, .word_bits = 64, .in = &in};
-    strbuf bytes = STRBUF_INIT;
     output out;
     output_stdio(&out);
-    if (cif) {
-        /* One image map, read whole through the window: at most the largest
-         * record a binary reader takes (real maps are kilobytes). */
-        const uint8_t *p = NULL;
-        size_t have = 0;
-        for (size_t need = 65536;; need = need < BINARY_MAX_RECORD / 2 ? need * 2
-                                                                      : BINARY_MAX_RECORD + 1) {
-            p = rd_bytes(&r, need, &have);
-            if (r.in_end || have > BINARY_MAX_RECORD)
-                break;
-        }
-        if (r.fatal) {
-            if (!r.in_failed)
-                diag(DIAG_ERROR, in.name, NULL, "%s", r.msg);
+    int n = argc - optind;
+    for (int i = 0; i < (n ? n : 1) && !output_failed(&out); i++) {
+        input in;
+        if (input_open(&in, n ? argv[optind + i] : NULL) < 0) {
             bad = 1;
-        } else if (have > BINARY_MAX_RECORD) {
-            diag(DIAG_ERROR, in.name, NULL, "more than %zu bytes: not one image map",
-                 BINARY_MAX_RECORD);
+            input_close(&in);
+            continue;
+        }
+        if (n > 1)
+            printf("%s# input %s\n", i ? "\n" : "", in.name);
+        const format *f = from;
+        if (!f && !cif && (f = format_detect(&in)) && !f->line_bytes && f != format_find("cbf")) {
+            diag(DIAG_ERROR, in.name, NULL, "input in %s format; dump reads CBF streams "
+                 "(hex, b64, cbf) and Swift image maps (--from cif)", f->name);
+            f = NULL;
+        }
+        if (cif || (f && format_check_text(&in, f) == 0))
+            bad |= dump_input(&in, f, cif, &opt, &out);
+        else
             bad = 1;
-        } else {
-            bad = dump_cif(p, have, in.name, opt.strict) < 0;
-        }
-        sb_free(&r.win);
-    } else if (!from->line_bytes) {
-        /* Binary: streams back to back, split at end/trunc, read through a
-         * window that grows only while a stream runs to its edge. */
-        unsigned policy = cbf_policy(&opt) & ~(unsigned)BTP_CBF_REJECT_TRAILING;
-        for (unsigned long long k = 1; !output_failed(&out); k++) {
-            const uint8_t *p = NULL;
-            size_t have = 0, stop;
-            for (size_t need = 256;; need *= 2) {
-                btp_cbf_decoder d;
-                p = rd_bytes(&r, need, &have);
-                if (!have)
-                    break;
-                btp_status st = scan_stream(&d, p, have, policy, &stop);
-                int edge = st == BTP_END ? btp_cbf_decoder_terminator(&d) == BTP_CBF_TERM_NONE
-                                         : stop + 40 >= have;
-                if (!edge || r.in_end || have >= BINARY_MAX_RECORD)
-                    break;
-                if (need < have)
-                    need = have;
-            }
-            if (!have) {
-                if (r.fatal) {
-                    if (!r.in_failed)
-                        diag(DIAG_ERROR, in.name, NULL, "%s", r.msg);
-                    bad = 1;
-                }
-                break;
-            }
-            printf("# stream %llu at byte offset %llu\n", k, (unsigned long long)r.pos);
-            size_t used = 0;
-            btp_status st = dump_stream(p, have, (size_t)r.pos, policy, 0, &used);
-            if (st != BTP_END) {
-                src_loc loc = {.offset = r.pos + used, .has_offset = 1};
-                diag(DIAG_ERROR, in.name, &loc, "%s (%s); cannot find the next stream",
-                     btp_strerror(st), btp_status_name(st));
-                bad = 1;
-                break;
-            }
-            rd_skip(&r, used);
-        }
-        sb_free(&r.win);
-    } else {
-        line_reader lr;
-        const char *line;
-        size_t len;
-        int got;
-        lines_init(&lr, &in);
-        while (!output_failed(&out) && (got = lines_next(&lr, &line, &len)) > 0) {
-            if (line_is_blank(line, len))
-                continue;
-            r.loc = (src_loc){.line = lr.lineno};
-            sb_clear(&bytes);
-            if (from->line_bytes(&r, line, len, &bytes) < 0) {
-                diag(DIAG_ERROR, in.name, &r.err_loc, "%s", r.msg);
-                bad = 1;
-                continue;
-            }
-            printf("# line %zu: %zu byte%s\n", lr.lineno, bytes.len, bytes.len == 1 ? "" : "s");
-            size_t stop = 0;
-            btp_status st = dump_stream((const uint8_t *)bytes.data, bytes.len, 0,
-                                        cbf_policy(&opt), 1, &stop);
-            if (st != BTP_END) {
-                r.loc.offset = stop;
-                r.loc.has_offset = 1;
-                diag(DIAG_ERROR, in.name, &r.loc, "%s (%s)", btp_strerror(st),
-                     btp_status_name(st));
-                bad = 1;
-            }
-        }
-        if (got < 0)
-            bad = 1;
-        lines_free(&lr);
+        input_close(&in);
     }
     if (output_close(&out, 1) < 0)
         bad = 1;
-    sb_free(&bytes);
-    input_close(&in);
     return bad ? EXIT_BAD_INPUT : EXIT_OK;
 }

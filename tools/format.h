@@ -102,7 +102,6 @@ typedef struct writer {
     const struct format *fmt;
     const cli_options *opt;
     void *state;               /* the format's own, from its begin() */
-    const char *in_name;       /* the input's name, for warnings */
     src_loc err_loc;
     char msg[320];
     /* Bytes of `out` that belong to the output even when the current write
@@ -163,6 +162,22 @@ typedef struct format {
 /* The registry (formats/registry.c). */
 const format *format_find(const char *name);
 const format *format_at(size_t i); /* NULL past the last */
+
+/* The format of `in` read from its first bytes (tools/detect.c; the rules
+ * are format_detect_help, a paragraph of --help): peeked, not taken, at
+ * most 64 KiB and no further than the first line that tells. Returns the
+ * format, or NULL after printing why it cannot tell (`btpack: <input>:
+ * cannot tell the input format: ...; use --from FMT`). */
+const format *format_detect(input *in);
+extern const char format_detect_help[];
+/* 1 when p[0..n) holds bytes no text has (NUL, control characters other
+ * than white space and ESC). */
+int detect_binary(const uint8_t *p, size_t n);
+/* For a format that reads text lines of hex or base64 (fmt->line_bytes):
+ * 0 when the input starts as text, else -1 after one error that says what
+ * it seems to be (`binary input: use --from cbf`), instead of an error per
+ * line. Other formats: 0. */
+int format_check_text(input *in, const format *fmt);
 
 /* Record an error at the current record (r->loc) / at a byte offset (of
  * the binary input, or of the current line's CBF stream). Return -1. */

@@ -32,13 +32,14 @@ static const char map_help[] =
     "  --from FMT       log, csv or lws (default: detected)\n"
     "  --word-bits N    32 for lws records of 32-bit devices (default 64)\n"
     "  --keep-going     draw what damaged input still holds (exit status 1)\n"
+    "  --max-warnings N warnings of one cause shown (default 3; 0: all)\n"
     "  -h, --help       this help\n";
 
 /* after the log limits (cli_log_limits_help) */
 static const char map_examples[] =
     "\n"
     "examples:\n"
-    "  btpack heap map -o app.html app.btlog\n"
+    "  btpack heap map -o heap.html tests/data/log/synthetic-zlib.btlog\n"
     "  btpack heap map -o uart.svg uart.log\n";
 
 #define GAP ((uint64_t)1 << 20) /* address gaps larger than this are cut out */
@@ -381,6 +382,8 @@ int heap_map(int argc, char **argv)
     }
     if (argc - optind > 1)
         return cli_usage_error("heap map", "one input at a time");
+    if (ro.elf && cli_check_elf(ro.elf) < 0)
+        return EXIT_BAD_INPUT;
     size_t ol = out ? strlen(out) : 0;
     int svg = ol > 4 && strcmp(out + ol - 4, ".svg") == 0;
     heap_model m;
@@ -436,7 +439,7 @@ int heap_map(int argc, char **argv)
     if (!svg && !by_class)
         site_syms_resolve(&m.sy, shown, n_shown);
     output o;
-    if (output_open(&o, out, optind < argc ? argv[optind] : NULL, 0) != 0) {
+    if (output_open(&o, out, argv + optind, argc - optind, 0) != 0) {
         rc = EXIT_BAD_INPUT;
     } else {
         int wrc = svg ? write_svg(&m, &L, rank, &o) : write_html(&m, &L, rank, &o);

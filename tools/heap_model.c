@@ -463,8 +463,8 @@ static int load_text(heap_model *m, input *in, const cli_options *opt, heap_inpu
                 btp_status st = btp_lws_m_decode(line + start, rl, m->word_bits, frames,
                                                  BTP_LWS_MAX_FRAMES, &info);
                 if (st != BTP_OK) {
-                    diag(opt->keep_going ? DIAG_WARNING : DIAG_ERROR, m->name, &loc,
-                         "bad ~m# record: %s", btp_strerror(st));
+                    diag_bad(opt->keep_going, m->name, &loc, "bad ~m# record: %s",
+                             btp_strerror(st));
                     m->bad_lines++;
                     rc = EXIT_BAD_INPUT;
                     if (!opt->keep_going)
@@ -499,13 +499,13 @@ static int load_text(heap_model *m, input *in, const cli_options *opt, heap_inpu
             got = -1;
         if (got < 0) {
             if (why)
-                diag(opt->keep_going ? DIAG_WARNING : DIAG_ERROR, m->name, &loc,
-                     "bad stack in heap record (column %zu): %s", (size_t)(stack - line) + 1,
-                     why);
+                diag_bad(opt->keep_going, m->name, &loc,
+                         "bad stack in heap record (column %zu): %s", (size_t)(stack - line) + 1,
+                         why);
             else
-                diag(opt->keep_going ? DIAG_WARNING : DIAG_ERROR, m->name, &loc,
-                     "malformed heap record (expected m,SIZE,PTR[,STACK]  c,SIZE,PTR[,STACK]  "
-                     "or f,,PTR)");
+                diag_bad(opt->keep_going, m->name, &loc,
+                         "malformed heap record (expected m,SIZE,PTR[,STACK]  c,SIZE,PTR[,STACK]  "
+                         "or f,,PTR)");
             m->bad_lines++;
             rc = EXIT_BAD_INPUT;
             if (!opt->keep_going)
@@ -567,6 +567,7 @@ int heap_model_load(heap_model *m, const char *path, heap_input kind, const cli_
     m->kind = kind;
     if (hn >= 0)
         rc = kind == HEAP_IN_LOG ? load_log(m, &in, opt) : load_text(m, &in, opt, kind);
+    diag_repeat_summary();
     input_close(&in);
     return rc;
 }

@@ -32,14 +32,15 @@ static const char report_help[] =
     "  --from FMT       log, csv or lws (default: detected)\n"
     "  --word-bits N    32 for lws records of 32-bit devices (default 64)\n"
     "  --keep-going     report damaged input with warnings and go on (exit status 1)\n"
+    "  --max-warnings N warnings of one cause shown (default 3; 0: all)\n"
     "  -h, --help       this help\n";
 
 /* after the log limits (cli_log_limits_help) */
 static const char report_examples[] =
     "\n"
     "examples:\n"
-    "  btpack heap report app.btlog\n"
-    "  btpack heap report --json app.btlog | python3 -m json.tool\n"
+    "  btpack heap report tests/data/log/synthetic-zlib.btlog\n"
+    "  btpack heap report --json tests/data/log/synthetic-zlib.btlog | python3 -m json.tool\n"
     "  btpack heap report --elf ./firmware.elf uart.log\n"
     "  printf 'm,0x64,0x20000958,011909ca2100de21012e00\\n' | btpack heap report\n";
 
@@ -165,6 +166,8 @@ int heap_report(int argc, char **argv)
     }
     if (argc - optind > 1)
         return cli_usage_error("heap report", "one input at a time");
+    if (ro.elf && cli_check_elf(ro.elf) < 0)
+        return EXIT_BAD_INPUT;
     const char *path = optind < argc ? argv[optind] : NULL;
     heap_model m;
     int rc = heap_model_load(&m, path, ro.from, &ro.cli, ro.elf, 0);

@@ -14,10 +14,10 @@
 #include "symbolize/symbolizer.h"
 
 static const char heapmap_help[] =
-    "usage: btpack heapmap --elf FILE [options] [LOG]\n"
+    "usage: btpack heapmap --elf FILE [options] [LOG...]\n"
     "\n"
-    "Read every libwebsockets ~m# record in LOG (default stdin; any text around\n"
-    "the records is fine), symbolize its frames against FILE (as btpack symbolize\n"
+    "Read every libwebsockets ~m# record in LOG (default stdin; several are read\n"
+    "in order as one; any text around the records is fine), symbolize its frames against FILE (as btpack symbolize\n"
     "does: in-process with libdw when built with it, else one addr2line run) and print, per record, the allocation size and its\n"
     "frames (function, file:line), then the total, then a summary grouped by\n"
     "allocating stack: bytes and count per stack, largest first.\n"
@@ -29,6 +29,8 @@ static const char heapmap_help[] =
     "  --word-bits N      32 for logs from 32-bit devices (default 64)\n"
     "  --addr2line PROG   symbolize with this addr2line program instead\n"
     "  --keep-going       skip bad records with a warning (exit status 1 at the end)\n"
+    "  -v, --progress     show progress on stderr when it is a terminal\n"
+    "  --max-warnings N   warnings of one cause shown (default 3; 0: all)\n"
     "  -h, --help         this help\n"
     "\n"
     "example:\n"
@@ -205,6 +207,8 @@ int cmd_heapmap(int argc, char **argv)
         {"word-bits", required_argument, NULL, 'w'},
         {"addr2line", required_argument, NULL, 'a'},
         {"keep-going", no_argument, NULL, 'k'},
+        {"progress", no_argument, NULL, 'v'},
+        {"max-warnings", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -213,7 +217,7 @@ int cmd_heapmap(int argc, char **argv)
     int ch;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
         switch (ch) {
         case 'e':
             elf = optarg;
@@ -237,15 +241,10 @@ int cmd_heapmap(int argc, char **argv)
     }
     if (!elf)
         return cli_usage_error("heapmap", "--elf FILE is required");
-    if (argc - optind > 1)
-        return cli_usage_error("heapmap", "one log at most, got %d", argc - optind);
-    if (access(elf, R_OK) != 0) {
-        diag(DIAG_ERROR, elf, NULL, "cannot read the ELF file");
+    if (cli_check_elf(elf) < 0)
         return EXIT_BAD_INPUT;
-    }
     heap h = {0};
-    int rc = read_traces(format_find("lws"), &opt, optind < argc ? argv[optind] : NULL, collect,
-                         &h);
+    int rc = read_traces(format_find("lws"), &opt, argv + optind, argc - optind, collect, &h);
     if (rc == EXIT_OK || opt.keep_going) {
         fflush(stdout);
         if (report(&h, a2l, elf) < 0)

@@ -55,6 +55,7 @@ static int fill_raw(input *in)
     if (got == 0)
         in->eof = 1;
     in->raw_len += (size_t)got;
+    in->bytes_in += (uint64_t)got;
     return 0;
 }
 
@@ -73,6 +74,9 @@ int input_open(input *in, const char *path)
         }
         in->owns_fd = 1;
     }
+    struct stat st;
+    if (fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode))
+        in->size = (uint64_t)st.st_size;
     /* enough to tell xz by its magic, however slowly a pipe delivers it */
     while (in->raw_len < sizeof xz_magic && !in->eof)
         if (fill_raw(in) < 0)
@@ -169,17 +173,20 @@ long input_read(input *in, void *buf, size_t n)
         if (in->peek_pos == in->peek_len) {
             free(in->peeked);
             in->peeked = NULL;
-            in->peek_len = in->peek_pos = 0;
+            in->peek_len = in->peek_pos = in->peek_cap = 0;
         }
         return (long)k;
     }
     return read_source(in, buf, n);
 }
 
-long input_peek(input *in, size_t n, const void **data)
+/* Make the peek buffer hold n bytes, the unread peeked bytes first (at
+ * peeked[0..peek_len), peek_pos 0). Returns 0, or -1 after printing an
+ * error. */
+static int peek_room(input *in, size_t n)
 {
     size_t have = in->peek_len - in->peek_pos;
-    if (have < n) {
+    if (in->peek_cap < n) {
         uint8_t *p = malloc(n);
         if (!p) {
             diag(DIAG_ERROR, in->name, NULL, "out of memory");
@@ -189,10 +196,22 @@ long input_peek(input *in, size_t n, const void **data)
             memcpy(p, in->peeked + in->peek_pos, have);
         free(in->peeked);
         in->peeked = p;
-        in->peek_pos = 0;
-        in->peek_len = have;
+        in->peek_cap = n;
+    } else if (in->peek_pos) {
+        memmove(in->peeked, in->peeked + in->peek_pos, have);
+    }
+    in->peek_pos = 0;
+    in->peek_len = have;
+    return 0;
+}
+
+long input_peek(input *in, size_t n, const void **data)
+{
+    if (in->peek_len - in->peek_pos < n) {
+        if (peek_room(in, n) < 0)
+            return -1;
         while (in->peek_len < n) {
-            long got = read_source(in, p + in->peek_len, n - in->peek_len);
+            long got = read_source(in, in->peeked + in->peek_len, n - in->peek_len);
             if (got < 0)
                 return -1;
             if (got == 0)
@@ -202,6 +221,20 @@ long input_peek(input *in, size_t n, const void **data)
     }
     *data = in->peeked + in->peek_pos;
     return (long)(in->peek_len - in->peek_pos < n ? in->peek_len - in->peek_pos : n);
+}
+
+long input_peek_more(input *in, size_t max, const void **data)
+{
+    if (in->peek_len - in->peek_pos < max) {
+        if (peek_room(in, max) < 0)
+            return -1;
+        long got = read_source(in, in->peeked + in->peek_len, max - in->peek_len);
+        if (got < 0)
+            return -1;
+        in->peek_len += (size_t)got;
+    }
+    *data = in->peeked + in->peek_pos;
+    return (long)(in->peek_len - in->peek_pos);
 }
 
 int input_read_all(input *in, strbuf *out)
@@ -236,7 +269,7 @@ void input_close(input *in)
     in->lzma = NULL;
     free(in->peeked);
     in->peeked = NULL;
-    in->peek_len = in->peek_pos = 0;
+    in->peek_len = in->peek_pos = in->peek_cap = 0;
     if (in->owns_fd)
         close(in->fd);
     in->owns_fd = 0;

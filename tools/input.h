@@ -37,7 +37,9 @@ typedef struct input {
     input_idle_fn idle; /* optional, with its context */
     void *idle_ctx;
     uint8_t *peeked;  /* input_peek(): bytes read ahead, handed out first */
-    size_t peek_len, peek_pos;
+    size_t peek_len, peek_pos, peek_cap;
+    uint64_t bytes_in; /* bytes read from the file (compressed, for xz): progress */
+    uint64_t size;     /* the file's size when it is a regular file, else 0 */
 } input;
 
 /* Open path ("-" or NULL: stdin) and detect compression. On failure prints
@@ -54,6 +56,14 @@ long input_read(input *in, void *buf, size_t n);
  * next call on in. For telling formats apart by their first bytes. Returns
  * the count, or -1 after printing an error. Memory: n bytes. */
 long input_peek(input *in, size_t n, const void **data);
+
+/* Read further ahead, without taking it: what the input has now (at least
+ * one more byte unless at its end), up to `max` bytes peeked in all; *data
+ * gets all the peeked bytes, valid until the next call on in. For telling
+ * formats apart without waiting for more than a pipe has sent. Returns the
+ * count (unchanged only at the end or at max), or -1 after printing an
+ * error. Memory: max bytes. */
+long input_peek_more(input *in, size_t max, const void **data);
 
 /* Append the whole remaining input to out (at most INPUT_MAX_ALL bytes),
  * for auxiliary files that are parsed whole (a --maps file), never for the

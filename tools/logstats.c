@@ -78,8 +78,11 @@ int log_stats(input *in, const cli_options *opt, const char *elf, size_t top)
     site_syms_init(&sy, elf, btp_log_reader_word_bits(r));
     btp_status st;
     btp_log_record rec;
+    unsigned long long n_read = 0;
+    progress_begin(in);
     for (;;) {
         st = log_next_record(&rd, r, &rec, take_meta, &sy, NULL);
+        progress_tick(++n_read);
         if (st == BTP_END)
             break;
         if (st != BTP_OK) {
@@ -112,6 +115,8 @@ int log_stats(input *in, const cli_options *opt, const char *elf, size_t top)
             total_bytes += rec.size;
         }
     }
+    progress_end();
+    diag_repeat_summary();
     btp_log_stats s;
     btp_log_reader_stats(r, &s);
     uint64_t live_count = 0, live_bytes = 0;

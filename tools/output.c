@@ -106,17 +106,32 @@ void output_stdio(output *o)
     o->f = stdout;
 }
 
-int output_open(output *o, const char *path, const char *in, unsigned flags)
+/* The input among in[0..n_in) (n_in == 0: stdin) that is the regular file
+ * *ost, or NULL: the name to print, "<stdin>" for stdin. */
+static const char *input_among(char *const *in, int n_in, const struct stat *ost)
+{
+    struct stat ist;
+    if (!S_ISREG(ost->st_mode))
+        return NULL;
+    for (int i = 0; i < (n_in ? n_in : 1); i++) {
+        const char *p = n_in ? in[i] : NULL;
+        if (input_identity(p, &ist) && same_file(&ist, ost))
+            return p && strcmp(p, "-") != 0 ? p : "<stdin>";
+    }
+    return NULL;
+}
+
+int output_open(output *o, const char *path, char *const *in, int n_in, unsigned flags)
 {
     memset(o, 0, sizeof *o);
     o->flags = flags;
     o->fd = -1;
-    struct stat ist, ost;
-    int have_in = input_identity(in, &ist);
+    struct stat ost;
+    const char *same;
     if (!path || strcmp(path, "-") == 0) {
         o->name = "<stdout>";
         o->fd = 1;
-        if (fstat(1, &ost) == 0 && S_ISREG(ost.st_mode) && have_in && same_file(&ist, &ost)) {
+        if (fstat(1, &ost) == 0 && input_among(in, n_in, &ost)) {
             diag(DIAG_ERROR, o->name, NULL, "standard output is the input file; "
                  "write to another file");
             return EXIT_USAGE;
@@ -130,9 +145,9 @@ int output_open(output *o, const char *path, const char *in, unsigned flags)
     }
     o->name = path;
     if (stat(path, &ost) == 0) {
-        if (have_in && S_ISREG(ost.st_mode) && same_file(&ist, &ost)) {
+        if ((same = input_among(in, n_in, &ost)) != NULL) {
             diag(DIAG_ERROR, path, NULL, "the output is the input file (%s); write to "
-                 "another file", in ? in : "<stdin>");
+                 "another file", same);
             return EXIT_USAGE;
         }
         /* replacing it must not do what writing to it could not */

@@ -38,12 +38,12 @@ typedef struct output {
 } output;
 
 /*
- * Open the output `path` (NULL or "-": stdout) of a command reading `in`
- * (NULL or "-": stdin). Prints why and returns EXIT_USAGE (output is the
- * input, binary output to a terminal) or EXIT_BAD_INPUT (cannot create);
- * 0 on success.
+ * Open the output `path` (NULL or "-": stdout) of a command reading the
+ * inputs in[0..n_in) (n_in == 0: stdin; "-" is stdin). Prints why and
+ * returns EXIT_USAGE (output is an input, binary output to a terminal) or
+ * EXIT_BAD_INPUT (cannot create); 0 on success.
  */
-int output_open(output *o, const char *path, const char *in, unsigned flags);
+int output_open(output *o, const char *path, char *const *in, int n_in, unsigned flags);
 
 /* The command prints to stdout with stdio (dump, stats, heapmap). */
 void output_stdio(output *o);

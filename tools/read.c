@@ -39,8 +39,7 @@ static int report_bad(reader *r, unsigned long long *bad, int *damaged)
     else
         (*bad)++;
     if (r->opt->keep_going && !r->fatal) {
-        diag(DIAG_WARNING, r->name, &r->err_loc, "%s%s", r->msg,
-             r->not_a_record ? "" : "; trace skipped");
+        diag_repeat(r->name, &r->err_loc, "%s%s", r->msg, r->not_a_record ? "" : "; trace skipped");
         return 0;
     }
     diag(DIAG_ERROR, r->name, &r->err_loc, "%s", r->msg);
@@ -49,11 +48,9 @@ static int report_bad(reader *r, unsigned long long *bad, int *damaged)
     return -1;
 }
 
-int read_traces(const format *fmt, const cli_options *opt, const char *path, trace_sink sink,
-                void *ctx)
+int read_input(const format *fmt, const cli_options *opt, input *in, trace_sink sink, void *ctx)
 {
-    input in;
-    reader r = {.fmt = fmt, .name = input_name(path), .opt = opt, .word_bits = opt->word_bits};
+    reader r = {.name = in->name, .opt = opt, .word_bits = opt->word_bits, .in = in};
     trace t;
     strbuf bytes = STRBUF_INIT;
     line_reader lr;
@@ -62,13 +59,19 @@ int read_traces(const format *fmt, const cli_options *opt, const char *path, tra
     unsigned long long bad = 0, count = 0;
     int failed = 0, damaged = 0;
 
-    if (input_open(&in, path) < 0)
+    if (!fmt && !(fmt = format_detect(in)))
         return EXIT_BAD_INPUT;
-    in.idle = opt->idle;
-    in.idle_ctx = opt->idle_ctx;
-    r.in = &in;
+    if (opt->thread_given && strcmp(fmt->name, "swift-crashlog") != 0) {
+        diag(DIAG_ERROR, in->name, NULL, "--thread applies to swift-crashlog input, not %s",
+             fmt->name);
+        return EXIT_USAGE;
+    }
+    if (format_check_text(in, fmt) < 0)
+        return EXIT_BAD_INPUT;
+    r.fmt = fmt;
+    progress_begin(in);
     trace_init(&t, opt->max_frames);
-    lines_init(&lr, &in);
+    lines_init(&lr, in);
     if (fmt->open && fmt->open(&r) < 0) {
         diag(DIAG_ERROR, r.name, NULL, "%s", r.msg);
         failed = 1;
@@ -117,6 +120,7 @@ int read_traces(const format *fmt, const cli_options *opt, const char *path, tra
             continue;
         }
         if (t.event == TRACE_COMMENTS) {
+            t.input = r.name;
             if (sink(ctx, &t) < 0) {
                 failed = 1;
                 break;
@@ -127,7 +131,8 @@ int read_traces(const format *fmt, const cli_options *opt, const char *path, tra
             t.has_alloc_size = 1;
             t.alloc_size = opt->alloc_size;
         }
-        progress_tick(++count, "records");
+        progress_tick(++count);
+        t.input = r.name;
         int s = sink(ctx, &t);
         if (s < 0) {
             failed = 1;
@@ -142,15 +147,36 @@ int read_traces(const format *fmt, const cli_options *opt, const char *path, tra
         }
     }
 out:
-    progress_done();
+    progress_end();
     if (fmt->close)
         fmt->close(&r);
+    diag_repeat_summary();
     if (bad && opt->keep_going && !failed)
         diag(DIAG_WARNING, r.name, NULL, "%llu bad record%s skipped", bad, bad == 1 ? "" : "s");
     lines_free(&lr);
     sb_free(&bytes);
     sb_free(&r.win);
     trace_free(&t);
-    input_close(&in);
     return failed || bad || damaged ? EXIT_BAD_INPUT : EXIT_OK;
+}
+
+int read_traces(const format *fmt, const cli_options *opt, char *const *paths, int n,
+                trace_sink sink, void *ctx)
+{
+    int rc = EXIT_OK;
+    for (int i = 0; i < (n ? n : 1); i++) {
+        input in;
+        int one = EXIT_BAD_INPUT;
+        if (input_open(&in, n ? paths[i] : NULL) == 0) {
+            in.idle = opt->idle;
+            in.idle_ctx = opt->idle_ctx;
+            one = read_input(fmt, opt, &in, sink, ctx);
+        }
+        input_close(&in);
+        rc = one > rc ? one : rc;
+        /* as with a bad record: stop, unless told to go on */
+        if (one != EXIT_OK && !opt->keep_going)
+            break;
+    }
+    return rc;
 }

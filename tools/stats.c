@@ -10,17 +10,19 @@
 #include "output.h"
 
 static const char stats_help[] =
-    "usage: btpack stats [--from FMT] [--word-bits N] [--strict] [--keep-going]\n"
+    "usage: btpack stats [--from FMT] [--word-bits N] [--strict] [--keep-going] [-v]\n"
     "                    [--max-frames N] [--thread N|crashed|all] [--elf FILE]\n"
-    "                    [--top N] [IN]\n"
+    "                    [--top N] [IN...]\n"
     "\n"
     "Read traces and print: traces, frames, truncated traces, the bytes their\n"
     "minimal CBF encoding takes (total, per frame, per trace) next to raw words,\n"
     "and the depth distribution (min/median/mean/max and a histogram in\n"
     "power-of-two buckets). Free records of allocation logs are counted apart.\n"
     "IN defaults to stdin; xz-compressed input is decompressed on the fly.\n"
-    "Options are those of `btpack convert`; --from defaults to hex, or to log\n"
-    "when IN is a btpack trace log.\n"
+    "The traces of several inputs are counted together; each trace log gets\n"
+    "a report of its own (headed `==> NAME <==`).\n"
+    "Options are those of `btpack convert`; without --from the format is read\n"
+    "from each input (see `btpack convert --help`).\n"
     "\n"
     "For a trace log (--from log): records, distinct stacks, tree nodes, bytes per\n"
     "section and per trace, then a heap profile: the top allocation stacks by count\n"
@@ -29,8 +31,10 @@ static const char stats_help[] =
 
 /* after the log limits (cli_log_limits_help) */
 static const char stats_help_more[] =
+    "  -v, --progress    show progress on stderr when it is a terminal (as convert)\n"
+    "  --max-warnings N  warnings of one cause shown per input (as convert)\n"
     "  --elf FILE        also symbolize addresses outside the stored maps (or all,\n"
-    "                    when the log has none) in FILE\n"
+    "                    when the log has none) in FILE (which must be readable)\n"
     "  --top N           stacks to show in each list (default 10)\n"
     "\n"
     "input formats:\n";
@@ -40,7 +44,8 @@ static const char stats_examples[] =
     "examples:\n"
     "  btpack stats --from trace tests/data/corpus/sqlite3_i386.trace.xz\n"
     "  btpack stats --from cbf traces.cbf\n"
-    "  btpack stats app.btlog\n";
+    "  btpack stats traces.cbf stacks.txt   (formats detected, counted together)\n"
+    "  btpack stats tests/data/log/synthetic-zlib.btlog\n";
 
 /* How many traces had each depth: an open-addressing table keyed by
  * depth + 1 (0: empty). Distinct depths are few (k distinct depths need at
@@ -204,6 +209,8 @@ int cmd_stats(int argc, char **argv)
         {"word-bits", required_argument, NULL, 'w'},
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
+        {"progress", no_argument, NULL, 'v'},
+        {"max-warnings", required_argument, NULL, 'W'},
         {"max-frames", required_argument, NULL, 'm'},
         {"max-nodes", required_argument, NULL, 'N'},
         {"max-live", required_argument, NULL, 'L'},
@@ -215,14 +222,14 @@ int cmd_stats(int argc, char **argv)
         {0, 0, 0, 0},
     };
     cli_options opt = {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES};
-    const format *from = format_find("hex");
+    const format *from = NULL;
     const char *elf = NULL;
     size_t top = 10;
     int from_given = 0;
     int ch;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
         switch (ch) {
         case 'f':
             if (cli_format_arg("stats", optarg, 1, 0, &from) < 0)
@@ -254,36 +261,42 @@ int cmd_stats(int argc, char **argv)
             }
         }
     }
-    if (argc - optind > 1)
-        return cli_usage_error("stats", "one input at most, got %d", argc - optind);
-    if (cli_check_thread_option("stats", &opt, from))
+    if (from_given && cli_check_thread_option("stats", &opt, from))
         return EXIT_USAGE;
-    const char *path = optind < argc ? argv[optind] : NULL;
-    if (!from_given && path && strcmp(path, "-") != 0) {
-        FILE *f = fopen(path, "rb");
-        unsigned char head[8];
-        if (f) {
-            if (fread(head, 1, sizeof head, f) == sizeof head && btp_log_probe(head, sizeof head))
-                from = format_find("log");
-            fclose(f);
-        }
-    }
+    if (elf && cli_check_elf(elf) < 0)
+        return EXIT_BAD_INPUT;
     output out;
     output_stdio(&out);
-    int rc;
-    if (from == format_find("log")) {
+    /* Traces of every input go into one summary; a trace log has a report
+     * of its own. */
+    const format *log = format_find("log");
+    int n = argc - optind, rc = EXIT_OK, logs = 0, traces = 0;
+    stats s = {0};
+    for (int i = 0; i < (n ? n : 1); i++) {
         input in;
-        if (input_open(&in, path) < 0)
-            return EXIT_BAD_INPUT;
-        rc = log_stats(&in, &opt, elf, top);
+        int one = EXIT_BAD_INPUT;
+        if (input_open(&in, n ? argv[optind + i] : NULL) == 0) {
+            const format *f = from_given ? from : format_detect(&in);
+            if (f == log) {
+                if (n > 1)
+                    printf("%s==> %s <==\n", logs++ || traces ? "\n" : "", in.name);
+                one = log_stats(&in, &opt, elf, top);
+            } else if (f) {
+                traces = 1;
+                one = read_input(f, &opt, &in, stats_sink, &s);
+            }
+        }
         input_close(&in);
-    } else {
-        stats s = {0};
-        rc = read_traces(from, &opt, path, stats_sink, &s);
-        if (rc == EXIT_OK || opt.keep_going)
-            print_stats(&s);
-        free(s.depths);
+        rc = one > rc ? one : rc;
+        if (one != EXIT_OK && !opt.keep_going)
+            break;
     }
+    if (traces && (rc == EXIT_OK || opt.keep_going)) {
+        if (logs)
+            printf("\n==> the other inputs <==\n");
+        print_stats(&s);
+    }
+    free(s.depths);
     if (output_close(&out, 1) < 0)
         rc = EXIT_BAD_INPUT;
     return rc;

@@ -19,9 +19,10 @@
 static const char symbolize_help[] =
     "usage: btpack symbolize [--from FMT] [--to text|json|markup] [--maps FILE]\n"
     "                        [--elf FILE] [--debug-dir DIR]... [--backend NAME]\n"
-    "                        [--addr2line PROG] [options] [IN]\n"
+    "                        [--addr2line PROG] [options] [IN...]\n"
     "\n"
-    "Print every frame of every trace in IN (default stdin) with its index,\n"
+    "Print every frame of every trace in IN (default stdin; several are read\n"
+    "in order, traces numbered on across them) with its index,\n"
     "address, image (file + offset from where it was loaded), function\n"
     "(demangled C++), the functions inlined at that point and file:line.\n"
     "A return address is looked up at address - 1, the call it returns from.\n"
@@ -36,9 +37,8 @@ static const char symbolize_help[] =
     "image) is said in a note on the frame, never guessed.\n"
     "\n"
     "options:\n"
-    "  --from FMT        input format (below); without it: a btpack log or crash\n"
-    "                    record is recognised, JSON by its '{', `trace` records\n"
-    "                    by their 'm '/'#' lines, else hex; stdin: crash\n"
+    "  --from FMT        input format (below); without it, read from each input\n"
+    "                    as `btpack convert --help` says\n"
     "  --to FORMAT       text (default on a terminal), json (JSON Lines: one\n"
     "                    line per trace, the default otherwise) or markup (LLVM\n"
     "                    symbolizer markup: {{{module}}}, {{{mmap}}}, {{{bt}}},\n"
@@ -46,12 +46,13 @@ static const char symbolize_help[] =
     "  --maps FILE       /proc/PID/maps text of the process (instead of the\n"
     "                    input's own image map)\n"
     "  --elf FILE        addresses in no image (or all, without a map) are\n"
-    "                    FILE's addresses as linked\n"
+    "                    FILE's addresses as linked (FILE must be readable)\n"
     "  --debug-dir DIR   also look for debug files here (before /usr/lib/debug)\n"
     "  --backend NAME    libdw (in-process DWARF; the default when built in) or\n"
     "                    addr2line (one process per file); this build has: %s\n"
     "  --addr2line PROG  the addr2line back end, running PROG\n"
-    "  --word-bits N, --strict, --keep-going, --max-frames N, --thread N|crashed|all:\n"
+    "  --word-bits N, --strict, --keep-going, -v, --progress, --max-warnings N,\n"
+    "  --max-frames N, --thread N|crashed|all:\n"
     "                    as for convert\n"
     "\n"
     "input formats:\n";
@@ -249,39 +250,6 @@ static void put_markup(strbuf *o, const run *r, const kept *k)
 
 /* ---- the command ------------------------------------------------------------- */
 
-static const format *sniff(const char *path)
-{
-    if (!path || strcmp(path, "-") == 0)
-        return format_find("crash");
-    input in;
-    const format *f = format_find("hex");
-    if (input_open(&in, path) < 0)
-        return f; /* reading it will say why */
-    char buf[65536];
-    long got = input_read(&in, buf, sizeof buf);
-    input_close(&in);
-    if (got <= 0)
-        return f;
-    size_t n = (size_t)got;
-    if (n >= 8 && btp_log_probe((const unsigned char *)buf, 8))
-        return format_find("log");
-    for (size_t b = 0; b < n;) {
-        const char *nl = memchr(buf + b, '\n', n - b);
-        size_t e = nl ? (size_t)(nl - buf) : n;
-        if (e - b >= 14 && memcmp(buf + b, "btpack-crash v", 14) == 0)
-            return format_find("crash");
-        b = e + 1;
-    }
-    size_t i = 0;
-    while (i < n && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
-        i++;
-    if (i < n && buf[i] == '{')
-        f = format_find("json");
-    else if (i + 1 < n && (buf[i] == '#' || ((buf[i] == 'm' || buf[i] == 'f') && buf[i + 1] == ' ')))
-        f = format_find("trace");
-    return f;
-}
-
 int cmd_symbolize(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -295,6 +263,8 @@ int cmd_symbolize(int argc, char **argv)
         {"word-bits", required_argument, NULL, 'w'},
         {"strict", no_argument, NULL, 's'},
         {"keep-going", no_argument, NULL, 'k'},
+        {"progress", no_argument, NULL, 'v'},
+        {"max-warnings", required_argument, NULL, 'W'},
         {"max-frames", required_argument, NULL, 'm'},
         {"thread", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
@@ -308,7 +278,7 @@ int cmd_symbolize(int argc, char **argv)
     int ch;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
         switch (ch) {
         case 'f':
             if (cli_format_arg("symbolize", optarg, 1, 0, &from) < 0)
@@ -360,21 +330,14 @@ int cmd_symbolize(int argc, char **argv)
             }
         }
     }
-    if (argc - optind > 1)
-        return cli_usage_error("symbolize", "one input at most, got %d", argc - optind);
-    if (so.elf && access(so.elf, R_OK) != 0) {
-        diag(DIAG_ERROR, so.elf, NULL, "cannot read the ELF file");
+    if (so.elf && cli_check_elf(so.elf) < 0)
         return EXIT_BAD_INPUT;
-    }
     so.debug_dirs = dirs;
-    const char *path = optind < argc ? argv[optind] : NULL;
     out_kind out = !to ? (isatty(1) ? OUT_TEXT : OUT_JSON)
                    : strcmp(to, "text") == 0 ? OUT_TEXT
                    : strcmp(to, "json") == 0 ? OUT_JSON
                                              : OUT_MARKUP;
-    if (!from)
-        from = sniff(path);
-    if (cli_check_thread_option("symbolize", &opt, from))
+    if (from && cli_check_thread_option("symbolize", &opt, from))
         return EXIT_USAGE;
     if (out == OUT_MARKUP)
         so.images_only = 1; /* the consumer symbolizes */
@@ -412,7 +375,7 @@ int cmd_symbolize(int argc, char **argv)
         owned_map_free(&mapsfile);
         return cli_usage_error("symbolize", "%s", why);
     }
-    rc = read_traces(from, &opt, path, keep, &r);
+    rc = read_traces(from, &opt, argv + optind, argc - optind, keep, &r);
     if (r.n_traces && sym_resolve(r.sy) < 0) {
         diag(DIAG_ERROR, NULL, NULL, "out of memory");
         rc = EXIT_BAD_INPUT;

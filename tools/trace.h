@@ -53,6 +53,8 @@ typedef struct trace {
     int has_pointer;
     uint64_t pointer;    /* ALLOC/FREE: the block's address */
     src_loc loc;         /* where the record started */
+    const char *input;   /* the name of the input it came from, for messages
+                            (set by the read loop, read.c) */
     /* The images loaded when the trace was taken (crash records, Swift JSON,
      * logs with maps), or NULL. Owned by the reader that set it, valid until
      * its next record; trace_reset() clears it. */

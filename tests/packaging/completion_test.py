@@ -41,7 +41,7 @@ ARG = {"--from": "hex", "--to": "json", "--word-bits": "32", "--max-frames": "10
        "--backend": "addr2line", "--debug-dir": "/nonexistent", "--method": "fp",
        "--zlib": "9", "--preload": "/dev/null", "--flush-interval": "0.5",
        "--max-nodes": "1000", "--max-live": "1000", "--max-expansion": "0",
-       "--thread": "all"}
+       "--thread": "all", "--max-warnings": "0"}
 
 def main(argv):
     if len(argv) != 3:

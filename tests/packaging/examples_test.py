@@ -50,7 +50,7 @@ if os.environ.get("BTPACK_HEAP_TRACER") == "absent":
 # Outcomes other than exit 0, by how the command line ends.
 EXPECT = {
     # --keep-going skips the damaged block, recovers the rest, exits 1.
-    "--keep-going damaged.btlog": {"status": 1},
+    "--keep-going tests/data/log/damaged-block.btlog": {"status": 1},
     # The example crashes on purpose and leaves its record behind.
     "crash_example segv crash.txt": {"signal": signal.SIGSEGV, "writes": "crash.txt"},
     "crash_example abort crash.txt": {"signal": signal.SIGABRT, "writes": "crash.txt"},
@@ -69,15 +69,6 @@ def lws_log(word_bits):
                 lines.append("[2024/05/01 10:%02d:%02d:0000] N: heap: %s\n" % (n // 60, n % 60,
                                                                                v["m_line"]))
     return "".join(lines)
-
-
-def damaged_log(path):
-    """The bundled trace log with one byte flipped in the middle."""
-    with open(os.path.join(SRC, "tests/data/log/synthetic-zlib.btlog"), "rb") as f:
-        data = bytearray(f.read())
-    data[len(data) // 2] ^= 0x55
-    with open(path, "wb") as f:
-        f.write(data)
 
 
 def write(text, mode="w"):
@@ -99,10 +90,7 @@ FIXTURES = {
     "device.log": lambda p: write(lws_log(64))(p),
     "esp32.log": lambda p: write(lws_log(32))(p),
     "app.maps": link("tests/data/corpus/sqlite3_i386.maps"),
-    "app.trace.xz": link("tests/data/corpus/sqlite3_i386.trace.xz"),
     "sqlite3_i386.trace.xz": link("tests/data/corpus/sqlite3_i386.trace.xz"),
-    "app.btlog": link("tests/data/log/synthetic-zlib.btlog"),
-    "damaged.btlog": damaged_log,
     # Two CBF streams: one ended by `end`, one by `trunc`.
     "traces.cbf": write(bytes.fromhex("02111000201021ff0000" "02111000201001"), "wb"),
     # A crash record, as the crash example leaves one (it dies by SIGSEGV).
@@ -193,6 +181,13 @@ def run_example(source, cmd, cwd):
     for i, w in enumerate(words):
         path = os.path.join(cwd, w)
         base = os.path.basename(w)
+        # The README shows trace logs a reader has: bundled, or made by an
+        # example before.
+        if source == "README.md" and w.endswith(".btlog") and words[i - 1] not in ("-o",
+                                                                                   "--output"):
+            check(os.path.lexists(path), "README.md example `%s` reads %s, which is neither "
+                  "bundled nor written by an earlier example" % (cmd, w))
+            continue
         if (base in FIXTURES and not os.path.lexists(path)
                 and words[i - 1] not in ("-o", "--output")):
             FIXTURES[base](path)
@@ -287,10 +282,31 @@ def run_source(name, examples):
         shutil.rmtree(cwd)
 
 
+def check_size_table():
+    """The README's table of the demo's sizes shows every format the demo
+    writes, the trace log among them, each with what it holds and what to
+    pick it for, so that CBF does not stand next to the xz archive
+    unexplained; and the demo prints the same rows."""
+    with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    with open(os.path.join(SRC, "scripts", "demo.sh"), encoding="utf-8") as f:
+        demo = f.read()
+    rows = [l for l in readme.splitlines() if l.startswith("| ") and re.search(r"\| [\d,]+ \|", l)]
+    check(re.search(r"^\| format \| bytes \| holds \| pick it for \|$", readme, re.M),
+          "README.md: no size table with what each format holds and is for")
+    for name in ("trace records (text)", "xz (as shipped)", "JSON Lines", "CBF",
+                 "trace log (`.btlog`)"):
+        row = [r for r in rows if name in r]
+        check(row and len([c for c in row[0].split("|") if c.strip()]) == 4,
+              "README.md size table: no full row for %s" % name)
+        check(name.replace("`", "") in demo, "scripts/demo.sh prints no row for %s" % name)
+
+
 def main():
     if BTPACK is None:
         sys.stderr.write(__doc__)
         return 2
+    check_size_table()
     top = helptext.run(BTPACK, [])
     run_source("btpack --help", helptext.examples(top))
     for cmd in helptext.section(top, "commands"):

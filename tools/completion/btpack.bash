@@ -119,7 +119,7 @@ _btpack()
         return
         ;;
     --max-frames | --top | --alloc-size | --zlib | --max-nodes | --max-live | --max-expansion | \
-        --flush-interval)
+        --flush-interval | --max-warnings)
         return # a number
         ;;
     --method)

@@ -156,8 +156,10 @@ btp_status log_next_record(reader *r, btp_log_reader *lr, btp_log_record *rec, l
         return st; /* the input said why */
     if (st == BTP_E_TRUNCATED_FILE && cut_note)
         diag(DIAG_WARNING, r->name, &r->err_loc, "%s %s", r->msg, cut_note);
+    else if (r->fatal)
+        diag(DIAG_ERROR, r->name, &r->err_loc, "%s", r->msg);
     else
-        diag(r->fatal ? DIAG_ERROR : DIAG_WARNING, r->name, &r->err_loc, "%s", r->msg);
+        diag_repeat(r->name, &r->err_loc, "%s", r->msg);
     return st;
 }
 
@@ -226,6 +228,7 @@ static int log_read_next(reader *r, trace *t)
     t->image_map = log_map_get(&s->map);
     t->loc = (src_loc){.offset = rec.index, .has_offset = 0};
     if (rec.flags) {
+        r->loc = (src_loc){0}; /* a record of the log, at no byte offset of its own */
         return rd_error(r, "record %llu: its %s was lost with a damaged block",
                         (unsigned long long)rec.index,
                         rec.flags & BTP_LOG_REC_PTR_UNKNOWN ? "pointer" : "stack");

@@ -25,9 +25,9 @@ int lws_check_trace(writer *w, const trace *t, uint64_t *size)
         return wr_error(w, "the trace is truncated and lws cannot mark that "
                            "(--allow-truncated writes the frames present)");
     if (t->truncated)
-        diag(DIAG_WARNING, w->in_name, &t->loc, "truncated trace written without its mark");
+        diag_repeat(t->input, &t->loc, "truncated trace written without its mark");
     if (addr_kinds)
-        diag(DIAG_WARNING, w->in_name, &t->loc,
+        diag_repeat(t->input, &t->loc,
              "%zu pc/async frame%s written as plain addresses (lws frames read back as ra)",
              addr_kinds, addr_kinds == 1 ? "" : "s");
     *size = t->has_alloc_size ? t->alloc_size : w->opt->alloc_size;
@@ -42,16 +42,16 @@ static void warn_info(reader *r, size_t column, const btp_lws_info *info)
         for (size_t i = 0; i < BTP_LWS_MAX_FRAMES && o + 8 < sizeof list; i++)
             if (info->suspect >> i & 1)
                 o += (size_t)snprintf(list + o, sizeof list - o, "%s%zu", o ? "," : "", i + 1);
-        diag(DIAG_WARNING, r->name, &r->loc,
+        diag_repeat(r->name, &r->loc,
              "column %zu: frame%s %s show%s libwebsockets' 64-bit truncation (only the low 31 "
              "bits are reliable)", column, strchr(list, ',') ? "s" : "", list,
              strchr(list, ',') ? "" : "s");
     }
     if (info->suspect & BTP_LWS_SUSPECT_SIZE)
-        diag(DIAG_WARNING, r->name, &r->loc,
+        diag_repeat(r->name, &r->loc,
              "column %zu: the allocation size shows libwebsockets' 64-bit truncation", column);
     if (info->folded)
-        diag(DIAG_WARNING, r->name, &r->loc,
+        diag_repeat(r->name, &r->loc,
              "column %zu: %u sign-extended value%s folded back to 32 bits", column,
              info->folded, info->folded == 1 ? "" : "s");
 }
