@@ -10,12 +10,9 @@ reads the dump the benchmark asks for around each codec's first timed
 encode and decode (the whole corpus through the same loop the timing uses,
 so the harness's few instructions a trace are counted for every codec
 alike) and prints instructions per frame."""
-import glob
-import os
-import re
-import subprocess
 import sys
-import tempfile
+
+import callgrind_dumps
 
 DEFAULT = "raw,varint,gwp-asan,cbf,cbf-addr,lws,lws-bitwise"
 
@@ -29,28 +26,15 @@ def main():
     rest = args[1:]
     if rest[0] == "--codecs" and len(rest) > 2:
         codecs, rest = rest[1], rest[2:]
+    dumps = callgrind_dumps.run([bench, "--ir", "--reps", "1", "--budget", "0", "--codecs",
+                                 codecs] + rest)
+    if dumps is None:
+        return 1
     counts = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "cg.out")
-        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, bench, "--ir",
-               "--reps", "1", "--budget", "0", "--codecs", codecs] + rest
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.stderr.write(r.stderr)
-            return 1
-        for path in glob.glob(out + "*"):
-            desc = total = None
-            with open(path) as f:
-                for line in f:
-                    m = re.match(r"desc: Trigger: Client Request: (.*)", line)
-                    if m:
-                        desc = m.group(1).split()
-                    m = re.match(r"(?:summary|totals): (\d+)", line)
-                    if m:
-                        total = int(m.group(1))
-            if desc and total is not None and len(desc) == 4:
-                corpus, codec, direction, frames = desc
-                counts[(corpus, codec, direction)] = total / int(frames)
+    for desc, total in dumps:
+        if len(desc) == 4:
+            corpus, codec, direction, frames = desc
+            counts[(corpus, codec, direction)] = total / int(frames)
     corpora = sorted({k[0] for k in counts}, key=lambda c: min(
         i for i, k in enumerate(counts) if k[0] == c))
     print("instructions per frame (callgrind; harness loop included)")

@@ -21,8 +21,13 @@
  *             from _dl_find_object (glibc >= 2.35: lock-free and documented
  *             async-signal-safe), else from dl_iterate_phdr (which takes the
  *             loader's lock: not async-signal-safe). x86_64, i386, aarch64.
- *             The crash handler's default: there the images and the memory
- *             that may be read come from /proc/self/maps (see below).
+ *             Repeated captures are fast: the rule a return address's frame
+ *             follows is kept in a process-wide, lock-free cache (below), so
+ *             a frame seen before costs a hash lookup and its loads: 1.4-1.6x
+ *             libunwind's unw_backtrace a frame (bench/README.md). The default
+ *             method, and the crash handler's (there the images and the
+ *             memory that may be read come from /proc/self/maps, and the
+ *             cache is not used).
  *  fp         frame-pointer walk. Every frame pointer is checked before it is
  *             read: inside the stack's bounds, aligned to a word, strictly
  *             above the previous one. A bogus chain (code built without frame
@@ -31,20 +36,28 @@
  *             -fno-omit-frame-pointer (not Debian's libc: a crash in abort()
  *             keeps no frame of the program); a function interrupted in its
  *             prologue or a leaf without a frame loses its caller.
- *  libgcc     _Unwind_Backtrace from libgcc_s (DWARF unwind tables). Sees
- *             code without frame pointers. Async-signal-safe in practice with
+ *  libgcc     _Unwind_Backtrace from libgcc_s (DWARF unwind tables), found
+ *             in libgcc_s itself (libunwind exports the same names; the
+ *             program's link order does not decide which runs). Sees code
+ *             without frame pointers. Async-signal-safe in practice with
  *             gcc >= 12 on glibc >= 2.35 (dl_find_object), not by contract;
- *             it reads whatever a corrupt stack points at (and faults).
- *  libunwind  libunwind's local cursor (optional, Meson feature `libunwind`;
- *             a cursor rather than unw_backtrace() so that deep stacks stream
- *             through the ring instead of an array). From a ucontext it
- *             starts at the interrupted frame itself (unw_init_local2, on
- *             x86_64). Documented async-signal-safe except for its use of
+ *             it reads whatever a corrupt stack points at (and faults). It
+ *             decodes every frame's unwind table on every capture: about 10x
+ *             the cost of cfi's cached walk.
+ *  libunwind  libunwind (optional, Meson feature `libunwind`). The current
+ *             thread's stack comes from unw_backtrace() into an array of
+ *             256 frames (its cached fast path on x86_64); a stack that fills
+ *             it is walked again with a local cursor, which streams any
+ *             depth through the ring and ends a cycle (its fast path has no
+ *             stack pointers to check). From a ucontext the cursor starts at
+ *             the interrupted frame itself (unw_init_local2, on x86_64).
+ *             Documented async-signal-safe except for its use of
  *             dl_iterate_phdr.
- *  glibc      backtrace() from <execinfo.h>. Sees at most
- *             BTP_CAPTURE_GLIBC_MAX_FRAMES frames (it fills an array, so the
- *             bottom of deeper stacks is lost). Not async-signal-safe: its
- *             first call loads libgcc_s (btp_capture_options_init() and
+ *  glibc      backtrace() from <execinfo.h>, glibc's own (found in the C
+ *             library itself: libunwind exports a backtrace() too). Sees at
+ *             most BTP_CAPTURE_GLIBC_MAX_FRAMES frames (it fills an array,
+ *             so the bottom of deeper stacks is lost). Not async-signal-safe:
+ *             its first call loads libgcc_s (btp_capture_options_init() and
  *             btp_crash_install() make that first call for you).
  * Every method but glibc ends a walk that comes back to a stretch of stack
  * it has walked (libgcc and libunwind would otherwise follow a frame pointer
@@ -76,10 +89,29 @@
  * then from the omitted count, then from the head. The walk itself is
  * bounded by BTP_CAPTURE_MAX_WALK frames.
  *
+ * The cfi cache: one table for the process (16384 slots of 64 bytes in
+ * .bss, in two-way sets: 1 MiB of address space, pages touched as slots
+ * are used), keyed by the pc looked up, each entry tied to its image by a tag (the image's
+ * address range, unwind table address, loader record, and the size and
+ * first and last entries of its search table). Each walk asks the loader
+ * once per image it meets whether that image is still there, and uses an
+ * entry only if the image holding the pc now has the entry's tag: after
+ * dlclose the entries of an unloaded image are never used again, even when
+ * another image is loaded at the same address. Unwind tables are assumed
+ * not to change while their image is loaded (they are read-only data).
+ * Slots are sequence locks: readers and writers in any number of threads,
+ * no lock, no waiting; a capture in a signal handler that interrupts a
+ * writer on its own thread misses that slot and takes the slow path (the
+ * cache is async-signal-safe). A fork while another thread writes a slot
+ * leaves that one slot unused in the child. Frames the cache does not hold,
+ * or whose rules it cannot hold (signal frames, DWARF expressions), take
+ * the full walk; the result is the same either way, load for load.
+ *
  * Thread-safety: all capture functions may run in any number of threads at
- * once. The only state the library keeps is a per-thread cache of the
- * thread's stack bounds (fp and cfi), and the crash handler's configuration
- * and image snapshot (set by btp_crash_install()).
+ * once. The state the library keeps: a per-thread cache of the thread's
+ * stack bounds (fp and cfi), the cfi cache above, the functions the libgcc
+ * and glibc methods resolved (set once), and the crash handler's
+ * configuration and image snapshot (set by btp_crash_install()).
  */
 #ifndef BTPACK_CAPTURE_H
 #define BTPACK_CAPTURE_H
@@ -162,8 +194,19 @@ BTP_API btp_status btp_capture_method_parse(const char *name, btp_capture_method
 BTP_API int btp_capture_method_available(btp_capture_method method);
 
 /* The method DEFAULT stands for in this build (for btp_capture() and
- * friends; the crash handler's default is cfi): libgcc, else cfi, else
- * libunwind, else glibc, else fp. Async-signal-safe. */
+ * friends; the crash handler's default is cfi too): cfi, else libgcc, else
+ * libunwind, else glibc, else fp. Why cfi: of the methods that keep whole
+ * stacks through code without frame pointers (all of a stock Debian
+ * system) it is the fastest on repeated captures (bench/README.md, section
+ * "Stack capture": ~10 ns a frame, 1.4-1.6x unw_backtrace; libgcc and
+ * glibc ~100), it is built in (libunwind is an optional dependency),
+ * async-signal-safe where the C library has _dl_find_object, and it ends
+ * walks on corrupt stacks instead of faulting (libgcc and glibc read
+ * whatever a corrupt stack points at). Where the C library lacks
+ * _dl_find_object (glibc < 2.35) cfi finds images with dl_iterate_phdr, as
+ * libgcc and libunwind do: there no method that reads unwind tables is
+ * async-signal-safe, and fp is the one for signal handlers.
+ * Async-signal-safe. */
 BTP_API btp_capture_method btp_capture_method_default(void);
 
 /* Path of the shared object whose code implements `method` (to check which

@@ -16,35 +16,15 @@
 /* Collector                                                            */
 /* ------------------------------------------------------------------ */
 
-void btp_collector_init(btp_collector *c, btp_frame *out, size_t cap, uintptr_t anchor,
-                        const btp_capture_options *opt)
-{
-    c->out = out;
-    c->cap = cap;
-    /* One slot is kept for the omit; a single slot holds just the innermost
-     * frame. */
-    c->ring_cap = cap < 2 ? 0 : (cap - 1) / 2;
-    c->head_cap = cap < 2 ? cap : cap - 1 - c->ring_cap;
-    c->head_n = 0;
-    c->ring_total = 0;
-    c->anchor = anchor;
-    c->seeking = anchor != 0;
-    c->drop_unanchored = 0;
-    c->pending_n = 0;
-    c->skip = opt ? opt->snip_pre : 0;
-    c->snip_post = opt ? opt->snip_post : 0;
-    c->walked = 0;
-    c->n_seg = 0;
-}
-
 void btp_collector_anchor(btp_collector *c, uintptr_t anchor, int drop_unanchored)
 {
     c->anchor = anchor;
     c->seeking = 1;
     c->drop_unanchored = drop_unanchored;
+    c->fast_end = 0; /* only before the first frame: nothing went the fast way */
 }
 
-int btp_collector_cfa(btp_collector *c, uintptr_t cfa, int may_switch)
+int btp_collector_cfa_slow(btp_collector *c, uintptr_t cfa, int may_switch)
 {
     if (c->n_seg == 0) {
         c->seg_lo[0] = c->seg_hi[0] = cfa;
@@ -66,17 +46,37 @@ int btp_collector_cfa(btp_collector *c, uintptr_t cfa, int may_switch)
     return 1;
 }
 
+/* The stack has more than lin_cap (cap-1) frames, so it will be shortened:
+ * the ring_cap frames kept in order past the head become the ring's, a
+ * full ring whose oldest frame is the next one overwritten. The fast paths
+ * end here (the frames they stored still count as walked). */
+static void spill(btp_collector *c)
+{
+    if (c->fast_end)
+        c->walked += (uint64_t)(c->head_n - c->fast_from);
+    c->fast_end = 0;
+    memmove(c->out + c->head_cap + 1, c->out + c->head_cap, c->ring_cap * sizeof *c->out);
+    c->head_n = c->head_cap;
+    c->ring_pos = 0;
+    c->ring_total = c->ring_cap;
+}
+
 static void keep(btp_collector *c, uintptr_t addr)
 {
     if (c->skip > 0) {
         c->skip--;
+        btp_collector_go_fast(c);
         return;
     }
     btp_frame f = {(uint64_t)addr, BTP_FRAME_RA};
-    if (c->head_n < c->head_cap) {
+    if (c->ring_total == 0 && c->head_n < c->lin_cap) {
         c->out[c->head_n++] = f;
     } else if (c->ring_cap > 0) {
-        c->out[c->head_cap + 1 + (size_t)(c->ring_total % c->ring_cap)] = f;
+        if (c->ring_total == 0)
+            spill(c);
+        c->out[c->head_cap + 1 + c->ring_pos] = f;
+        if (++c->ring_pos == c->ring_cap)
+            c->ring_pos = 0;
         c->ring_total++;
     } else {
         c->ring_total++; /* no ring: counted only, reported as nothing */
@@ -89,17 +89,21 @@ static void flush_pending(btp_collector *c)
         keep(c, c->pending[i]);
     c->pending_n = 0;
     c->seeking = 0;
+    btp_collector_go_fast(c);
 }
 
 int btp_collector_push(btp_collector *c, uintptr_t addr)
 {
-    if (c->walked >= BTP_CAPTURE_MAX_WALK)
+    /* Frames that went the fast way count too. */
+    uint64_t fast = c->fast_end ? (uint64_t)(c->head_n - c->fast_from) : 0;
+    if (c->walked + fast >= BTP_CAPTURE_MAX_WALK)
         return 0;
     c->walked++;
     if (c->seeking) {
         if (addr == c->anchor) {
             c->seeking = 0;
             c->pending_n = 0;
+            btp_collector_go_fast(c);
         } else if (c->pending_n < BTP_CAPTURE_SEEK_MAX) {
             c->pending[c->pending_n++] = addr;
             return 1;
@@ -127,7 +131,7 @@ static void reverse(btp_frame *f, size_t n)
     }
 }
 
-size_t btp_collector_finish(btp_collector *c)
+size_t btp_collector_finish_slow(btp_collector *c)
 {
     if (c->seeking) {
         if (c->drop_unanchored) {
@@ -144,7 +148,7 @@ size_t btp_collector_finish(btp_collector *c)
     size_t r = (size_t)stored;
     if (c->ring_total > c->ring_cap && c->ring_cap > 0) {
         /* The ring wrapped: rotate so the oldest frame comes first. */
-        size_t start = (size_t)(c->ring_total % c->ring_cap);
+        size_t start = c->ring_pos;
         reverse(ring, start);
         reverse(ring + start, r - start);
         reverse(ring, r);
@@ -201,7 +205,10 @@ btp_status btp_capture_method_parse(const char *name, btp_capture_method *out)
     return BTP_E_SYNTAX;
 }
 
-int btp_capture_method_available(btp_capture_method method)
+/* The bodies of btp_capture_method_available and _default, for the
+ * library's own calls (the exported functions are reached through the
+ * PLT). */
+static int method_available(btp_capture_method method)
 {
     switch (method) {
     case BTP_CAPTURE_DEFAULT:
@@ -224,14 +231,27 @@ int btp_capture_method_available(btp_capture_method method)
     return 0;
 }
 
-btp_capture_method btp_capture_method_default(void)
+/* cfi first: the fastest that keeps whole stacks through code without
+ * frame pointers (all of a stock Debian system), and async-signal-safe
+ * where the C library has _dl_find_object (capture.h has the figures). */
+static btp_capture_method method_default(void)
 {
-    static const btp_capture_method order[] = {BTP_CAPTURE_LIBGCC, BTP_CAPTURE_CFI,
+    static const btp_capture_method order[] = {BTP_CAPTURE_CFI, BTP_CAPTURE_LIBGCC,
                                                BTP_CAPTURE_LIBUNWIND, BTP_CAPTURE_GLIBC};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-        if (btp_capture_method_available(order[i]))
+        if (method_available(order[i]))
             return order[i];
     return BTP_CAPTURE_FP;
+}
+
+int btp_capture_method_available(btp_capture_method method)
+{
+    return method_available(method);
+}
+
+btp_capture_method btp_capture_method_default(void)
+{
+    return method_default();
 }
 
 const char *btp_capture_method_library(btp_capture_method method)
@@ -300,10 +320,10 @@ static btp_status resolve(const btp_capture_options *opt, btp_capture_method *m)
     if (opt && !btp_reserved_clear(opt->reserved))
         return BTP_E_UNSUPPORTED;
     if (*m == BTP_CAPTURE_DEFAULT)
-        *m = btp_capture_method_default();
-    if (!btp_capture_method_name(*m))
+        *m = method_default();
+    if ((unsigned)*m > BTP_CAPTURE_LAST)
         return BTP_E_INVALID_ARGUMENT;
-    return btp_capture_method_available(*m) ? BTP_OK : BTP_E_NO_METHOD;
+    return method_available(*m) ? BTP_OK : BTP_E_NO_METHOD;
 }
 
 /* Resolve the method and start a collector keeping frames from `anchor`. */
@@ -319,8 +339,8 @@ static btp_status begin(const btp_capture_options *opt, btp_capture_method *m, b
 /* Run method m into c. For the current thread (uc NULL) `here` is the frame
  * of the public entry point, whose saved frame pointer and return address
  * start the fp walk. */
-static btp_status run(btp_capture_method m, btp_collector *c, const void *uc, const btp_regs *here,
-                      const btp_capture_options *opt)
+static inline btp_status run(btp_capture_method m, btp_collector *c, const void *uc,
+                             const btp_regs *here, const btp_capture_options *opt)
 {
     unsigned flags = opt ? opt->flags : 0;
     const btp_stack_bounds *bounds = opt ? opt->bounds : NULL;
@@ -341,21 +361,42 @@ static btp_status run(btp_capture_method m, btp_collector *c, const void *uc, co
 }
 
 /* The current thread's capture; `ra` is the entry point's return address,
- * `fp` its frame (see btp_capture). */
-btp_status btp_capture_here_at(const btp_capture_options *opt, uintptr_t ra, uintptr_t fp,
-                               btp_frame *frames, size_t cap, size_t *n_out)
+ * `fp` its frame (see btp_capture). Inline into btp_capture: a call less
+ * on the fast path. */
+static inline __attribute__((always_inline)) btp_status here_at(const btp_capture_options *opt,
+                                                                uintptr_t ra, uintptr_t fp,
+                                 btp_frame *frames, size_t cap, size_t *n_out)
 {
     btp_capture_method m;
     btp_collector c;
-    btp_status st = begin(opt, &m, &c, frames, cap, ra);
+    btp_status st = resolve(opt, &m);
     if (st != BTP_OK)
         return st;
+    if (m == BTP_CAPTURE_FP && (!opt || (!opt->snip_pre && !opt->snip_post && !opt->bounds)) &&
+        btp_capture_fp_quick(frames, cap, fp, n_out))
+        return BTP_OK;
     /* The fp walk starts at the entry point's frame record, whose return
-     * address is the anchor: the first frame it reports is the anchor. */
-    btp_regs here = {0, fp, fp};
-    st = run(m, &c, NULL, &here, opt);
+     * address is the anchor: the first frame it reports is the anchor, so
+     * there is nothing to seek. */
+    btp_collector_init(&c, frames, cap, m == BTP_CAPTURE_FP ? 0 : ra, opt);
+    if (m == BTP_CAPTURE_CFI) {
+        /* The walk starts here, in the entry point's own frame (one frame
+         * less to walk than from inside the cfi method). */
+        btp_cfi_regs regs;
+        BTP_CFI_REGS_HERE(&regs);
+        st = btp_capture_cfi_from(&c, &regs, opt);
+    } else {
+        btp_regs here = {0, fp, fp};
+        st = run(m, &c, NULL, &here, opt);
+    }
     *n_out = btp_collector_finish(&c);
     return st;
+}
+
+btp_status btp_capture_here_at(const btp_capture_options *opt, uintptr_t ra, uintptr_t fp,
+                               btp_frame *frames, size_t cap, size_t *n_out)
+{
+    return here_at(opt, ra, fp, frames, cap, n_out);
 }
 
 /* The walk to fall back on when the chosen method failed: cfi (which
@@ -454,7 +495,7 @@ __attribute__((noinline)) btp_status btp_capture(const btp_capture_options *opt,
     if (!frames || !n_out || cap == 0)
         return BTP_E_INVALID_ARGUMENT;
     *n_out = 0;
-    btp_status st = btp_capture_here_at(opt, (uintptr_t)__builtin_return_address(0),
+    btp_status st = here_at(opt, (uintptr_t)__builtin_return_address(0),
                                  (uintptr_t)__builtin_frame_address(0), frames, cap, n_out);
     __asm__ volatile("" : "+r"(st) : : "memory");
     return st;
@@ -492,8 +533,11 @@ btp_status btp_capture_regs(const btp_capture_options *opt, const btp_regs *regs
     return st;
 }
 
-btp_status btp_capture_cbf_at(const btp_capture_options *opt, const void *ucontext,
-                              uintptr_t ra, uintptr_t fp, void *buf, size_t cap, size_t *len_out)
+/* The capture is made in this function's own frame (here_at inlined): for
+ * the unwinders, one library frame to walk, as for btp_capture(). */
+__attribute__((noinline)) btp_status btp_capture_cbf(const btp_capture_options *opt,
+                                                      const void *ucontext, void *buf, size_t cap,
+                                                      size_t *len_out)
 {
     if (!buf || !len_out || cap < 2)
         return BTP_E_INVALID_ARGUMENT;
@@ -504,20 +548,14 @@ btp_status btp_capture_cbf_at(const btp_capture_options *opt, const void *uconte
     if (ucontext)
         st = capture_context(opt, ucontext, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n);
     else
-        st = btp_capture_here_at(opt, ra, fp, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n);
+        st = here_at(opt, (uintptr_t)__builtin_return_address(0),
+                     (uintptr_t)__builtin_frame_address(0), frames, BTP_CAPTURE_CBF_MAX_FRAMES,
+                     &n);
     size_t len = 0;
     btp_status est = btp_cbf_encode(frames, n, 0, (unsigned)(8 * sizeof(void *)),
                                     BTP_CBF_ENC_TRUNCATE_ON_FULL, buf, cap, &len, NULL);
     *len_out = len;
-    return st != BTP_OK ? st : est;
-}
-
-__attribute__((noinline)) btp_status btp_capture_cbf(const btp_capture_options *opt,
-                                                      const void *ucontext, void *buf, size_t cap,
-                                                      size_t *len_out)
-{
-    btp_status st = btp_capture_cbf_at(opt, ucontext, (uintptr_t)__builtin_return_address(0),
-                                       (uintptr_t)__builtin_frame_address(0), buf, cap, len_out);
+    st = st != BTP_OK ? st : est;
     __asm__ volatile("" : "+r"(st) : : "memory");
     return st;
 }

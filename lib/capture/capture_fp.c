@@ -79,6 +79,14 @@ int btp_capture_stack_region(uintptr_t addr, unsigned flags, btp_stack_bounds *o
     return thread_bounds(addr, flags, out) == BTP_OK;
 }
 
+int btp_capture_known_stack(uintptr_t addr, btp_stack_bounds *out)
+{
+    if (thread_stack.hi == 0 || !inside(&thread_stack, addr))
+        return 0;
+    *out = thread_stack;
+    return 1;
+}
+
 void btp_capture_cache_thread_bounds(void)
 {
     btp_stack_bounds t;
@@ -98,6 +106,75 @@ static int record_ok(const btp_stack_bounds *r, uintptr_t f)
 __attribute__((no_sanitize_address)) static uintptr_t load(uintptr_t a)
 {
     return *(const volatile uintptr_t *)a;
+}
+
+/* x rotated right by log2(WORD) bits. */
+static inline uintptr_t rotr_word(uintptr_t x)
+{
+    const unsigned k = WORD == 8 ? 3 : 2, bits = 8 * (unsigned)WORD;
+    return (x >> k) | (x << (bits - k));
+}
+
+/*
+ * The walk while frames go straight into the head: records from f on,
+ * their return addresses stored at *o (up to o_end). A record is read if it
+ * lies in the region (word-aligned, at or above lo_a, at most at lim) and
+ * above the last one read (*prev). All of that is one comparison: lim - f
+ * rotated right by the alignment's bits is f's distance below lim in words
+ * when f is aligned and at most lim, and at least 2^61 otherwise (a
+ * misaligned f puts its low bits at the top, one above lim wraps around);
+ * it must be smaller than the previous record's distance (k), which starts
+ * one word below lo_a (or at *prev). So the chain only climbs, and a zero
+ * frame pointer (below lo_a, or not above *prev) fails. Two records a pass:
+ * half the loop's own branches. Returns the record the general step goes
+ * on with (0: the chain ended).
+ */
+__attribute__((no_sanitize_address)) static inline uintptr_t fast_records(
+    const btp_stack_bounds *r, uintptr_t f, uintptr_t *prev, btp_frame **op,
+    btp_frame *const o_end, int *ended)
+{
+    *ended = 0;
+    const uintptr_t lo_a = (r->lo + WORD - 1) & ~(WORD - 1);
+    const uintptr_t lim = r->hi >= 2 * WORD ? (r->hi - 2 * WORD) & ~(WORD - 1) : 0;
+    btp_frame *o = *op;
+    if (lim < lo_a || lo_a < r->lo || o_end - o < 2)
+        return f;
+    const uintptr_t last = *prev;
+    uintptr_t k = (lim - lo_a) / WORD + 1;
+    if (last >= lo_a) /* above it: f > last is lim - f < lim - last */
+        k = last > lim ? 0 : (lim - last + WORD - 1) / WORD;
+    const uintptr_t k_start = k;
+    btp_frame *const o_last = o_end - 2; /* room for two from here */
+    uintptr_t ra = 0, k1;
+    for (;;) {
+        if (o > o_last)
+            break;
+        if ((k1 = rotr_word(lim - f)) >= k || (ra = load(f + WORD)) == 0)
+            goto end; /* the end (the general step sees it again) */
+        uintptr_t f1 = load(f);
+        o[0].value = (uint64_t)ra;
+        o[0].kind = BTP_FRAME_RA;
+        k = k1;
+        f = f1;
+        if ((k1 = rotr_word(lim - f)) >= k || (ra = load(f + WORD)) == 0) {
+            o += 1;
+            goto end;
+        }
+        f1 = load(f);
+        o[1].value = (uint64_t)ra;
+        o[1].kind = BTP_FRAME_RA;
+        o += 2;
+        k = k1;
+        f = f1;
+    }
+    if (0) {
+    end:
+        *ended = 1; /* a record failed the test, or a zero return address */
+    }
+    if (k != k_start)
+        *prev = lim - k * WORD; /* the last record read */
+    *op = o;
+    return f;
 }
 
 __attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
@@ -127,6 +204,16 @@ __attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
 
     uintptr_t prev = 0;
     for (;;) {
+        /* While frames go straight into the head: the checks of record_ok
+         * with the region's bounds in registers, the frame stored here. */
+        if (c->head_n < c->fast_end) {
+            btp_frame *o = c->out + c->head_n;
+            int ended;
+            f = fast_records(&r, f, &prev, &o, c->out + c->fast_end, &ended);
+            c->head_n = (size_t)(o - c->out);
+            if (f == 0)
+                return BTP_OK;
+        }
         if (!record_ok(&r, f) || f <= prev) {
             btp_stack_bounds t;
             if (!on_alt || given || inside(&r, f) || thread_bounds(f, flags, &t) != BTP_OK ||
@@ -144,6 +231,27 @@ __attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
         prev = f;
         f = next;
     }
+}
+
+int btp_capture_fp_quick(btp_frame *frames, size_t cap, uintptr_t fp, size_t *n_out)
+{
+    /* Only the thread's own stack, known already, and only a chain that
+     * ends before the frames the collector keeps in order run out (cap-1,
+     * its lin_cap for any cap of 2 or more): then the general walk would
+     * keep exactly these frames. */
+    if (thread_stack.hi == 0 || !inside(&thread_stack, fp) || cap < 2)
+        return 0;
+    size_t head = cap - 1;
+    btp_frame *o = frames;
+    uintptr_t prev = 0;
+    int ended;
+    fast_records(&thread_stack, fp, &prev, &o, frames + head, &ended);
+    if (!ended)
+        return 0;
+    *n_out = (size_t)(o - frames);
+    if (*n_out > 0)
+        frames[0].kind = BTP_FRAME_PC;
+    return 1;
 }
 
 btp_status btp_regs_from_context(const void *ucontext, btp_regs *regs)

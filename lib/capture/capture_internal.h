@@ -6,6 +6,22 @@
 
 #include "btp_config.h"
 
+#include <stdatomic.h>
+
+/* The symbol versions glibc's backtrace() has on each architecture (NULL:
+ * not known here; the method then runs the backtrace the link gave). */
+#if defined(__x86_64__)
+#define BTP_GLIBC_BACKTRACE_VERSION "GLIBC_2.2.5"
+#elif defined(__i386__)
+#define BTP_GLIBC_BACKTRACE_VERSION "GLIBC_2.1"
+#elif defined(__aarch64__)
+#define BTP_GLIBC_BACKTRACE_VERSION "GLIBC_2.17"
+#elif defined(__arm__)
+#define BTP_GLIBC_BACKTRACE_VERSION "GLIBC_2.4"
+#else
+#define BTP_GLIBC_BACKTRACE_VERSION NULL
+#endif
+
 /* libunwind can start from a signal's ucontext_t where its context type is
  * that very struct (x86_64); elsewhere it unwinds through the signal frame
  * from where it is called, like libgcc. */
@@ -19,8 +35,11 @@
  * Where a walker puts the addresses it finds, innermost first. It drops the
  * frames above the anchor, applies snip_pre, keeps the head of the stack in
  * out[0..head_cap) and the tail in a ring at out[head_cap+1..cap), counting
- * what falls out of the ring. No allocation, no libc: usable in signal
- * handlers.
+ * what falls out of the ring. Until a stack proves deeper than cap-1 frames
+ * (when it is kept whole) the frames go on in order past head_cap, up to
+ * lin_cap, which the walkers' fast paths fill; the frame after those moves
+ * the ones past head_cap into the ring (btp_collector_push). No
+ * allocation, no libc: usable in signal handlers.
  */
 /* The highest method number. */
 #define BTP_CAPTURE_LAST BTP_CAPTURE_CFI
@@ -31,31 +50,93 @@
 
 typedef struct btp_collector {
     btp_frame *out;
+    size_t head_n;
+    /* Frames may go straight into out[head_n..fast_end) (no anchor to
+     * seek, no snip_pre left): btp_collector_add()'s inline path. 0 until
+     * then. */
+    size_t fast_end;
+    size_t fast_from;     /* head_n when that began (for the walk's count) */
     size_t cap;
     size_t head_cap;
-    size_t head_n;
+    size_t lin_cap;       /* frames kept in order before the ring is used */
     size_t ring_cap;
+    size_t ring_pos;      /* where the next ring frame goes */
     uint64_t ring_total;  /* frames pushed into the ring, including overwritten ones */
     uintptr_t anchor;     /* first frame to keep; 0: keep from the start */
     int seeking;          /* still looking for the anchor */
     int drop_unanchored;  /* anchor not found: keep nothing (caller falls back) */
-    uintptr_t pending[BTP_CAPTURE_SEEK_MAX];
-    size_t pending_n;
     unsigned skip;        /* snip_pre still to drop */
     unsigned snip_post;
-    uint64_t walked;      /* frames pushed (bounds the walk) */
+    uint64_t walked;      /* frames pushed the slow way (with the fast ones, bounds the walk) */
     /* Stretches of stack the walk has covered (see btp_collector_cfa). */
+    unsigned n_seg;
     uintptr_t seg_lo[BTP_COLLECTOR_SEGMENTS];
     uintptr_t seg_hi[BTP_COLLECTOR_SEGMENTS];
-    unsigned n_seg;
+    size_t pending_n;
+    uintptr_t pending[BTP_CAPTURE_SEEK_MAX];
 } btp_collector;
 
-void btp_collector_init(btp_collector *c, btp_frame *out, size_t cap, uintptr_t anchor,
-                        const btp_capture_options *opt);
+/* Frames may go straight into the head once nothing is sought or
+ * skipped any more, and while the ring is not in use. */
+static inline void btp_collector_go_fast(btp_collector *c)
+{
+    if (!c->seeking && c->skip == 0 && c->fast_end == 0 && c->ring_total == 0) {
+        c->fast_end = c->lin_cap;
+        c->fast_from = c->head_n;
+    }
+}
+
+static inline void btp_collector_init(btp_collector *c, btp_frame *out, size_t cap,
+                                      uintptr_t anchor, const btp_capture_options *opt)
+{
+    c->out = out;
+    c->cap = cap;
+    /* One slot is kept for the omit; a single slot holds just the innermost
+     * frame. */
+    c->ring_cap = cap < 2 ? 0 : (cap - 1) / 2;
+    c->head_cap = cap < 2 ? cap : cap - 1 - c->ring_cap;
+    c->lin_cap = c->ring_cap > 0 ? cap - 1 : c->head_cap;
+    c->head_n = 0;
+    c->fast_end = 0;
+    c->fast_from = 0;
+    c->ring_pos = 0;
+    c->ring_total = 0;
+    c->anchor = anchor;
+    c->seeking = anchor != 0;
+    c->drop_unanchored = 0;
+    c->pending_n = 0;
+    c->skip = opt ? opt->snip_pre : 0;
+    c->snip_post = opt ? opt->snip_post : 0;
+    c->walked = 0;
+    c->n_seg = 0;
+    btp_collector_go_fast(c);
+}
 /* Returns non-zero while the walker should go on. */
 int btp_collector_push(btp_collector *c, uintptr_t addr);
+/* btp_collector_push, with the usual case (the frame goes into the head
+ * as it is) inline. */
+static inline int btp_collector_add(btp_collector *c, uintptr_t addr)
+{
+    size_t n = c->head_n;
+    if (n < c->fast_end) {
+        c->out[n].value = (uint64_t)addr;
+        c->out[n].kind = BTP_FRAME_RA;
+        c->head_n = n + 1;
+        return 1;
+    }
+    return btp_collector_push(c, addr);
+}
 /* Lay the result out in order; returns the number of frames. */
-size_t btp_collector_finish(btp_collector *c);
+size_t btp_collector_finish_slow(btp_collector *c);
+static inline size_t btp_collector_finish(btp_collector *c)
+{
+    if (c->ring_total != 0 || c->snip_post != 0 || c->seeking)
+        return btp_collector_finish_slow(c);
+    /* All in the head (the usual case). */
+    if (c->head_n > 0 && c->out[0].kind == BTP_FRAME_RA)
+        c->out[0].kind = BTP_FRAME_PC;
+    return c->head_n;
+}
 /* Non-zero if the anchor was looked for and never seen. */
 int btp_collector_missed_anchor(const btp_collector *c);
 /* Keep frames only from `anchor` on (which may be 0: a pc of 0 is a frame
@@ -69,12 +150,16 @@ void btp_collector_anchor(btp_collector *c, uintptr_t anchor, int drop_unanchore
  * it (the walk moved to another stack, at most BTP_COLLECTOR_SEGMENTS
  * times); anything else is a cycle and the walker must stop.
  */
-int btp_collector_cfa(btp_collector *c, uintptr_t cfa, int may_switch);
-
-/* btp_capture_cbf() with the anchor (return address) and frame of the
- * public entry point the caller is in. */
-btp_status btp_capture_cbf_at(const btp_capture_options *opt, const void *ucontext,
-                              uintptr_t ra, uintptr_t fp, void *buf, size_t cap, size_t *len_out);
+int btp_collector_cfa_slow(btp_collector *c, uintptr_t cfa, int may_switch);
+static inline int btp_collector_cfa(btp_collector *c, uintptr_t cfa, int may_switch)
+{
+    /* The usual case: one stretch, walked upwards. */
+    if (c->n_seg == 1 && cfa > c->seg_hi[0]) {
+        c->seg_hi[0] = cfa;
+        return 1;
+    }
+    return btp_collector_cfa_slow(c, cfa, may_switch);
+}
 
 /* btp_capture() for a public entry point whose return address is `ra` and
  * frame `fp` (the anchor: frames above it are the library's own). */
@@ -103,17 +188,31 @@ int btp_capture_stack_region(uintptr_t addr, unsigned flags, btp_stack_bounds *o
 btp_status btp_stack_region_of(uintptr_t addr, btp_stack_bounds *out);
 /* The readable, executable mapping holding addr, likewise. */
 btp_status btp_code_region_of(uintptr_t addr, btp_stack_bounds *out);
+/* The calling thread's stack bounds if remembered already and holding
+ * addr: 1 with *out set (async-signal-safe: a thread-local read). */
+int btp_capture_known_stack(uintptr_t addr, btp_stack_bounds *out);
 /* Remember the calling thread's stack bounds (not async-signal-safe). */
 void btp_capture_cache_thread_bounds(void);
 
 /* The walkers. `uc` is a ucontext_t or NULL (current thread). */
 btp_status btp_capture_fp_walk(btp_collector *c, const btp_regs *regs,
                                const btp_stack_bounds *bounds, unsigned flags);
+/* The fp walk of the current thread from the entry point's frame fp,
+ * straight into frames, when it can be done without the collector: 1 with
+ * *n_out set if the result is what the collector would give with no snip
+ * (the chain ends inside the head, on the thread's known stack), else 0
+ * (frames then hold garbage: walk again). */
+int btp_capture_fp_quick(btp_frame *frames, size_t cap, uintptr_t fp, size_t *n_out);
 btp_status btp_capture_libgcc(btp_collector *c, const void *uc);
 btp_status btp_capture_libunwind(btp_collector *c, const void *uc);
 btp_status btp_capture_glibc(btp_collector *c, const void *uc);
 /* Make the method's first call now (it may load libraries). */
 void btp_capture_preload(btp_capture_method method);
+/* `symbol` with symbol version `version` (dlvsym over the process's
+ * libraries: the definition of that version, not whichever library's the
+ * plain lookup finds first), or NULL when no loaded library has it (a
+ * static program) or version is NULL. Not async-signal-safe. */
+void *btp_capture_lookup(const char *symbol, const char *version);
 /* Address of a function of the method's unwinder (for dladdr), or NULL. */
 const void *btp_capture_libgcc_symbol(void);
 const void *btp_capture_libunwind_symbol(void);

@@ -17,6 +17,9 @@
  */
 #include "capture/cfi.h"
 
+#include "capture/cfi_cache.h"
+#include "common/compiler.h"
+
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
@@ -47,6 +50,7 @@ enum {
 #define EXPR_STEPS 256      /* operations per expression (bra can loop) */
 #define ALIGN_MAX 0x10000u  /* code/data alignment factors */
 #define CACHE_N 4           /* rows remembered per walk (recursion repeats them) */
+#define SEEN_N 8            /* images remembered per walk (with a layout cache) */
 
 /* ------------------------------------------------------------------ */
 /* A bounded reader with a sticky error flag                           */
@@ -242,10 +246,23 @@ typedef struct cached {
     uint8_t signal;
 } cached;
 
+/* An image the walk has asked the environment for, with its cache tag. */
+typedef struct seen {
+    btp_cfi_image img;
+    uint32_t tag;
+} seen;
+
 typedef struct walk {
     prog pg;
     cached cache[CACHE_N];
     unsigned next_slot;
+    /* With a layout cache: the images found so far, and the last stretch
+     * of stack the environment vouched for (rhi 0: none). */
+    seen img[SEEN_N];
+    unsigned n_img, next_img;
+    uintptr_t rlo, rhi;
+    btp_cfi_slot *slots; /* the cache's, and its mask */
+    size_t mask;
 } walk;
 
 static uint64_t bit(unsigned r)
@@ -548,13 +565,48 @@ static int parse_cie(const btp_cfi_image *img, uintptr_t at, cie *ci)
     return 1;
 }
 
-/* The FDE for `pc` through .eh_frame_hdr's sorted table: 1 and its
- * address, or 0. */
-static int find_fde(const btp_cfi_image *img, uintptr_t pc, uintptr_t *fde)
+/* .eh_frame_hdr's search table: where its entries start, how many, how
+ * wide each field is (4 or 8 bytes), and whether signed. 1, or 0 when there
+ * is no table we can search. */
+typedef struct table {
+    uintptr_t at;
+    uint64_t count;
+    unsigned size;
+    int sgn;
+} table;
+
+static int table_of_any(const btp_cfi_image *img, table *t);
+
+static inline int table_of(const btp_cfi_image *img, table *t)
 {
     uintptr_t h = img->eh_hdr;
     if (!h || h < img->lo || h >= img->hi)
         return 0;
+    if (img->hi - h >= 12) {
+        /* What GNU ld and lld write: version 1, a 4-byte pc-relative frame
+         * pointer, a 4-byte count, 4-byte signed datarel entries. */
+        uint8_t b[4];
+        uint32_t count;
+        memcpy(b, (const void *)h, 4);
+        memcpy(&count, (const void *)(h + 8), 4);
+        if (b[0] == 1 && b[1] == (PE_PCREL | PE_SDATA4) && b[2] == PE_UDATA4 &&
+            b[3] == (PE_DATAREL | PE_SDATA4)) {
+            if (count == 0 || count > (img->hi - h - 12) / 8)
+                return 0;
+            t->at = h + 12;
+            t->count = count;
+            t->size = 4;
+            t->sgn = 1;
+            return 1;
+        }
+    }
+    return table_of_any(img, t);
+}
+
+/* table_of() for any encoding the reader understands. */
+static BTP_NOINLINE int table_of_any(const btp_cfi_image *img, table *t)
+{
+    uintptr_t h = img->eh_hdr;
     rd r = {h, img->hi, 0};
     if (u8(&r) != 1)
         return 0;
@@ -562,36 +614,52 @@ static int find_fde(const btp_cfi_image *img, uintptr_t pc, uintptr_t *fde)
     if (ptr_enc == PE_OMIT || cnt_enc == PE_OMIT || tab_enc == PE_OMIT)
         return 0;
     (void)enc(&r, ptr_enc, h, 1);
-    uint64_t count = enc(&r, cnt_enc, h, 1);
-    unsigned size;
+    t->count = enc(&r, cnt_enc, h, 1);
     switch (tab_enc) {
     case PE_DATAREL | PE_SDATA4:
-    case PE_DATAREL | PE_UDATA4: size = 4; break;
+    case PE_DATAREL | PE_UDATA4: t->size = 4; break;
     case PE_DATAREL | PE_SDATA8:
-    case PE_DATAREL | PE_UDATA8: size = 8; break;
+    case PE_DATAREL | PE_UDATA8: t->size = 8; break;
     default: return 0; /* not a searchable table */
     }
-    if (r.bad || count == 0 || count > (r.end - r.p) / (2 * size))
+    if (r.bad || t->count == 0 || t->count > (r.end - r.p) / (2 * t->size))
         return 0;
-    uintptr_t table = r.p;
-    int sgn = (tab_enc & 0x08) != 0;
-#define ENTRY(i, k)                                                                            \
-    (size == 4 ? (sgn ? (uintptr_t)(int32_t)fixed(&(rd){table + (i) * 8 + (k) * 4, img->hi, 0}, 4) \
-                      : (uintptr_t)fixed(&(rd){table + (i) * 8 + (k) * 4, img->hi, 0}, 4))     \
-               : (uintptr_t)fixed(&(rd){table + (i) * 16 + (k) * 8, img->hi, 0}, 8))
+    t->at = r.p;
+    t->sgn = (tab_enc & 0x08) != 0;
+    return 1;
+}
+
+/* Field k (0: initial location, 1: FDE address) of entry i, relative to
+ * .eh_frame_hdr (i < count: inside the image). */
+static uintptr_t entry(const btp_cfi_image *img, const table *t, uint64_t i, unsigned k)
+{
+    rd r = {t->at + (uintptr_t)(i * 2 * t->size) + k * t->size, img->hi, 0};
+    uint64_t v = fixed(&r, t->size);
+    if (t->size == 4)
+        return t->sgn ? (uintptr_t)(int32_t)v : (uintptr_t)v;
+    return (uintptr_t)v;
+}
+
+/* The FDE for `pc` through .eh_frame_hdr's sorted table: 1 and its
+ * address, or 0. */
+static int find_fde(const btp_cfi_image *img, uintptr_t pc, uintptr_t *fde)
+{
+    table t;
+    if (!table_of(img, &t))
+        return 0;
+    uintptr_t h = img->eh_hdr;
     /* The last entry whose initial location is <= pc. */
-    uint64_t lo = 0, hi = count;
+    uint64_t lo = 0, hi = t.count;
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (h + ENTRY(mid, 0) <= pc)
+        if (h + entry(img, &t, mid, 0) <= pc)
             lo = mid;
         else
             hi = mid;
     }
-    if (h + ENTRY(lo, 0) > pc)
+    if (h + entry(img, &t, lo, 0) > pc)
         return 0;
-    *fde = h + ENTRY(lo, 1);
-#undef ENTRY
+    *fde = h + entry(img, &t, lo, 1);
     return 1;
 }
 
@@ -832,16 +900,386 @@ static int eval(const btp_cfi_env *env, const rule *e, const btp_cfi_regs *regs,
 /* One step                                                             */
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* The layout cache (cfi_cache.h)                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A packed layout: a row whose every rule is one of: same value, undefined,
+ * saved at CFA + k words (|k| < 128), with the CFA a register plus a 32-bit
+ * offset, the stack pointer the CFA, the return address saved, not a signal
+ * frame, at most FAST_MAX_SAVED other registers saved; or any row whose
+ * return address is undefined (it ends the walk whatever else it says).
+ * Unwinding with it does what apply() does with the row, load for load.
+ *  w[0] the pc looked up
+ *  w[1] bits 0-31 the image's tag, 32-39 the CFA's register, 40-47 the
+ *       return-address column, 48-51 the number of other saved registers
+ *       (not the return address, not the frame pointer), 55 the row ends
+ *       the walk
+ *  w[2] bits 0-31 the CFA's offset; then a signed byte each, in words from
+ *       the CFA: the return address's slot, the frame pointer's (-128: not
+ *       saved), the lowest and the highest of all saved registers' slots
+ *  w[3] bits 0-31 the registers that stay known (all but the undefined
+ *       ones), 32-63 the registers known afterwards (the saved ones and the
+ *       stack pointer)
+ *  w[4] the other saved registers' numbers, a byte each
+ *  w[5] their offsets in words, a signed byte each
+ * (the frame's first words are what a frame with no other saved register
+ * needs.)
+ */
+#define FAST_MAX_SAVED 8
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* What identifies an image for the cache: where it is, its unwind table
+ * and loader record (a new object at the same place has another record, or
+ * the same one for the same file), and the size and ends of its search
+ * table (so a different file put where an unloaded one was, with a record
+ * at the same address, still differs). Never 0. */
+static uint32_t image_tag(const btp_cfi_image *img)
+{
+    uint64_t h = img->lo + img->hi * 0x9e3779b97f4a7c15ull + img->eh_hdr * 0xc2b2ae3d27d4eb4full +
+                 img->id * 0x165667b19e3779f9ull + img->dbase * 0xd6e8feb86659fd93ull +
+                 (img->text_lo ^ img->text_hi) * 0xff51afd7ed558ccdull;
+    table t;
+    if (table_of(img, &t)) {
+        /* the first and last entries (inside the image: table_of checked
+         * the count), 4 or 8 bytes a field */
+        uint64_t first[2] = {0, 0}, last[2] = {0, 0};
+        uintptr_t end = t.at + (uintptr_t)((t.count - 1) * 2 * t.size);
+        if (t.size == 4) {
+            memcpy(first, (const void *)t.at, 8);
+            memcpy(last, (const void *)end, 8);
+        } else {
+            memcpy(first, (const void *)t.at, 16);
+            memcpy(last, (const void *)end, 16);
+        }
+        h ^= t.count * 0xbf58476d1ce4e5b9ull + first[0] * 0x94d049bb133111ebull +
+             first[1] * 0x9e3779b97f4a7c15ull + last[0] * 0xc2b2ae3d27d4eb4full +
+             last[1] * 0x165667b19e3779f9ull;
+    }
+    h = mix64(h);
+    uint32_t tag = (uint32_t)(h ^ (h >> 32));
+    return tag ? tag : 1;
+}
+
+/* Pack rw (the row for `look`) if it qualifies; 1 if it did. */
+static int pack(const row *rw, unsigned ra, uint8_t signal, uintptr_t look, uint32_t tag,
+                btp_cfi_fast *f)
+{
+    memset(f, 0, sizeof *f);
+    f->w[0] = (uint64_t)look;
+    f->w[1] = tag | (uint64_t)ra << 40;
+    if (rw->r[ra].kind == R_UNDEF) {
+        f->w[1] |= (uint64_t)1 << 55;
+        return 1;
+    }
+#if defined(__aarch64__)
+    if (rw->ra_signed)
+        return 0;
+#endif
+    if (signal || rw->cfa.kind != R_REG || rw->cfa.v > INT32_MAX || rw->cfa.v < INT32_MIN ||
+        rw->r[BTP_CFI_SP].kind != R_SAME || rw->r[ra].kind != R_OFFSET || ra == BTP_CFI_FP)
+        return 0;
+    uint8_t reg[16] = {0}, ra_off = 0, fp_off = 0x80;
+    int8_t off[16] = {0}, lo = 127, hi = -128;
+    unsigned n = 0;
+    uint32_t undef = 0, saved = 0;
+    for (unsigned i = 0; i < BTP_CFI_NREG; i++) {
+        const rule *u = &rw->r[i];
+        switch (u->kind) {
+        case R_SAME: break;
+        case R_UNDEF: undef |= (uint32_t)1 << i; break;
+        case R_OFFSET: {
+            if (u->v % (intptr_t)W != 0 || u->v / (intptr_t)W < -127 || u->v / (intptr_t)W > 127)
+                return 0;
+            int8_t k = (int8_t)(u->v / (intptr_t)W);
+            lo = k < lo ? k : lo;
+            hi = k > hi ? k : hi;
+            saved |= (uint32_t)1 << i;
+            if (i == ra) {
+                ra_off = (uint8_t)k;
+            } else if (i == BTP_CFI_FP) {
+                fp_off = (uint8_t)k;
+            } else {
+                if (n == FAST_MAX_SAVED)
+                    return 0;
+                reg[n] = (uint8_t)i;
+                off[n++] = k;
+            }
+            break;
+        }
+        default: return 0;
+        }
+    }
+    f->w[1] |= (uint64_t)rw->cfa.reg << 32 | (uint64_t)n << 48;
+    f->w[2] = (uint64_t)(uint32_t)(int32_t)rw->cfa.v | (uint64_t)ra_off << 32 |
+              (uint64_t)fp_off << 40 | (uint64_t)(uint8_t)lo << 48 | (uint64_t)(uint8_t)hi << 56;
+    f->w[3] = (uint64_t)(uint32_t)~undef | (uint64_t)(saved | (uint32_t)1 << BTP_CFI_SP) << 32;
+    memcpy(&f->w[4], reg, 8);
+    memcpy(&f->w[5], off, 8);
+    return 1;
+}
+
 enum { STEP_OK, STEP_END, STEP_FAIL, STEP_NO_INFO };
 
-#if defined(__aarch64__)
-static uintptr_t strip_pac(uintptr_t a)
+/* With a cache: the image holding `look` (and its tag) among those this
+ * walk has found, else from the environment (asked once per image and
+ * walk); NULL if none holds it. */
+static const seen *seen_image(walk *wk, const btp_cfi_env *env, uintptr_t look)
 {
-    register uintptr_t x30 __asm__("x30") = a;
-    __asm__("hint 7" : "+r"(x30)); /* xpaclri: a no-op where there is no PAC */
-    return x30;
+    for (unsigned i = 0; i < wk->n_img; i++) {
+        const seen *sn = &wk->img[i];
+        if (look >= sn->img.lo && look < sn->img.hi)
+            return sn;
+    }
+    btp_cfi_image img;
+    if (!env->find(env->ctx, look, &img))
+        return NULL;
+    unsigned i = wk->n_img < SEEN_N ? wk->n_img++ : wk->next_img++ % SEEN_N;
+    seen *sn = &wk->img[i];
+    sn->img = img;
+    sn->tag = image_tag(&img);
+    return sn;
+}
+
+/* The image holding `look` and its tag (0 without a cache), or NULL: with a
+ * cache, as seen_image(); without, from the environment into *scratch. */
+static const btp_cfi_image *find_image(walk *wk, const btp_cfi_env *env, uintptr_t look,
+                                       btp_cfi_image *scratch, uint32_t *tag)
+{
+    if (!env->cache) {
+        *tag = 0;
+        return env->find(env->ctx, look, scratch) ? scratch : NULL;
+    }
+    const seen *sn = seen_image(wk, env, look);
+    if (!sn)
+        return NULL;
+    *tag = sn->tag;
+    return &sn->img;
+}
+
+#if defined(__aarch64__)
+/* cur's pc is aarch64's signal trampoline (see sigreturn_step). */
+static int sigreturn_code(const btp_cfi_env *env, const btp_cfi_image *img,
+                          const btp_cfi_regs *cur)
+{
+    uint32_t ins[2];
+    int readable = img ? cur->pc >= img->text_lo && cur->pc <= img->text_hi - 8
+                       : env->code_ok && env->code_ok(env->ctx, cur->pc, 8);
+    if (!readable || !has(cur, BTP_CFI_SP))
+        return 0;
+    memcpy(ins, (const void *)cur->pc, sizeof ins);
+    return ins[0] == 0xd2801168u && ins[1] == 0xd4000001u;
 }
 #endif
+
+enum { FAST_DONE, FAST_MISS };
+
+/* What fast_frames() keeps from one frame to the next. */
+typedef struct fast_state {
+    uintptr_t pc, sp, fp; /* on the chain from one frame to the next */
+    uint64_t valid;
+    uintptr_t adj;        /* 1: pc is a return address, looked up inside its call */
+    const seen *sn;       /* the image of the last frame (NULL: none yet) */
+    int first;
+} fast_state;
+
+enum { FS_OK, FS_DONE, FS_MISS, FS_CALL };
+
+/* An image no pc lies in. */
+static const seen no_image;
+
+/*
+ * One frame of fast_frames(). With may_call 0 it calls nothing and returns
+ * FS_CALL (having changed nothing) where it would have to: a new image, a
+ * new stretch of stack, the collector's or the cycle check's slow paths,
+ * the first frame. Inlined twice, so that the loop that calls nothing can
+ * keep the chain (pc, sp, fp) in registers.
+ */
+__attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
+    fast_state *s, walk *wk, btp_collector *c, const btp_cfi_env *env, btp_cfi_regs *cur,
+    const int may_call)
+{
+    uintptr_t look = s->pc - (may_call ? s->adj : 1);
+    const seen *sn = s->sn;
+    if (look - sn->img.lo >= sn->img.hi - sn->img.lo) {
+        /* another image this walk has seen (no call), or a new one */
+        unsigned i = 0;
+        while (i < wk->n_img && look - wk->img[i].img.lo >= wk->img[i].img.hi - wk->img[i].img.lo)
+            i++;
+        if (i < wk->n_img) {
+            sn = &wk->img[i];
+        } else {
+            if (!may_call)
+                return FS_CALL;
+            if (s->pc == 0 || !(sn = seen_image(wk, env, look)))
+                return FS_MISS;
+        }
+        s->sn = sn;
+#if defined(__aarch64__)
+    }
+    /* The signal trampoline is recognised by its code, before any table
+     * (see sigreturn_step): the full step looks. */
+    if (!s->first) {
+        if (!may_call)
+            return FS_CALL;
+        cur->pc = s->pc;
+        cur->r[BTP_CFI_SP] = s->sp;
+        cur->valid = s->valid;
+        if (sigreturn_code(env, &sn->img, cur))
+            return FS_MISS;
+#endif
+    }
+    /* The layout, under its slot's sequence lock (cfi_cache.h). */
+    if (look == 0)
+        return FS_MISS;
+    btp_cfi_slot *slot = btp_cfi_cache_slot(wk->slots, wk->mask, look);
+    uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+    if (seq & 1 || atomic_load_explicit(&slot->w[0], memory_order_relaxed) != look)
+        return FS_MISS;
+    uint64_t w1 = atomic_load_explicit(&slot->w[1], memory_order_relaxed);
+    uint64_t w2 = atomic_load_explicit(&slot->w[2], memory_order_relaxed);
+    uint64_t w3 = atomic_load_explicit(&slot->w[3], memory_order_relaxed);
+    unsigned n = (unsigned)(w1 >> 48) & 0xf;
+    uint64_t regs = 0, offs = 0;
+    if (n) {
+        regs = atomic_load_explicit(&slot->w[4], memory_order_relaxed);
+        offs = atomic_load_explicit(&slot->w[5], memory_order_relaxed);
+    }
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&slot->seq, memory_order_relaxed) != seq || (uint32_t)w1 != sn->tag)
+        return FS_MISS;
+    if (w1 >> 55 & 1)
+        return FS_DONE; /* the outermost frame */
+    unsigned base = (unsigned)(w1 >> 32) & 0xff;
+    if (!(s->valid >> base & 1))
+        return FS_DONE; /* apply() fails the step too */
+    uintptr_t cfa = base == BTP_CFI_FP ? s->fp : base == BTP_CFI_SP ? s->sp : cur->r[base];
+    cfa += (uintptr_t)(intptr_t)(int32_t)(uint32_t)w2;
+    /* The slots, lowest to highest; all in one stretch of stack: each is. */
+    uintptr_t lo = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 48) * (intptr_t)W);
+    uintptr_t hi = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 56) * (intptr_t)W);
+    if (hi < lo || hi + W < hi)
+        return FS_MISS;
+    if (lo < wk->rlo || hi + W > wk->rhi) {
+        if (!may_call)
+            return FS_CALL;
+        btp_stack_bounds b;
+        if (!env->region || !env->region(env->ctx, lo, &b) || lo < b.lo || hi + W > b.hi)
+            return FS_MISS;
+        wk->rlo = b.lo;
+        wk->rhi = b.hi;
+    }
+    /* The caller: its cycle check and its slot in the collector, before
+     * anything changes (a call needed there is made by the other copy). */
+    if (!may_call && (c->head_n >= c->fast_end || c->n_seg != 1 || cfa <= c->seg_hi[0]))
+        return FS_CALL;
+    uintptr_t ra_at = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 32) * (intptr_t)W);
+    int8_t fp_off = (int8_t)(w2 >> 40);
+    uintptr_t pc, fp = s->fp;
+    if (cfa % W == 0) {
+        /* the usual case: aligned */
+        pc = *(const volatile uintptr_t *)ra_at;
+        if (fp_off != -128)
+            fp = *(const volatile uintptr_t *)(cfa + (uintptr_t)((intptr_t)fp_off * (intptr_t)W));
+        for (unsigned i = 0; i < n; i++) {
+            cur->r[regs & 0xff] = *(const volatile uintptr_t *)(cfa + (uintptr_t)((intptr_t)(int8_t)offs *
+                                                                                  (intptr_t)W));
+            regs >>= 8;
+            offs >>= 8;
+        }
+    } else {
+        pc = peek(ra_at);
+        if (fp_off != -128)
+            fp = peek(cfa + (uintptr_t)((intptr_t)fp_off * (intptr_t)W));
+        for (unsigned i = 0; i < n; i++) {
+            cur->r[regs & 0xff] = peek(cfa + (uintptr_t)((intptr_t)(int8_t)offs * (intptr_t)W));
+            regs >>= 8;
+            offs >>= 8;
+        }
+    }
+    cur->r[(w1 >> 40) & 0xff] = pc;
+    s->valid = (s->valid | w3 >> 32) & w3;
+    s->pc = pc;
+    s->sp = cfa;
+    s->fp = fp;
+    if (may_call) {
+        s->adj = 1;
+        s->first = 0;
+    }
+    if (pc == 0)
+        return FS_DONE;
+    if (may_call) {
+        if (!btp_collector_cfa(c, cfa, 0) || !btp_collector_add(c, pc))
+            return FS_DONE;
+    } else {
+        /* checked above: no call */
+        c->seg_hi[0] = cfa;
+        c->out[c->head_n].value = (uint64_t)pc;
+        c->out[c->head_n].kind = BTP_FRAME_RA;
+        c->head_n++;
+    }
+    return FS_OK;
+}
+
+/* fast_one() without calls, as long as it goes: a function of its own, so
+ * that the chain from frame to frame stays in registers. */
+__attribute__((no_sanitize_address, noinline, aligned(64))) static int fast_run(
+    fast_state *sp, walk *wk, btp_collector *c, const btp_cfi_env *env, btp_cfi_regs *cur)
+{
+    if (!sp->adj)
+        return FS_CALL; /* the first frame: the other copy */
+    fast_state s = *sp;
+    int st;
+    while ((st = fast_one(&s, wk, c, env, cur, 0)) == FS_OK)
+        ;
+    *sp = s;
+    return st;
+}
+
+/*
+ * Frames whose layouts are cached, one after the other, from cur (its pc
+ * pushed already; *exact_io: it is not a return address): each is unwound
+ * with its packed layout (as apply() would with its row, load for load),
+ * checked as the walk checks any frame (the CFA moves up, pc not 0) and its
+ * caller pushed, without leaving this loop.
+ * FAST_DONE: the walk is over (the collector is full, the outermost frame,
+ * a frame that cannot be unwound). FAST_MISS: cur (pushed) needs the full
+ * step: its layout is not cached, or its saved registers' slots do not lie
+ * in one stretch of stack known here (apply() checks them one by one);
+ * *exact_io and *first_io are then cur's.
+ */
+__attribute__((no_sanitize_address, noinline)) static int fast_frames(
+    walk *wk, btp_collector *c, const btp_cfi_env *env, btp_cfi_regs *cur, int *exact_io,
+    int *first_io)
+{
+    fast_state s = {cur->pc,    cur->r[BTP_CFI_SP], cur->r[BTP_CFI_FP], cur->valid,
+                    !*exact_io, &no_image,          *first_io};
+    int st;
+    for (;;) {
+        /* as many frames as need no call, then one that may */
+        st = fast_run(&s, wk, c, env, cur);
+        if (st == FS_CALL)
+            st = fast_one(&s, wk, c, env, cur, 1);
+        if (st != FS_OK)
+            break;
+    }
+    cur->pc = s.pc;
+    cur->r[BTP_CFI_SP] = s.sp;
+    cur->r[BTP_CFI_FP] = s.fp;
+    cur->valid = s.valid;
+    *exact_io = !s.adj;
+    *first_io = s.first;
+    return st == FS_DONE ? FAST_DONE : FAST_MISS;
+}
 
 /* Apply row rw to cur, giving the caller's registers. */
 static int apply(const btp_cfi_env *env, const row *rw, unsigned ra, const btp_cfi_regs *cur,
@@ -1036,13 +1474,7 @@ static int fp_step(const btp_cfi_env *env, const btp_cfi_regs *cur, btp_cfi_regs
 static int sigreturn_step(const btp_cfi_env *env, const btp_cfi_image *img,
                           const btp_cfi_regs *cur, btp_cfi_regs *next, uintptr_t *cfa)
 {
-    uint32_t ins[2];
-    int readable = img ? cur->pc >= img->text_lo && cur->pc <= img->text_hi - 8
-                       : env->code_ok && env->code_ok(env->ctx, cur->pc, 8);
-    if (!readable || !has(cur, BTP_CFI_SP))
-        return STEP_NO_INFO;
-    memcpy(ins, (const void *)cur->pc, sizeof ins);
-    if (ins[0] != 0xd2801168u || ins[1] != 0xd4000001u)
+    if (!sigreturn_code(env, img, cur))
         return STEP_NO_INFO;
     uintptr_t mc = cur->r[BTP_CFI_SP] + sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext);
     uintptr_t v;
@@ -1070,30 +1502,49 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
     return BTP_E_UNSUPPORTED;
 #else
     walk wk;
-    memset(wk.cache, 0, sizeof wk.cache);
+    for (unsigned i = 0; i < CACHE_N; i++)
+        wk.cache[i].look = 0;
     wk.next_slot = 0;
+    wk.n_img = wk.next_img = 0;
+    wk.rlo = wk.rhi = 0;
+    if (env->cache) {
+        wk.slots = env->cache->slot;
+        wk.mask = env->cache->mask;
+    }
     btp_cfi_regs cur = *start, next;
     int exact = 1, first = 1;
     for (;;) {
-        if (!btp_collector_push(c, cur.pc))
+        if (!btp_collector_add(c, cur.pc))
             return BTP_OK;
+        /* Frames whose layouts are cached, as far as they go. */
+        if (env->cache && cur.pc != 0) {
+            if (fast_frames(&wk, c, env, &cur, &exact, &first) == FAST_DONE)
+                return BTP_OK;
+            /* cur (pushed, perhaps a later frame) takes the full step */
+        }
         /* A return address is looked up inside its call (the call may be
          * a function's last instruction); an interrupted pc as it is. */
         uintptr_t look = exact ? cur.pc : cur.pc - 1;
-        btp_cfi_image img;
+        btp_cfi_image scratch;
+        uint32_t tag = 0;
         uintptr_t cfa = 0;
         uint8_t signal = 0;
         int st = STEP_NO_INFO;
-        memset(&next, 0, sizeof next);
-        int found = cur.pc != 0 && env->find(env->ctx, look, &img);
+        const btp_cfi_image *img =
+            cur.pc != 0 ? find_image(&wk, env, look, &scratch, &tag) : NULL;
+        int found = img != NULL;
 #if defined(__aarch64__)
         if (cur.pc != 0 && !first) {
-            st = sigreturn_step(env, found ? &img : NULL, &cur, &next, &cfa);
+            memset(&next, 0, sizeof next);
+            st = sigreturn_step(env, img, &cur, &next, &cfa);
             signal = st == STEP_OK;
         }
 #endif
+        btp_cfi_fast fast;
+        if (st == STEP_NO_INFO)
+            memset(&next, 0, sizeof next);
         if (st != STEP_NO_INFO) {
-            /* the signal trampoline, done above */
+            /* the signal trampoline, or a cached layout, done above */
         } else if (!found) {
             if (!first)
                 return BTP_OK; /* a return address into no image: nothing vouches for more */
@@ -1101,10 +1552,14 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
         } else {
             row rw;
             unsigned ra;
-            if (row_for(&wk, &img, look, &rw, &ra, &signal))
+            if (row_for(&wk, img, look, &rw, &ra, &signal)) {
+                if (env->cache && look != 0 &&
+                    pack(&rw, ra, signal, look, tag, &fast))
+                    btp_cfi_cache_put(env->cache, &fast);
                 st = apply(env, &rw, ra, &cur, &next, &cfa);
-            else
+            } else {
                 st = fp_step(env, &cur, &next, &cfa);
+            }
         }
         if (st != STEP_OK || next.pc == 0)
             return BTP_OK;

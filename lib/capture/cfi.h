@@ -52,7 +52,10 @@ typedef struct btp_cfi_image {
     uintptr_t lo, hi;           /* unwind tables may be read in [lo, hi) */
     uintptr_t text_lo, text_hi; /* code may be read in [text_lo, text_hi) */
     uintptr_t dbase;            /* base of DW_EH_PE_datarel in FDEs (i386); 0: none */
+    uintptr_t id;               /* the loader's record of it (0: none); part of its cache tag */
 } btp_cfi_image;
+
+struct btp_cfi_cache;
 
 typedef struct btp_cfi_env {
     /* The image whose text holds `pc`; 1 if there is one. */
@@ -64,6 +67,16 @@ typedef struct btp_cfi_env {
      * in no image (aarch64's signal trampoline under some emulators and C
      * libraries); NULL: none may. */
     int (*code_ok)(void *ctx, uintptr_t addr, size_t len);
+    /* Optional (NULL: none): the stretch [out->lo, out->hi) of stack
+     * holding addr, every part of which stack_ok would accept; 1 if there
+     * is one. Lets the walker check saved-register slots inline. */
+    int (*region)(void *ctx, uintptr_t addr, btp_stack_bounds *out);
+    /* Optional (NULL: none): a cache of frame layouts (cfi_cache.h). With
+     * one, `find` must answer for any pc in [lo, hi) of an image it
+     * returned with that image (the walker then asks once per image per
+     * walk), and the images' unwind tables must not change while they are
+     * loaded. */
+    struct btp_cfi_cache *cache;
     void *ctx;
 } btp_cfi_env;
 
@@ -98,6 +111,10 @@ void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_boun
  * position; the collector's anchor drops it and the library's other
  * frames), or from a signal's ucontext with the ordinary environment. */
 btp_status btp_capture_cfi(btp_collector *c, const void *uc, const btp_capture_options *opt);
+/* The same from registers the caller took with BTP_CFI_REGS_HERE (a public
+ * entry point does, so that the walk starts in its own frame). */
+btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
+                                const btp_capture_options *opt);
 
 /* Capture the calling function's registers (frame 0 is the caller itself). */
 #if defined(__x86_64__)

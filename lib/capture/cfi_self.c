@@ -6,10 +6,12 @@
  */
 #include "capture/cfi.h"
 
+#include "capture/cfi_cache.h"
 #include "capture/elf_mem.h"
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stddef.h>
 #include <string.h>
 
 #if BTP_HAVE_DL_FIND_OBJECT
@@ -24,6 +26,7 @@ static int self_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
     out->lo = out->text_lo = (uintptr_t)d.dlfo_map_start;
     out->hi = out->text_hi = (uintptr_t)d.dlfo_map_end;
     out->eh_hdr = (uintptr_t)d.dlfo_eh_frame;
+    out->id = (uintptr_t)d.dlfo_link_map;
 #if DLFO_STRUCT_HAS_EH_DBASE
     out->dbase = (uintptr_t)d.dlfo_eh_dbase;
 #endif
@@ -41,21 +44,26 @@ typedef struct find_pc {
 static int on_object(struct dl_phdr_info *info, size_t size, void *data)
 {
     find_pc *f = data;
-    (void)size;
     btp_elf_mem e;
     if (!btp_elf_mem_from_phdrs(&e, (uintptr_t)info->dlpi_addr, (uintptr_t)info->dlpi_phdr,
-                                info->dlpi_phnum, NULL, NULL))
+                                info->dlpi_phnum, NULL, NULL) ||
+        e.n_segs == 0)
         return 0;
-    for (unsigned i = 0; i < e.n_segs; i++)
-        if (f->pc >= e.seg_lo[i] && f->pc < e.seg_hi[i]) {
-            memset(f->out, 0, sizeof *f->out);
-            f->out->eh_hdr = e.eh_hdr;
-            f->out->lo = f->out->text_lo = e.seg_lo[0];
-            f->out->hi = f->out->text_hi = e.seg_hi[e.n_segs - 1];
-            f->found = 1;
-            return 1;
-        }
-    return 0;
+    /* The object's whole span, as _dl_find_object answers (the walker's
+     * cache asks once per image and walk). */
+    if (f->pc < e.seg_lo[0] || f->pc >= e.seg_hi[e.n_segs - 1])
+        return 0;
+    memset(f->out, 0, sizeof *f->out);
+    f->out->eh_hdr = e.eh_hdr;
+    f->out->lo = f->out->text_lo = e.seg_lo[0];
+    f->out->hi = f->out->text_hi = e.seg_hi[e.n_segs - 1];
+    /* The loader counts the objects it has unloaded: with it in the tag, any
+     * dlclose retires every cached layout. */
+    f->out->id = (uintptr_t)info->dlpi_name;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        f->out->id ^= (uintptr_t)info->dlpi_subs * 0x9e3779b97f4a7c15ull;
+    f->found = 1;
+    return 1;
 }
 
 static int self_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
@@ -86,6 +94,19 @@ static int self_stack_ok(void *ctx, uintptr_t a, size_t n)
     return 1;
 }
 
+static int self_region(void *ctx, uintptr_t a, btp_stack_bounds *out)
+{
+    btp_cfi_self *s = ctx;
+    if (!self_stack_ok(ctx, a, 1))
+        return 0;
+    for (unsigned i = 0; i < s->n_stack; i++)
+        if (a >= s->stack[i].lo && a < s->stack[i].hi) {
+            *out = s->stack[i];
+            return 1;
+        }
+    return 0;
+}
+
 static int self_code_ok(void *ctx, uintptr_t a, size_t n)
 {
     (void)ctx;
@@ -106,7 +127,23 @@ void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_boun
     env->find = self_find;
     env->stack_ok = self_stack_ok;
     env->code_ok = self_code_ok;
+    env->region = self_region;
+    env->cache = btp_cfi_cache_global();
     env->ctx = self;
+}
+
+btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
+                                const btp_capture_options *opt)
+{
+    btp_cfi_self self;
+    btp_cfi_env env;
+    btp_cfi_self_env(&self, &env, opt ? opt->bounds : NULL, opt ? opt->flags : 0);
+    /* The stack the walk starts on, when the thread's is known and holds
+     * it: what the first question about it would find anyway. */
+    if (!self.given && btp_capture_known_stack(regs->r[BTP_CFI_SP], &self.stack[0]))
+        self.n_stack = 1;
+    btp_status st = btp_cfi_walk(c, regs, &env);
+    return st == BTP_E_UNSUPPORTED ? BTP_E_NO_METHOD : st;
 }
 
 __attribute__((noinline)) btp_status btp_capture_cfi(btp_collector *c, const void *uc,
@@ -119,10 +156,7 @@ __attribute__((noinline)) btp_status btp_capture_cfi(btp_collector *c, const voi
     } else {
         BTP_CFI_REGS_HERE(&regs);
     }
-    btp_cfi_self self;
-    btp_cfi_env env;
-    btp_cfi_self_env(&self, &env, opt ? opt->bounds : NULL, opt ? opt->flags : 0);
-    btp_status st = btp_cfi_walk(c, &regs, &env);
+    btp_status st = btp_capture_cfi_from(c, &regs, opt);
     __asm__ volatile("" : "+r"(st) : : "memory"); /* not a tail call: our frame is walked */
-    return st == BTP_E_UNSUPPORTED ? BTP_E_NO_METHOD : st;
+    return st;
 }

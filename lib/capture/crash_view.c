@@ -380,5 +380,7 @@ void btp_crash_view_env(btp_crash_view *v, btp_cfi_env *env)
     env->find = view_find;
     env->stack_ok = view_stack_ok;
     env->code_ok = view_code_ok;
+    env->region = NULL;
+    env->cache = NULL; /* the crash handler walks with nothing but the maps */
     env->ctx = v;
 }

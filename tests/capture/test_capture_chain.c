@@ -69,7 +69,9 @@ NOINL void chain_top(result *r)
 
 NOINL void deep(result *r, unsigned d)
 {
-    if (d == 0)
+    if (d == 0 && r->cbf)
+        r->st = btp_capture_cbf(&r->opt, NULL, r->bytes, sizeof r->bytes, &r->len);
+    else if (d == 0)
         r->st = btp_capture(&r->opt, r->f, r->cap, &r->n);
     else
         deep(r, d - 1);
@@ -188,6 +190,80 @@ NOINL void test_method(btp_capture_method m)
         CHECK(small.f[8].kind == BTP_FRAME_OMIT && small.f[8].value == full.n - 15,
               "%s: omit with snip_post", name);
         CHECK(same(small.f + 9, full.f + full.n - 7, 5), "%s: snipped tail differs", name);
+    }
+
+    /* Every cap around the stack's depth, with and without snip_post: the
+     * collector keeps a stack of up to cap-1 frames in order and shortens a
+     * deeper one to head, omit, ring only then; the result must be what
+     * shortening the full capture gives. */
+    memset(&full, 0, sizeof full);
+    full.opt.method = m;
+    full.cap = MAXF;
+    deep(&full, 40);
+    size_t nf = full.n;
+    for (size_t cap = 2; cap <= nf + 2 && full.st == BTP_OK; cap++) {
+        for (unsigned post = 0; post <= 3; post += 3) {
+            memset(&small, 0, sizeof small);
+            small.opt.method = m;
+            small.opt.snip_post = post;
+            small.cap = cap;
+            deep(&small, 40);
+            btp_frame want[MAXF];
+            size_t nw = 0;
+            if (nf <= cap - 1) {
+                nw = nf - (post < nf ? post : nf);
+                memcpy(want, full.f, nw * sizeof *want);
+            } else {
+                size_t ring = (cap - 1) / 2, head = cap - 1 - ring, r_kept = ring;
+                uint64_t omitted = nf - head - ring, p = post, d;
+                d = p < r_kept ? p : r_kept;
+                r_kept -= (size_t)d;
+                p -= d;
+                d = p < omitted ? p : omitted;
+                omitted -= d;
+                p -= d;
+                head -= (size_t)(p < head ? p : head);
+                memcpy(want, full.f, head * sizeof *want);
+                nw = head;
+                if (omitted)
+                    want[nw++] = (btp_frame){omitted, BTP_FRAME_OMIT};
+                memcpy(want + nw, full.f + nf - ring, r_kept * sizeof *want);
+                nw += r_kept;
+            }
+            int ok = small.st == BTP_OK && small.n == nw;
+            for (size_t i = 0; ok && i < nw; i++)
+                ok = small.f[i].kind == want[i].kind &&
+                     (small.f[i].value == want[i].value || want[i].kind != BTP_FRAME_OMIT) &&
+                     same(small.f + i, want + i, 1);
+            CHECK(ok, "%s: depth %zu, cap %zu, snip_post %u: %zu frames, expected %zu", name, nf,
+                  cap, post, small.n, nw);
+        }
+    }
+
+    /* Straight into CBF from deeper than half its frames (kept whole) and
+     * from deeper than all of them (head, omit, tail). */
+    for (unsigned depth = 100; depth <= 200; depth += 100) {
+        memset(&full, 0, sizeof full);
+        full.opt.method = m;
+        full.cap = BTP_CAPTURE_CBF_MAX_FRAMES;
+        deep(&full, depth);
+        memset(&small, 0, sizeof small);
+        small.opt.method = m;
+        small.cbf = 1;
+        deep(&small, depth);
+        btp_frame got[BTP_CAPTURE_CBF_MAX_FRAMES];
+        btp_cbf_info gi;
+        btp_status gs = btp_cbf_decode(small.bytes, small.len, BTP_CBF_POLICY_STRICT, got,
+                                       BTP_CAPTURE_CBF_MAX_FRAMES, &gi);
+        /* The first frame is a call of its own in deep(): its function only. */
+        int ok = full.st == BTP_OK && small.st == BTP_OK && gs == BTP_OK &&
+                 gi.frames == full.n && full.n > 0 && got[0].kind == BTP_FRAME_PC &&
+                 frame_in(got[0], "deep", 0);
+        for (size_t i = 1; ok && i < full.n; i++)
+            ok = got[i].kind == full.f[i].kind && same(got + i, full.f + i, 1) &&
+                 (got[i].kind != BTP_FRAME_OMIT || got[i].value == full.f[i].value);
+        CHECK(ok, "%s: deep %u as CBF: %s, %zu frames, capture %zu", name, depth,
+              btp_status_name(gs), gs == BTP_OK ? gi.frames : 0, full.n);
     }
 
     /* Straight into CBF: decodes to the same chain. */

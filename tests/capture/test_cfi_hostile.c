@@ -11,130 +11,31 @@
 #include "../check.h"
 #include "../test_rng.h"
 
-#include "capture/cfi.h"
+#include "image_copy.h"
 
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
-typedef struct fenced {
-    unsigned char *p; /* size bytes between two inaccessible pages */
-    size_t size;
-} fenced;
-
-static fenced fence(size_t size)
-{
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size = (size + page - 1) / page * page;
-    unsigned char *m = mmap(NULL, size + 2 * page, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
-        abort();
-    mprotect(m, page, PROT_NONE);
-    mprotect(m + page + size, page, PROT_NONE);
-    return (fenced){m + page, size};
-}
-
-/* This program's image: its span, its text and its unwind tables. */
-static uintptr_t span_lo, span_hi, text_lo, text_hi, eh_hdr, tables_lo, tables_hi;
-
-static int on_object(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    (void)data;
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = (info->dlpi_addr + ph->p_vaddr) & ~(page - 1);
-        uintptr_t hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + page - 1) & ~(page - 1);
-        if (ph->p_type == PT_LOAD) {
-            if (!span_lo || lo < span_lo)
-                span_lo = lo;
-            if (hi > span_hi)
-                span_hi = hi;
-            if (ph->p_flags & PF_X) {
-                text_lo = lo;
-                text_hi = hi;
-            }
-        } else if (ph->p_type == PT_GNU_EH_FRAME) {
-            eh_hdr = info->dlpi_addr + ph->p_vaddr;
-        }
-    }
-    return 1; /* the first object: this program */
-}
-
-static fenced image, stack;
-static uintptr_t delta; /* copy = original + delta */
-
-static int fake_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
-{
-    (void)ctx;
-    if (pc < span_lo + delta || pc >= span_hi + delta)
-        return 0;
-    memset(out, 0, sizeof *out);
-    out->eh_hdr = eh_hdr + delta;
-    out->lo = (uintptr_t)image.p;
-    out->hi = (uintptr_t)image.p + image.size;
-    out->text_lo = text_lo + delta;
-    out->text_hi = text_hi + delta;
-    return 1;
-}
-
-static int fake_stack_ok(void *ctx, uintptr_t a, size_t n)
-{
-    (void)ctx;
-    uintptr_t lo = (uintptr_t)stack.p, hi = lo + stack.size;
-    return a >= lo && a <= hi && n <= hi - a;
-}
-
-/* A copy of memory ASan knows as globals with redzones between them. */
-__attribute__((no_sanitize_address)) static void raw_copy(unsigned char *to, uintptr_t from,
-                                                          size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        to[i] = *(const volatile unsigned char *)(from + i);
-}
-
-/* Copy the program's readable segments to the same offsets in the fence. */
-static void copy_image(void)
-{
-    memset(image.p, 0, image.size);
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[4096];
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long long lo, hi;
-        char perms[8];
-        if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r' ||
-            lo < span_lo || hi > span_hi)
-            continue;
-        raw_copy(image.p + (lo - span_lo), (uintptr_t)lo, (size_t)(hi - lo));
-    }
-    if (f)
-        fclose(f);
-}
+static own_image im;
 
 int main(int argc, char **argv)
 {
     unsigned long iterations = argc > 1 ? strtoul(argv[1], NULL, 10) : 20000;
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x5eed;
-    dl_iterate_phdr(on_object, NULL);
-    CHECK(span_lo && text_lo && eh_hdr, "no image of our own");
-    if (!span_lo || !eh_hdr)
+    int ok = own_image_copy(&im);
+    CHECK(ok, "no image of our own");
+    if (!ok)
         return check_finish();
-    image = fence(span_hi - span_lo);
-    stack = fence(16 * 1024);
-    delta = (uintptr_t)image.p - span_lo;
-    copy_image();
-    /* The tables: from .eh_frame_hdr to the end of its segment. */
-    tables_lo = eh_hdr - span_lo;
-    tables_hi = image.size;
+    copy_env ce = {&im, fenced_map(16 * 1024), 0};
+    fenced stack = ce.stack, image = im.copy;
+    uintptr_t text_lo = im.text_lo, text_hi = im.text_hi, delta = im.delta;
+    /* The tables: from .eh_frame_hdr to the end of the image. */
+    size_t tables_lo = im.eh_hdr - im.span_lo, tables_hi = image.size;
     unsigned char *pristine = malloc(image.size);
     memcpy(pristine, image.p, image.size);
 
-    btp_cfi_env env = {.find = fake_find, .stack_ok = fake_stack_ok, .code_ok = NULL, .ctx = NULL};
+    btp_cfi_env env = copy_env_of(&ce, NULL);
     uint64_t rng = seed ? seed : 1;
     btp_frame frames[64];
     unsigned long deep = 0, total = 0;

@@ -20,8 +20,8 @@ if [ ! -f "$dir/build.ninja" ]; then
         >"$2/nozlib-setup.log" 2>&1 ||
         { cat "$2/nozlib-setup.log"; exit 1; }
 fi
-# An existing build first takes in changed meson.build files, so that the
-# targets listed below are today's.
+# A build configured before the sources' meson.build files changed must
+# regenerate first: the targets below are read from its introspection data.
 ninja -C "$dir" build.ninja >/dev/null
 grep -q '^#define BTP_HAVE_ZLIB 0' "$dir/lib/btp_config.h" || { echo "zlib not disabled"; exit 1; }
 # Build only what the log suite runs: the tool and the programs of tests/log.
