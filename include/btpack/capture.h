@@ -211,7 +211,9 @@ BTP_API btp_capture_method btp_capture_method_default(void);
 
 /* Path of the shared object whose code implements `method` (to check which
  * unwinder really runs: libunwind also exports _Unwind_Backtrace), or NULL
- * (fp, not available, or static linking). Not async-signal-safe (dladdr). */
+ * (fp, not available, static linking, or libgcc when the process has no
+ * libgcc_s loaded: that method then fails with BTP_E_NO_METHOD). Not
+ * async-signal-safe (dladdr). */
 BTP_API const char *btp_capture_method_library(btp_capture_method method);
 
 /*

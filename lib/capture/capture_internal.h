@@ -213,6 +213,8 @@ void btp_capture_preload(btp_capture_method method);
  * plain lookup finds first), or NULL when no loaded library has it (a
  * static program) or version is NULL. Not async-signal-safe. */
 void *btp_capture_lookup(const char *symbol, const char *version);
+/* Non-zero if fn is in a shared object whose file name starts with prefix. */
+int btp_capture_in_library(const void *fn, const char *prefix);
 /* Address of a function of the method's unwinder (for dladdr), or NULL. */
 const void *btp_capture_libgcc_symbol(void);
 const void *btp_capture_libunwind_symbol(void);

@@ -7,7 +7,11 @@
  *
  * The functions are libgcc_s's own, looked up by their symbol versions:
  * libunwind exports _Unwind_Backtrace and friends too (unversioned), and
- * which one a plain call reaches depends on the program's link order.
+ * which one a plain call reaches depends on the program's link order. A
+ * program that has no libgcc_s loaded and whose plain calls reach
+ * libunwind (libbtpack.a linked with -lunwind and --as-needed) has no
+ * libgcc to run: the method then fails with BTP_E_NO_METHOD rather than
+ * run libunwind's code under libgcc's name.
  */
 #include "capture_internal.h"
 
@@ -30,6 +34,7 @@ typedef struct libgcc_fns {
 static _Atomic(backtrace_fn) found_backtrace;
 static _Atomic(getip_fn) found_getip;
 static _Atomic(getcfa_fn) found_getcfa;
+static _Atomic int found_none; /* looked up: no libgcc in this process */
 
 static libgcc_fns fns(void)
 {
@@ -38,12 +43,19 @@ static libgcc_fns fns(void)
                     atomic_load_explicit(&found_getcfa, memory_order_acquire)};
     if (f.backtrace && f.getip && f.getcfa)
         return f;
+    if (atomic_load_explicit(&found_none, memory_order_acquire))
+        return (libgcc_fns){0};
     /* (the versions libgcc_s gives them on every architecture) */
     f.backtrace = (backtrace_fn)btp_capture_lookup("_Unwind_Backtrace", "GCC_3.3");
     f.getip = (getip_fn)btp_capture_lookup("_Unwind_GetIP", "GCC_3.0");
     f.getcfa = (getcfa_fn)btp_capture_lookup("_Unwind_GetCFA", "GCC_3.3");
-    if (!f.backtrace || !f.getip || !f.getcfa)
+    if (!f.backtrace || !f.getip || !f.getcfa) {
         f = (libgcc_fns){_Unwind_Backtrace, _Unwind_GetIP, _Unwind_GetCFA};
+        if (btp_capture_in_library((const void *)f.backtrace, "libunwind")) {
+            atomic_store_explicit(&found_none, 1, memory_order_release);
+            return (libgcc_fns){0};
+        }
+    }
     atomic_store_explicit(&found_backtrace, f.backtrace, memory_order_release);
     atomic_store_explicit(&found_getip, f.getip, memory_order_release);
     atomic_store_explicit(&found_getcfa, f.getcfa, memory_order_release);
@@ -73,6 +85,8 @@ btp_status btp_capture_libgcc(btp_collector *c, const void *uc)
 {
     (void)uc; /* the walk passes through the signal frame on its own */
     walk w = {c, fns()};
+    if (!w.f.backtrace)
+        return BTP_E_NO_METHOD;
     /* The result is the reason the walk stopped (end of stack, our callback,
      * or unwind tables missing further up): whatever was reported is the
      * best this method can do. */

@@ -9,10 +9,21 @@
 #include "capture_internal.h"
 
 #include <dlfcn.h>
+#include <string.h>
 
 void *btp_capture_lookup(const char *symbol, const char *version)
 {
     /* dlvsym, not dlopen: nothing is loaded, and a statically linked
      * program (where it finds nothing) gets no link-time warning. */
     return version ? dlvsym(RTLD_DEFAULT, symbol, version) : NULL;
+}
+
+int btp_capture_in_library(const void *fn, const char *prefix)
+{
+    Dl_info info;
+    if (!dladdr(fn, &info) || !info.dli_fname)
+        return 0;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    return strncmp(base, prefix, strlen(prefix)) == 0;
 }
