@@ -210,3 +210,16 @@ int cli_bad_option(const char *cmd, char *const argv[])
         return cli_usage_error(cmd, "unknown option or missing value: '-%c'", optopt);
     return cli_usage_error(cmd, "unknown option or missing value: '%s'", bad ? bad : "?");
 }
+
+int cli_shared_option(const char *cmd, int ch, const char *arg, cli_options *opt,
+                      char *const argv[])
+{
+    switch (cli_read_option(cmd, ch, arg, opt)) {
+    case 1:
+        return -1;
+    case 0:
+        return cli_bad_option(cmd, argv);
+    default:
+        return EXIT_USAGE;
+    }
+}

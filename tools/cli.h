@@ -66,6 +66,11 @@ int cli_read_option(const char *cmd, int ch, const char *arg, cli_options *opt);
 int cli_check_elf(const char *path);
 /* Report an unknown option or missing argument from getopt_long. */
 int cli_bad_option(const char *cmd, char *const argv[]);
+/* A command's `default:` case of its getopt_long loop: cli_read_option(),
+ * then cli_bad_option() for a code it does not know. Returns -1 when `ch`
+ * was a shared option (stored in *opt), else the status to exit with. */
+int cli_shared_option(const char *cmd, int ch, const char *arg, cli_options *opt,
+                      char *const argv[]);
 /* Print a usage error `btpack CMD: ...` and return EXIT_USAGE. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))

@@ -290,15 +290,11 @@ int cmd_convert(int argc, char **argv)
             fputs(format_detect_help, stdout);
             fputs(convert_examples, stdout);
             return EXIT_OK;
-        default:
-            switch (cli_read_option("convert", ch, optarg, &opt)) {
-            case 1:
-                break;
-            case 0:
-                return cli_bad_option("convert", argv);
-            default:
-                return EXIT_USAGE;
-            }
+        default: {
+            int rc = cli_shared_option("convert", ch, optarg, &opt, argv);
+            if (rc >= 0)
+                return rc;
+        }
         }
     }
     if (!to)

@@ -228,15 +228,11 @@ int cmd_heapmap(int argc, char **argv)
         case 'h':
             fputs(heapmap_help, stdout);
             return EXIT_OK;
-        default:
-            switch (cli_read_option("heapmap", ch, optarg, &opt)) {
-            case 1:
-                break;
-            case 0:
-                return cli_bad_option("heapmap", argv);
-            default:
-                return EXIT_USAGE;
-            }
+        default: {
+            int rc = cli_shared_option("heapmap", ch, optarg, &opt, argv);
+            if (rc >= 0)
+                return rc;
+        }
         }
     }
     if (!elf)

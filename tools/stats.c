@@ -250,15 +250,11 @@ int cmd_stats(int argc, char **argv)
             cli_list_formats(stdout, 1, 0);
             fputs(stats_examples, stdout);
             return EXIT_OK;
-        default:
-            switch (cli_read_option("stats", ch, optarg, &opt)) {
-            case 1:
-                break;
-            case 0:
-                return cli_bad_option("stats", argv);
-            default:
-                return EXIT_USAGE;
-            }
+        default: {
+            int rc = cli_shared_option("stats", ch, optarg, &opt, argv);
+            if (rc >= 0)
+                return rc;
+        }
         }
     }
     if (from_given && cli_check_thread_option("stats", &opt, from))

@@ -319,15 +319,11 @@ int cmd_symbolize(int argc, char **argv)
             fputs(symbolize_examples, stdout);
             return EXIT_OK;
         }
-        default:
-            switch (cli_read_option("symbolize", ch, optarg, &opt)) {
-            case 1:
-                break;
-            case 0:
-                return cli_bad_option("symbolize", argv);
-            default:
-                return EXIT_USAGE;
-            }
+        default: {
+            int rc = cli_shared_option("symbolize", ch, optarg, &opt, argv);
+            if (rc >= 0)
+                return rc;
+        }
         }
     }
     if (so.elf && cli_check_elf(so.elf) < 0)
