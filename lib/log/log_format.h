@@ -30,7 +30,9 @@ enum {
     LOG_BF_SEGMENT_START = 1u << 1, /* fresh dictionary and live table */
     LOG_BF_MODEL2 = 1u << 2,        /* RECORDS: stack 0 = the next new one, PTRS
                                        range-coded (log_rc.h) */
-    LOG_BF_KNOWN = LOG_BF_ZLIB | LOG_BF_SEGMENT_START | LOG_BF_MODEL2
+    LOG_BF_MODEL3 = 1u << 3,        /* RECORDS, with MODEL2: the next-chunk bin field
+                                       and relative free ranks */
+    LOG_BF_KNOWN = LOG_BF_ZLIB | LOG_BF_SEGMENT_START | LOG_BF_MODEL2 | LOG_BF_MODEL3
 };
 
 /* Record tags (one byte per record, spec/log.md "Record tags"). */
@@ -42,7 +44,13 @@ enum {
     TAG_TRACE = 0xFC,        /* a plain backtrace */
     TAG_TRACE_TRUNC = 0xFE,  /* a plain backtrace, truncated */
     TAG_RANK_SHIFT = 1,      /* free: bits 1..7: 0 = literal, k = rank k-1, 127 = escape */
-    TAG_RANK_ESC = 127
+    TAG_RANK_ESC = 127,
+    /* MODEL3 */
+    TAG_BIN_NEXT = 17,       /* alloc: bin field 17: at the end of the last chunk carved */
+    TAG_M3_BINS = 16,        /* alloc: bin fields 1..16 are bin entries; 18..62 unused */
+    TAG_M3_DIRECT = 63,      /* free: rank fields 1..63 are ranks 0..62; */
+    TAG_M3_REL0 = 95,        /* 64..126: rank = prediction + field - 95 (-31..31); */
+    TAG_M3_REL_MAX = 31      /* 127: prediction + zigzag varint from FREES */
 };
 
 /* Model parameters fixed by the format. */
@@ -87,6 +95,16 @@ static inline uint64_t log_size_class(uint64_t size, unsigned word_bits)
 {
     uint64_t s = size + word_bits / 8 + 15;
     return s < size ? UINT64_MAX >> 4 : s >> 4;
+}
+
+/* Chunk the allocator carves for `size` bytes: the size plus a word of
+ * header, rounded up to 16, at least 4 words (glibc malloc's on 32- and
+ * 64-bit). MODEL3 predicts the next new chunk to start where the last one
+ * carved ends; a wrong guess only costs bits, so other allocators are fine. */
+static inline uint64_t log_chunk_size(uint64_t size, unsigned word_bits)
+{
+    uint64_t c = (size + word_bits / 8 + 15) & ~(uint64_t)15;
+    return c < word_bits / 2 ? word_bits / 2 : c;
 }
 
 /* ---- growable byte buffer and LEB128 ---------------------------------- */

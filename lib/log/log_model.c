@@ -176,6 +176,9 @@ void log_model_block(log_model *m)
     m->bins_used = 0;
     m->prev_ptr = 0;
     m->prev_known = 1;
+    m->next_ptr = 0;
+    m->next_known = 1;
+    m->free_pred = 0;
 }
 
 bin *log_model_bin(log_model *m, uint64_t cls, int create)

@@ -79,6 +79,14 @@ typedef struct log_model {
     uint32_t memo_cap;
     uint64_t prev_ptr;
     int prev_known;
+    /* MODEL3 (reset at every block): where the next new chunk would start
+     * (the end of the last chunk not taken from a bin), and the rank the
+     * next free is predicted to have (that of the live entry after the
+     * last one freed: its rank - 1, plus the allocations since; modulo 2^64,
+     * as a signed number) */
+    uint64_t next_ptr;
+    int next_known;
+    uint64_t free_pred;
     uint64_t block_seq0; /* first allocation number of this block (each side's own count) */
 } log_model;
 

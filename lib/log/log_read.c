@@ -359,10 +359,11 @@ static btp_status read_stack(btp_log_reader *r, log_rd *s, int model2, uint32_t 
 }
 
 static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, int model2,
-                               uint32_t next_new)
+                               int model3, uint32_t next_new)
 {
     int ptrs_range = model2;
     log_rc_dec dec = {0, 0, 0};
+    log_rd *pr = &sec[BTP_LOG_SEC_PTRS];
     if (ptrs_range)
         log_rc_model_init(&r->ptr_model);
     log_model *m = &r->model;
@@ -399,10 +400,18 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
                 continue;
             }
             uint64_t rank = field - 1;
-            if (field == TAG_RANK_ESC)
+            if (model3) {
+                /* 1..63 the rank as is; else relative to the prediction */
+                if (field > TAG_M3_DIRECT) {
+                    uint64_t rel = field == TAG_RANK_ESC
+                                     ? (uint64_t)log_unzigzag(log_rd_varint(&sec[BTP_LOG_SEC_FREES]))
+                                     : (uint64_t)field - TAG_M3_REL0;
+                    rank = m->free_pred + rel;
+                }
+                m->free_pred = rank - 1;
+            } else if (field == TAG_RANK_ESC) {
                 rank += log_rd_varint(&sec[BTP_LOG_SEC_FREES]);
-            if (sec[BTP_LOG_SEC_FREES].bad)
-                return BTP_E_CORRUPT;
+            }
             if (rank < m->live.count) {
                 uint32_t slot = live_at_rank(&m->live, (uint32_t)rank);
                 live_entry e = m->live.e[slot];
@@ -445,9 +454,9 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
         btp_status st;
         unsigned k = tag >> TAG_BIN_SHIFT;
         int known;
-        if (k > TAG_BIN_MAX)
+        if (k > (model3 ? TAG_BIN_NEXT : TAG_BIN_MAX))
             return BTP_E_CORRUPT;
-        if (k) {
+        if (k && !(model3 && k == TAG_BIN_NEXT)) {
             bin *b = log_model_bin(m, log_size_class(d->size, m->word_bits), 0);
             if (!b || k > b->n)
                 return BTP_E_CORRUPT;
@@ -455,18 +464,26 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
             d->ptr = e.ptr;
             known = e.known;
         } else {
-            uint64_t delta;
-            if (ptrs_range)
-                delta = log_rc_get_delta(&dec, &r->ptr_model, &sec[BTP_LOG_SEC_PTRS]);
-            else
-                delta = (uint64_t)log_unzigzag(log_rd_varint(&sec[BTP_LOG_SEC_PTRS]));
-            if (sec[BTP_LOG_SEC_PTRS].bad)
-                return BTP_E_CORRUPT;
-            d->ptr = base + delta;
-            known = base_known;
+            if (k) { /* MODEL3: at the end of the last chunk carved */
+                d->ptr = m->next_ptr;
+                known = m->next_known;
+            } else {
+                uint64_t delta;
+                if (ptrs_range)
+                    delta = log_rc_get_delta(&dec, &r->ptr_model, pr);
+                else
+                    delta = (uint64_t)log_unzigzag(log_rd_varint(pr));
+                if (pr->bad)
+                    return BTP_E_CORRUPT;
+                d->ptr = base + delta;
+                known = base_known;
+            }
             base = m->prev_ptr = d->ptr;
             base_known = m->prev_known = known;
+            m->next_ptr = d->ptr + log_chunk_size(d->size, m->word_bits);
+            m->next_known = known;
         }
+        m->free_pred++;
         if ((st = log_model_memo_set(m, d->stack, d->size, base, base_known)) != BTP_OK)
             return st;
         if (!known) {
@@ -573,7 +590,8 @@ static btp_status load_records(btp_log_reader *r, const log_block_header *h, con
                          r->tree.n_stacks - stacks0 != h->stacks_added))
         st = BTP_E_CORRUPT;
     if (st == BTP_OK)
-        st = read_records(r, sec, h->records, (h->flags & LOG_BF_MODEL2) != 0, stacks0);
+        st = read_records(r, sec, h->records, (h->flags & LOG_BF_MODEL2) != 0,
+                          (h->flags & LOG_BF_MODEL3) != 0, stacks0);
     if (st != BTP_OK) { /* forget the half-read block */
         r->tree.n_nodes = nodes0;
         r->tree.n_stacks = stacks0;

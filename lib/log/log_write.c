@@ -217,7 +217,7 @@ btp_status btp_log_writer_flush(btp_log_writer *w)
         return w->error = BTP_E_OUT_OF_MEMORY;
     log_block_header h = {0};
     h.kind = LOG_BLOCK_RECORDS;
-    h.flags = LOG_BF_MODEL2 | (w->segment_start ? LOG_BF_SEGMENT_START : 0);
+    h.flags = LOG_BF_MODEL2 | LOG_BF_MODEL3 | (w->segment_start ? LOG_BF_SEGMENT_START : 0);
     h.first_record = w->records - w->block_records;
     h.records = w->block_records;
     h.stacks_before = w->stacks_before;
@@ -494,15 +494,24 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
         tag |= TAG_SIZE_SAME;
     else
         log_buf_varint(&w->sec[BTP_LOG_SEC_SIZES], size);
+    /* from the bin of its size class (glibc's tcache and fastbins are LIFO
+     * per chunk size), else at the end of the last chunk carved (the top
+     * chunk, or a free chunk being split, is cut in order), else a delta
+     * from the base */
     bin *b = log_model_bin(m, log_size_class(size, m->word_bits), 0);
     int k = b ? bin_find(b, ptr) : -1;
-    if (k >= 0 && k < TAG_BIN_MAX) {
+    if (k >= 0) {
         bin_take(b, (unsigned)k);
         tag |= (unsigned)(k + 1) << TAG_BIN_SHIFT;
     } else {
-        log_rc_put_delta(&w->ptr_enc, &w->ptr_model, &w->sec[BTP_LOG_SEC_PTRS], ptr - base);
+        if (ptr == m->next_ptr)
+            tag |= TAG_BIN_NEXT << TAG_BIN_SHIFT;
+        else
+            log_rc_put_delta(&w->ptr_enc, &w->ptr_model, &w->sec[BTP_LOG_SEC_PTRS], ptr - base);
         base = m->prev_ptr = ptr;
+        m->next_ptr = ptr + log_chunk_size(size, m->word_bits);
     }
+    m->free_pred++;
     /* bin hits leave the bases alone, so that after damage an unknown bin
      * entry does not make the following deltas unknown too */
     if ((st = log_model_memo_set(m, sid, size, base, 1)) != BTP_OK)
@@ -553,10 +562,20 @@ btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr)
         return end_record(w);
     }
     uint32_t rank = live_rank(&m->live, slot);
-    unsigned field = rank + 1 < TAG_RANK_ESC ? rank + 1 : TAG_RANK_ESC;
+    /* the rank relative to the prediction when it hits (a program freeing
+     * in allocation order: one repeated tag), else the rank when small
+     * (LIFO), else relative again */
+    uint64_t d = (uint64_t)rank - m->free_pred;
+    uint64_t zz = log_zigzag((int64_t)d);
+    unsigned field;
+    if (d == 0 || rank >= TAG_M3_DIRECT)
+        field = zz <= 2 * TAG_M3_REL_MAX ? (unsigned)(TAG_M3_REL0 + (int64_t)d) : TAG_RANK_ESC;
+    else
+        field = rank + 1;
     log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], (uint8_t)(TAG_FREE | field << TAG_RANK_SHIFT));
     if (field == TAG_RANK_ESC)
-        log_buf_varint(&w->sec[BTP_LOG_SEC_FREES], rank + 1 - TAG_RANK_ESC);
+        log_buf_varint(&w->sec[BTP_LOG_SEC_FREES], zz);
+    m->free_pred = (uint64_t)rank - 1;
     uint64_t size = m->live.e[slot].size;
     int binned = m->live.e[slot].seq >= m->block_seq0;
     live_remove(&m->live, slot);
