@@ -145,11 +145,10 @@ btp_status log_model_init(log_model *m, unsigned word_bits, uint32_t max_live)
     /* the bins are not cleared: a bin is set up when its class comes */
     m->slots = calloc(2 * LOG_BIN_CLASSES, sizeof *m->slots);
     m->bins = malloc(LOG_BIN_CLASSES * sizeof *m->bins);
-    if (!m->slots || !m->bins) {
-        free(m->slots);
-        free(m->bins);
-        m->slots = NULL;
-        m->bins = NULL;
+    m->freed = malloc(LOG_FREED_RING * sizeof *m->freed);
+    m->freed_known = malloc(LOG_FREED_RING);
+    if (!m->slots || !m->bins || !m->freed || !m->freed_known) {
+        log_model_free(m);
         return BTP_E_OUT_OF_MEMORY;
     }
     log_model_block(m);
@@ -162,6 +161,8 @@ void log_model_free(log_model *m)
     free(m->slots);
     free(m->bins);
     free(m->memo);
+    free(m->freed);
+    free(m->freed_known);
     memset(m, 0, sizeof *m);
 }
 
@@ -179,6 +180,7 @@ void log_model_block(log_model *m)
     m->next_ptr = 0;
     m->next_known = 1;
     m->free_pred = 0;
+    m->freed0 = m->n_freed;
 }
 
 bin *log_model_bin(log_model *m, uint64_t cls, int create)

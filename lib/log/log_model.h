@@ -87,6 +87,11 @@ typedef struct log_model {
     uint64_t next_ptr;
     int next_known;
     uint64_t free_pred;
+    /* MODEL3: the pointers of the last LOG_FREED_RING frees, by free
+     * number (modulo the ring); frees so far, and at this block's start */
+    uint64_t *freed;
+    uint8_t *freed_known;
+    uint64_t n_freed, freed0;
     uint64_t block_seq0; /* first allocation number of this block (each side's own count) */
 } log_model;
 
@@ -102,6 +107,15 @@ void bin_push(bin *b, uint64_t ptr, int known);
 /* Index (0 = newest) of ptr in b, or -1. */
 int bin_find(const bin *b, uint64_t ptr);
 bin_entry bin_take(bin *b, unsigned idx);
+
+/* A FREE record's pointer, for MODEL3's freed-pointer references. */
+static inline void log_model_freed(log_model *m, uint64_t ptr, int known)
+{
+    uint32_t at = (uint32_t)m->n_freed & (LOG_FREED_RING - 1);
+    m->freed[at] = ptr;
+    m->freed_known[at] = (uint8_t)known;
+    m->n_freed++;
+}
 
 /* The last allocation of stack `s` in this block, or NULL. */
 const stack_memo *log_model_memo(const log_model *m, uint32_t s);

@@ -48,6 +48,9 @@ typedef struct log_rc_model {
     uint16_t sign[65];
     uint16_t hi[65][1u << LOG_RC_HI_BITS];
     uint16_t lo[LOG_RC_LO_BITS];
+    /* MODEL3: the age of a freed pointer (spec/log.md "MODEL3") */
+    uint16_t age_len[16];
+    uint16_t age_hi[LOG_FREED_BITS + 1][1u << LOG_RC_HI_BITS];
 } log_rc_model;
 
 static inline void log_rc_model_init(log_rc_model *m)
@@ -69,6 +72,15 @@ static inline void log_rc_recent_front(log_rc_model *m, uint32_t k, uint64_t v)
     for (; k > 0; k--)
         m->recent[k] = m->recent[k - 1];
     m->recent[0] = v;
+}
+
+/* Whether v is among the recent deltas. */
+static inline int log_rc_recent_has(const log_rc_model *m, uint64_t v)
+{
+    for (uint32_t k = 0; k < m->n_recent; k++)
+        if (m->recent[k] == v)
+            return 1;
+    return 0;
 }
 
 /* ---- encoder: appends to a log_buf ------------------------------------ */
@@ -303,6 +315,61 @@ static inline uint64_t log_rc_get_delta(log_rc_dec *d, log_rc_model *m, log_rd *
     }
     uint64_t v = log_rc_get_literal(d, m, in);
     log_rc_recent_front(m, m->n_recent, v);
+    return v;
+}
+
+/* ---- MODEL3: the age of a freed pointer (0 .. LOG_FREED_RING - 1) ------ */
+/* Its bit length L (0..LOG_FREED_BITS) as a 4-level bit tree, the
+ * LOG_RC_HI_BITS bits under the leading one as a bit tree per L, the lower
+ * ones flat. */
+static inline void log_rc_put_age(log_rc_enc *e, log_rc_model *m, log_buf *out, uint32_t v)
+{
+    e->started = 1;
+    unsigned L = log_rc_bitlen(v), node = 1;
+    for (int i = 3; i >= 0; i--) {
+        unsigned b = (L >> i) & 1;
+        log_rc_enc_bit(e, out, &m->age_len[node], b);
+        node = node * 2 + b;
+    }
+    node = 1;
+    for (int i = (int)L - 2; i >= 0; i--) {
+        unsigned b = (v >> i) & 1;
+        if (i >= (int)L - 1 - (int)LOG_RC_HI_BITS) {
+            log_rc_enc_bit(e, out, &m->age_hi[L][node], b);
+            node = node * 2 + b;
+        } else {
+            log_rc_enc_flat(e, out, b);
+        }
+    }
+}
+
+/* An age; sets in->bad on a length beyond LOG_FREED_BITS. */
+static inline uint32_t log_rc_get_age(log_rc_dec *d, log_rc_model *m, log_rd *in)
+{
+    if (!d->started)
+        log_rc_dec_start(d, in);
+    unsigned node = 1;
+    for (int i = 0; i < 4; i++)
+        node = node * 2 + log_rc_dec_bit(d, in, &m->age_len[node]);
+    unsigned L = node - 16;
+    if (L > LOG_FREED_BITS) {
+        in->bad = 1;
+        return 0;
+    }
+    if (L == 0)
+        return 0;
+    uint32_t v = 1;
+    node = 1;
+    for (int i = (int)L - 2; i >= 0; i--) {
+        unsigned b;
+        if (i >= (int)L - 1 - (int)LOG_RC_HI_BITS) {
+            b = log_rc_dec_bit(d, in, &m->age_hi[L][node]);
+            node = node * 2 + b;
+        } else {
+            b = log_rc_dec_flat(d, in);
+        }
+        v = v << 1 | b;
+    }
     return v;
 }
 

@@ -397,6 +397,7 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
             unsigned field = tag >> TAG_RANK_SHIFT;
             if (field == 0) {
                 d->ptr = log_rd_varint(&sec[BTP_LOG_SEC_FREES]);
+                log_model_freed(m, d->ptr, 1);
                 continue;
             }
             uint64_t rank = field - 1;
@@ -426,11 +427,13 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
                              : NULL;
                 if (b)
                     bin_push(b, e.ptr, e.known);
+                log_model_freed(m, e.ptr, e.known);
             } else if (rank < (uint64_t)m->live.count + r->unknown_live) {
                 /* an allocation from before this block: never binned, so
                  * the bins stay exact */
                 r->unknown_live--;
                 d->flags = BTP_LOG_REC_PTR_UNKNOWN;
+                log_model_freed(m, 0, 0);
             } else {
                 return BTP_E_CORRUPT;
             }
@@ -454,9 +457,9 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
         btp_status st;
         unsigned k = tag >> TAG_BIN_SHIFT;
         int known;
-        if (k > (model3 ? TAG_BIN_NEXT : TAG_BIN_MAX))
+        if (k > (model3 ? TAG_BIN_FREED : TAG_BIN_MAX) || (model3 && k > TAG_M3_BINS && k < TAG_BIN_NEXT))
             return BTP_E_CORRUPT;
-        if (k && !(model3 && k == TAG_BIN_NEXT)) {
+        if (k && !(model3 && k >= TAG_BIN_NEXT)) {
             bin *b = log_model_bin(m, log_size_class(d->size, m->word_bits), 0);
             if (!b || k > b->n)
                 return BTP_E_CORRUPT;
@@ -464,9 +467,16 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
             d->ptr = e.ptr;
             known = e.known;
         } else {
-            if (k) { /* MODEL3: at the end of the last chunk carved */
+            if (k == TAG_BIN_NEXT) { /* MODEL3: at the end of the last chunk carved */
                 d->ptr = m->next_ptr;
                 known = m->next_known;
+            } else if (k == TAG_BIN_FREED) { /* MODEL3: a pointer freed in this block */
+                uint32_t age = log_rc_get_age(&dec, &r->ptr_model, pr);
+                if (pr->bad || age >= m->n_freed - m->freed0)
+                    return BTP_E_CORRUPT;
+                uint32_t at = (uint32_t)(m->n_freed - 1 - age) & (LOG_FREED_RING - 1);
+                d->ptr = m->freed[at];
+                known = m->freed_known[at];
             } else {
                 uint64_t delta;
                 if (ptrs_range)

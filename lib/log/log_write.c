@@ -31,6 +31,7 @@ struct btp_log_writer {
     log_model model;
     ptr_slot *map;
     uint32_t map_cap, map_used;
+    uint64_t *freed_at;      /* by pointer hash: 1 + its last free number, 0 none */
     log_buf sec[BTP_LOG_SEC_COUNT];
     log_buf raw, packed;
     log_rc_enc ptr_enc;      /* PTRS: range-coded deltas */
@@ -58,6 +59,11 @@ static uint64_t now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
+
+/* Slots of the writer's index of the freed-pointer ring: a pointer's slot
+ * holds its last free (a collision forgets the older, which then costs a
+ * delta: the index only finds, the ring decides). */
+#define FREED_AT_SLOTS (2u * LOG_FREED_RING)
 
 static uint64_t ptr_hash(uint64_t p)
 {
@@ -286,6 +292,8 @@ static btp_status writer_open(btp_log_writer **out, btp_log_sink_fn sink, void *
         st = log_model_init(&w->model, o.word_bits, o.max_live);
     if (st == BTP_OK && !(w->cbf = malloc(BTP_CBF_BOUND(BTP_LOG_MAX_DEPTH))))
         st = BTP_E_OUT_OF_MEMORY;
+    if (st == BTP_OK && !(w->freed_at = calloc(FREED_AT_SLOTS, sizeof *w->freed_at)))
+        st = BTP_E_OUT_OF_MEMORY;
     if (st == BTP_OK) {
         begin_block(w);
         w->fh = (log_file_header){LOG_VERSION, o.word_bits, 0, o.max_nodes, o.max_live};
@@ -504,10 +512,21 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
         bin_take(b, (unsigned)k);
         tag |= (unsigned)(k + 1) << TAG_BIN_SHIFT;
     } else {
-        if (ptr == m->next_ptr)
+        log_buf *pb = &w->sec[BTP_LOG_SEC_PTRS];
+        uint64_t j = ptr == m->next_ptr ? 0 : w->freed_at[ptr_hash(ptr) & (FREED_AT_SLOTS - 1)];
+        if (ptr == m->next_ptr) {
             tag |= TAG_BIN_NEXT << TAG_BIN_SHIFT;
-        else
-            log_rc_put_delta(&w->ptr_enc, &w->ptr_model, &w->sec[BTP_LOG_SEC_PTRS], ptr - base);
+        } else if (j > m->freed0 && m->n_freed - j < LOG_FREED_RING &&
+                   m->freed[(j - 1) & (LOG_FREED_RING - 1)] == ptr &&
+                   !log_rc_recent_has(&w->ptr_model, ptr - base)) {
+            /* freed earlier in the block, in a bin no longer or of another
+             * size (chunks coalesce and split); unless a recent delta
+             * gives it, which costs fewer bits */
+            tag |= TAG_BIN_FREED << TAG_BIN_SHIFT;
+            log_rc_put_age(&w->ptr_enc, &w->ptr_model, pb, (uint32_t)(m->n_freed - j));
+        } else {
+            log_rc_put_delta(&w->ptr_enc, &w->ptr_model, pb, ptr - base);
+        }
         base = m->prev_ptr = ptr;
         m->next_ptr = ptr + log_chunk_size(size, m->word_bits);
     }
@@ -556,6 +575,8 @@ btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr)
     log_model *m = &w->model;
     ptr_slot *s = w->map ? map_lookup(w, ptr) : NULL;
     uint32_t slot = s && s->used ? live_find(&m->live, s->seq) : UINT32_MAX;
+    log_model_freed(m, ptr, 1);
+    w->freed_at[ptr_hash(ptr) & (FREED_AT_SLOTS - 1)] = m->n_freed;
     if (slot == UINT32_MAX) { /* not a live allocation we know: literal pointer */
         log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], TAG_FREE);
         log_buf_varint(&w->sec[BTP_LOG_SEC_FREES], ptr);
@@ -617,5 +638,6 @@ void btp_log_writer_abandon(btp_log_writer *w)
     log_buf_free(&w->raw);
     log_buf_free(&w->packed);
     free(w->cbf);
+    free(w->freed_at);
     free(w);
 }
