@@ -35,6 +35,10 @@ enum {
     LOG_BF_KNOWN = LOG_BF_ZLIB | LOG_BF_SEGMENT_START | LOG_BF_MODEL2 | LOG_BF_MODEL3
 };
 
+#ifndef LOG_M3_BIN_DEPTH
+#define LOG_M3_BIN_DEPTH 60u /* MODEL3: freed pointers remembered per size class */
+#endif
+
 /* Record tags (one byte per record, spec/log.md "Record tags"). */
 enum {
     TAG_FREE = 1u << 0,
@@ -46,16 +50,18 @@ enum {
     TAG_RANK_SHIFT = 1,      /* free: bits 1..7: 0 = literal, k = rank k-1, 127 = escape */
     TAG_RANK_ESC = 127,
     /* MODEL3 */
-    TAG_BIN_NEXT = 17,       /* alloc: bin field 17: at the end of the last chunk carved; */
-    TAG_BIN_FREED = 18,      /* 18: a pointer freed earlier in the block (age in PTRS); */
-    TAG_M3_BINS = 16,        /* 1..16 are bin entries; 19..62 unused */
+    TAG_M3_BINS = LOG_M3_BIN_DEPTH, /* alloc: bin fields 1..TAG_M3_BINS are bin entries; */
+    TAG_BIN_NEXT = TAG_M3_BINS + 1, /* then: at the end of the last chunk carved; */
+    TAG_BIN_FREED = TAG_M3_BINS + 2, /* then: a pointer freed earlier in the block (age in
+                                        PTRS); higher fields unused */
     TAG_M3_DIRECT = 63,      /* free: rank fields 1..63 are ranks 0..62; */
     TAG_M3_REL0 = 95,        /* 64..126: rank = prediction + field - 95 (-31..31); */
     TAG_M3_REL_MAX = 31      /* 127: prediction + zigzag varint from FREES */
 };
 
 /* Model parameters fixed by the format. */
-#define LOG_BIN_DEPTH 16u    /* freed pointers remembered per size class */
+#define LOG_BIN_DEPTH 16u    /* freed pointers remembered per size class (MODEL2) */
+#define LOG_BIN_DEPTH_MAX LOG_M3_BIN_DEPTH
 #define LOG_BIN_CLASSES 1024u /* size classes remembered per block */
 #define LOG_FREED_BITS 13u    /* MODEL3: the last 2^13 freed pointers are remembered */
 #define LOG_FREED_RING (1u << LOG_FREED_BITS)

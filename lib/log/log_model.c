@@ -201,10 +201,10 @@ bin *log_model_bin(log_model *m, uint64_t cls, int create)
     }
 }
 
-void bin_push(bin *b, uint64_t ptr, int known)
+void bin_push(bin *b, uint64_t ptr, int known, unsigned depth)
 {
-    if (b->n == LOG_BIN_DEPTH) { /* forget the oldest */
-        memmove(&b->v[0], &b->v[1], (LOG_BIN_DEPTH - 1) * sizeof b->v[0]);
+    if (b->n >= depth) { /* forget the oldest */
+        memmove(&b->v[0], &b->v[1], (depth - 1) * sizeof b->v[0]);
         b->n--;
     }
     b->v[b->n++] = (bin_entry){ptr, (uint8_t)known};

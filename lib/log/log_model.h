@@ -47,7 +47,7 @@ typedef struct bin_entry {
 } bin_entry;
 typedef struct bin {
     uint32_t n;
-    bin_entry v[LOG_BIN_DEPTH];
+    bin_entry v[LOG_BIN_DEPTH_MAX];
 } bin;
 
 /* Where a size class's bin is in this block: the hash table that finds
@@ -103,7 +103,8 @@ void log_model_block(log_model *m);
 /* Bin of `cls`; with create, make one if fewer than LOG_BIN_CLASSES
  * classes have one in this block. NULL if none. */
 bin *log_model_bin(log_model *m, uint64_t cls, int create);
-void bin_push(bin *b, uint64_t ptr, int known);
+/* Push ptr, forgetting the oldest entry when the bin holds `depth`. */
+void bin_push(bin *b, uint64_t ptr, int known, unsigned depth);
 /* Index (0 = newest) of ptr in b, or -1. */
 int bin_find(const bin *b, uint64_t ptr);
 bin_entry bin_take(bin *b, unsigned idx);

@@ -426,7 +426,7 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
                              ? log_model_bin(m, log_size_class(e.size, m->word_bits), 1)
                              : NULL;
                 if (b)
-                    bin_push(b, e.ptr, e.known);
+                    bin_push(b, e.ptr, e.known, model3 ? LOG_M3_BIN_DEPTH : LOG_BIN_DEPTH);
                 log_model_freed(m, e.ptr, e.known);
             } else if (rank < (uint64_t)m->live.count + r->unknown_live) {
                 /* an allocation from before this block: never binned, so

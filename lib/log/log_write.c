@@ -603,7 +603,7 @@ btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr)
     map_delete(w, s);
     bin *b = binned ? log_model_bin(m, log_size_class(size, m->word_bits), 1) : NULL;
     if (b)
-        bin_push(b, ptr, 1);
+        bin_push(b, ptr, 1, LOG_M3_BIN_DEPTH);
     return end_record(w);
 }
 
