@@ -54,9 +54,10 @@ enum {
     TAG_BIN_NEXT = TAG_M3_BINS + 1, /* then: at the end of the last chunk carved; */
     TAG_BIN_FREED = TAG_M3_BINS + 2, /* then: a pointer freed earlier in the block (age in
                                         PTRS); higher fields unused */
-    TAG_M3_DIRECT = 63,      /* free: rank fields 1..63 are ranks 0..62; */
+    TAG_M3_RANKS = 62,       /* free: rank fields 1..62 are ranks 0..61; */
+    TAG_M3_RANK_ESC = 63,    /* 63: rank 62 + a number from PTRS; */
     TAG_M3_REL0 = 95,        /* 64..126: rank = prediction + field - 95 (-31..31); */
-    TAG_M3_REL_MAX = 31      /* 127: prediction + zigzag varint from FREES */
+    TAG_M3_REL_MAX = 31      /* 127: prediction + a signed number from PTRS */
 };
 
 /* Model parameters fixed by the format. */

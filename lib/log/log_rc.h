@@ -29,6 +29,13 @@
 #define LOG_RC_LO_BITS 4  /* lowest bits coded with a context (alignment) */
 #define LOG_RC_RECENT 16  /* deltas remembered, most recently used first */
 
+/* An adaptive model of numbers (log_rc_put_num). */
+typedef struct log_rc_num {
+    uint16_t len[128];
+    uint16_t sign[65];
+    uint16_t hi[65][1u << LOG_RC_HI_BITS];
+} log_rc_num;
+
 /* The adaptive model of one block's deltas. A delta is first looked up
  * among the LOG_RC_RECENT last distinct ones (an allocator handing out
  * chunks of a few sizes in turn repeats a few deltas): a hit bit (context:
@@ -48,9 +55,9 @@ typedef struct log_rc_model {
     uint16_t sign[65];
     uint16_t hi[65][1u << LOG_RC_HI_BITS];
     uint16_t lo[LOG_RC_LO_BITS];
-    /* MODEL3: the age of a freed pointer (spec/log.md "MODEL3") */
-    uint16_t age_len[16];
-    uint16_t age_hi[LOG_FREED_BITS + 1][1u << LOG_RC_HI_BITS];
+    /* MODEL3 (spec/log.md "MODEL3"): a freed pointer's age, a free's rank
+     * as is and relative to the prediction */
+    log_rc_num age, rank, rel;
 } log_rc_model;
 
 static inline void log_rc_model_init(log_rc_model *m)
@@ -318,24 +325,34 @@ static inline uint64_t log_rc_get_delta(log_rc_dec *d, log_rc_model *m, log_rd *
     return v;
 }
 
-/* ---- MODEL3: the age of a freed pointer (0 .. LOG_FREED_RING - 1) ------ */
-/* Its bit length L (0..LOG_FREED_BITS) as a 4-level bit tree, the
- * LOG_RC_HI_BITS bits under the leading one as a bit tree per L, the lower
- * ones flat. */
-static inline void log_rc_put_age(log_rc_enc *e, log_rc_model *m, log_buf *out, uint32_t v)
+/* ---- MODEL3: numbers (a freed pointer's age, free ranks) -------------- */
+/* Its bit length L (0..64) as a 7-level bit tree, for a signed number the
+ * sign (1 = negative) per L, then the LOG_RC_HI_BITS bits under the leading
+ * one as a bit tree per L, every lower bit flat. */
+static inline void log_rc_put_num(log_rc_enc *e, log_rc_num *m, log_buf *out, uint64_t v,
+                                  int is_signed)
 {
     e->started = 1;
+    unsigned neg = 0;
+    if (is_signed && (v >> 63)) {
+        neg = 1;
+        v = 0 - v;
+    }
     unsigned L = log_rc_bitlen(v), node = 1;
-    for (int i = 3; i >= 0; i--) {
+    for (int i = 6; i >= 0; i--) {
         unsigned b = (L >> i) & 1;
-        log_rc_enc_bit(e, out, &m->age_len[node], b);
+        log_rc_enc_bit(e, out, &m->len[node], b);
         node = node * 2 + b;
     }
+    if (L == 0)
+        return;
+    if (is_signed)
+        log_rc_enc_bit(e, out, &m->sign[L], neg);
     node = 1;
     for (int i = (int)L - 2; i >= 0; i--) {
-        unsigned b = (v >> i) & 1;
+        unsigned b = (unsigned)(v >> i) & 1;
         if (i >= (int)L - 1 - (int)LOG_RC_HI_BITS) {
-            log_rc_enc_bit(e, out, &m->age_hi[L][node], b);
+            log_rc_enc_bit(e, out, &m->hi[L][node], b);
             node = node * 2 + b;
         } else {
             log_rc_enc_flat(e, out, b);
@@ -343,34 +360,36 @@ static inline void log_rc_put_age(log_rc_enc *e, log_rc_model *m, log_buf *out, 
     }
 }
 
-/* An age; sets in->bad on a length beyond LOG_FREED_BITS. */
-static inline uint32_t log_rc_get_age(log_rc_dec *d, log_rc_model *m, log_rd *in)
+/* A number coded by log_rc_put_num (modulo 2^64 when signed); sets
+ * in->bad on a length beyond 64 bits or a read past the section. */
+static inline uint64_t log_rc_get_num(log_rc_dec *d, log_rc_num *m, log_rd *in, int is_signed)
 {
     if (!d->started)
         log_rc_dec_start(d, in);
     unsigned node = 1;
-    for (int i = 0; i < 4; i++)
-        node = node * 2 + log_rc_dec_bit(d, in, &m->age_len[node]);
-    unsigned L = node - 16;
-    if (L > LOG_FREED_BITS) {
+    for (int i = 0; i < 7; i++)
+        node = node * 2 + log_rc_dec_bit(d, in, &m->len[node]);
+    unsigned L = node - 128;
+    if (L == 0)
+        return 0;
+    if (L > 64) {
         in->bad = 1;
         return 0;
     }
-    if (L == 0)
-        return 0;
-    uint32_t v = 1;
+    unsigned neg = is_signed ? log_rc_dec_bit(d, in, &m->sign[L]) : 0;
+    uint64_t v = 1;
     node = 1;
     for (int i = (int)L - 2; i >= 0; i--) {
         unsigned b;
         if (i >= (int)L - 1 - (int)LOG_RC_HI_BITS) {
-            b = log_rc_dec_bit(d, in, &m->age_hi[L][node]);
+            b = log_rc_dec_bit(d, in, &m->hi[L][node]);
             node = node * 2 + b;
         } else {
             b = log_rc_dec_flat(d, in);
         }
         v = v << 1 | b;
     }
-    return v;
+    return neg ? 0 - v : v;
 }
 
 #endif

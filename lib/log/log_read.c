@@ -402,13 +402,17 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
             }
             uint64_t rank = field - 1;
             if (model3) {
-                /* 1..63 the rank as is; else relative to the prediction */
-                if (field > TAG_M3_DIRECT) {
-                    uint64_t rel = field == TAG_RANK_ESC
-                                     ? (uint64_t)log_unzigzag(log_rd_varint(&sec[BTP_LOG_SEC_FREES]))
-                                     : (uint64_t)field - TAG_M3_REL0;
-                    rank = m->free_pred + rel;
-                }
+                /* 1..62 the rank as is, 63 a larger one; else relative to
+                 * the prediction */
+                if (field == TAG_M3_RANK_ESC)
+                    rank = TAG_M3_RANKS + log_rc_get_num(&dec, &r->ptr_model.rank, pr, 0);
+                else if (field == TAG_RANK_ESC)
+                    rank = m->free_pred +
+                           (uint64_t)log_unzigzag(log_rd_varint(&sec[BTP_LOG_SEC_FREES]));
+                else if (field > TAG_M3_RANK_ESC)
+                    rank = m->free_pred + ((uint64_t)field - TAG_M3_REL0);
+                if (pr->bad)
+                    return BTP_E_CORRUPT;
                 m->free_pred = rank - 1;
             } else if (field == TAG_RANK_ESC) {
                 rank += log_rd_varint(&sec[BTP_LOG_SEC_FREES]);
@@ -471,8 +475,8 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
                 d->ptr = m->next_ptr;
                 known = m->next_known;
             } else if (k == TAG_BIN_FREED) { /* MODEL3: a pointer freed in this block */
-                uint32_t age = log_rc_get_age(&dec, &r->ptr_model, pr);
-                if (pr->bad || age >= m->n_freed - m->freed0)
+                uint64_t age = log_rc_get_num(&dec, &r->ptr_model.age, pr, 0);
+                if (pr->bad || age >= m->n_freed - m->freed0 || age >= LOG_FREED_RING)
                     return BTP_E_CORRUPT;
                 uint32_t at = (uint32_t)(m->n_freed - 1 - age) & (LOG_FREED_RING - 1);
                 d->ptr = m->freed[at];

@@ -64,6 +64,9 @@ static uint64_t now_ms(void)
  * holds its last free (a collision forgets the older, which then costs a
  * delta: the index only finds, the ring decides). */
 #define FREED_AT_SLOTS (2u * LOG_FREED_RING)
+#ifndef REL_ESC_MAX
+#define REL_ESC_MAX UINT64_MAX
+#endif
 
 static uint64_t ptr_hash(uint64_t p)
 {
@@ -523,7 +526,7 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
              * size (chunks coalesce and split); unless a recent delta
              * gives it, which costs fewer bits */
             tag |= TAG_BIN_FREED << TAG_BIN_SHIFT;
-            log_rc_put_age(&w->ptr_enc, &w->ptr_model, pb, (uint32_t)(m->n_freed - j));
+            log_rc_put_num(&w->ptr_enc, &w->ptr_model.age, pb, m->n_freed - j, 0);
         } else {
             log_rc_put_delta(&w->ptr_enc, &w->ptr_model, pb, ptr - base);
         }
@@ -585,17 +588,23 @@ btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr)
     uint32_t rank = live_rank(&m->live, slot);
     /* the rank relative to the prediction when it hits (a program freeing
      * in allocation order: one repeated tag), else the rank when small
-     * (LIFO), else relative again */
+     * (LIFO), else relative when near; else whichever number is smaller,
+     * range-coded */
     uint64_t d = (uint64_t)rank - m->free_pred;
-    uint64_t zz = log_zigzag((int64_t)d);
+    uint64_t mag = d >> 63 ? 0 - d : d;
     unsigned field;
-    if (d == 0 || rank >= TAG_M3_DIRECT)
-        field = zz <= 2 * TAG_M3_REL_MAX ? (unsigned)(TAG_M3_REL0 + (int64_t)d) : TAG_RANK_ESC;
-    else
+    if (d == 0 || (rank >= TAG_M3_RANKS && mag <= TAG_M3_REL_MAX))
+        field = (unsigned)(TAG_M3_REL0 + (int64_t)d);
+    else if (rank < TAG_M3_RANKS)
         field = rank + 1;
+    else
+        field = mag < rank && mag < REL_ESC_MAX ? TAG_RANK_ESC : TAG_M3_RANK_ESC;
     log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], (uint8_t)(TAG_FREE | field << TAG_RANK_SHIFT));
     if (field == TAG_RANK_ESC)
-        log_buf_varint(&w->sec[BTP_LOG_SEC_FREES], zz);
+        log_buf_varint(&w->sec[BTP_LOG_SEC_FREES], log_zigzag((int64_t)d));
+    else if (field == TAG_M3_RANK_ESC)
+        log_rc_put_num(&w->ptr_enc, &w->ptr_model.rank, &w->sec[BTP_LOG_SEC_PTRS],
+                       rank - TAG_M3_RANKS, 0);
     m->free_pred = (uint64_t)rank - 1;
     uint64_t size = m->live.e[slot].size;
     int binned = m->live.e[slot].seq >= m->block_seq0;
