@@ -355,6 +355,32 @@ def log_seeds(build):
         # Option byte: plain, and keep-going with a cut/seek position.
         c.add(bytes([0]) + log)
         c.add(bytes([1 | (seed * 37 % 128) << 1]) + log)
+    # Real heap records (cc1 under glibc malloc: bins, next chunks, freed
+    # pointers, free ranks of every kind), in small blocks, by the CLI's writer
+    btpack = os.path.join(build, "tools", "btpack")
+    with lzma.open(os.path.join(DATA, "log", "heap6000.trace.xz")) as f:
+        lines = f.read().splitlines(keepends=True)
+    for first, count, block in ((1, 400, 1024), (3000, 300, 4096)):
+        with open(tmp + ".trace", "wb") as f:
+            f.write(lines[0] + b"".join(lines[first:first + count]))
+        subprocess.run([btpack, "convert", "--from", "trace", "--to", "log", "--block-size",
+                        str(block), "-o", tmp, tmp + ".trace"], check=True)
+        with open(tmp, "rb") as f:
+            log = f.read()
+        os.unlink(tmp)
+        os.unlink(tmp + ".trace")
+        c.add(bytes([0]) + log)
+        c.add(bytes([1 | (first * 37 % 128) << 1]) + log)
+    # Logs of the older codings, which readers keep reading: the test logs,
+    # and the seeds this script wrote when the writer wrote MODEL2 (kept as
+    # they were, option byte included)
+    for name in ("v2-before-model2.btlog", "v2-model2-heap.btlog"):
+        with open(os.path.join(DATA, "log", name), "rb") as f:
+            c.add(bytes([0]) + f.read())
+    old = os.path.join(DATA, "log", "fuzz-model2")
+    for name in sorted(os.listdir(old)):
+        with open(os.path.join(old, name), "rb") as f:
+            c.add(f.read())
     os.rmdir(os.path.dirname(tmp))
     return [c]
 

@@ -81,6 +81,23 @@ def test_corpora(tmp):
             want = b"".join(text.splitlines(keepends=True)[:1500])
             rc, back, err = conv("log", "trace", old)
             check(rc == 0 and back == want, "a log from before MODEL2 reads back: %s" % err)
+            # A MODEL2 log of allocations and frees (6,000 records of a cc1 heap
+            # trace: bins, deltas, free ranks), written before MODEL3
+            data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "log")
+            with lzma.open(os.path.join(data, "heap6000.trace.xz")) as f:
+                want = f.read()
+            rc, back, err = conv("log", "trace", os.path.join(data, "v2-model2-heap.btlog"))
+            check(rc == 0 and back == want, "a MODEL2 heap log reads back: %s" % err)
+            # the same records written now (MODEL3) read back the same, and smaller
+            src2 = os.path.join(tmp, "heap6000.trace")
+            with open(src2, "wb") as f:
+                f.write(want)
+            rc, out, err = conv("trace", "log", "-o", src2 + ".btlog", src2)
+            rc2, back, err2 = conv("log", "trace", src2 + ".btlog")
+            check(rc == 0 and rc2 == 0 and back == want, "heap records -> MODEL3 log -> trace: %s%s"
+                  % (err, err2))
+            check(os.path.getsize(src2 + ".btlog") < os.path.getsize(
+                os.path.join(data, "v2-model2-heap.btlog")), "MODEL3 stores these records in fewer bytes")
         if name == "sqlite3_i386":
             for to in fmts:
                 if to in ("log", "trace"):
