@@ -357,7 +357,8 @@ enum {
     BTP_LOG_SEC_TAGS,     /* one byte per record */
     BTP_LOG_SEC_STACKS,   /* stack references */
     BTP_LOG_SEC_SIZES,    /* allocation sizes */
-    BTP_LOG_SEC_PTRS,     /* allocation pointer deltas */
+    BTP_LOG_SEC_PTRS,     /* allocation pointer deltas (and freed-pointer ages, large
+                             free ranks) */
     BTP_LOG_SEC_FREES,    /* free ranks and literal pointers */
     BTP_LOG_SEC_COUNT
 };
