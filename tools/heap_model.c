@@ -304,7 +304,7 @@ static int load_log(heap_model *m, input *in, const cli_options *opt)
     site_syms_init(&m->sy, m->sy.elf, m->word_bits);
     int rc = EXIT_OK;
     btp_log_record rec;
-    for (;;) {
+    for (unsigned long long n_read = 0;; progress_tick(++n_read)) {
         btp_status st = log_next_record(&rd, r, &rec, take_meta_in_order, &lq,
                                         "(the process crashed, was killed, or is still "
                                         "running): reporting the records before it");
@@ -525,6 +525,7 @@ static int load_text(heap_model *m, input *in, const cli_options *opt, heap_inpu
     int got_line;
     while ((got_line = lines_next(&lr, &line, &len)) > 0) {
         size_t lineno = lr.lineno;
+        progress_tick(lineno); /* lines, for text */
         src_loc loc = {.line = lineno};
         if (kind == HEAP_IN_LWS) {
             size_t pos = 0, start, rl;
@@ -635,8 +636,10 @@ int heap_model_load(heap_model *m, const char *path, heap_input kind, const cli_
         kind = text_has_lws(head, (size_t)hn) ? HEAP_IN_LWS : HEAP_IN_CSV;
     int rc = EXIT_BAD_INPUT;
     m->kind = kind;
+    progress_begin(&in);
     if (hn >= 0)
         rc = kind == HEAP_IN_LOG ? load_log(m, &in, opt) : load_text(m, &in, opt, kind);
+    progress_end();
     diag_repeat_summary();
     input_close(&in);
     return rc;
