@@ -203,6 +203,10 @@ btp_status btp_capture_fp_walk(btp_collector *c, const btp_regs *regs,
  * (the chain ends inside the head, on the thread's known stack), else 0
  * (frames then hold garbage: walk again). */
 int btp_capture_fp_quick(btp_frame *frames, size_t cap, uintptr_t fp, size_t *n_out);
+/* The same from a return address `ra` (the first frame) and the frame
+ * record `fp` of the function it returns into. */
+int btp_capture_fp_quick_from(btp_frame *frames, size_t cap, uintptr_t ra, uintptr_t fp,
+                              size_t *n_out);
 btp_status btp_capture_libgcc(btp_collector *c, const void *uc);
 btp_status btp_capture_libunwind(btp_collector *c, const void *uc);
 btp_status btp_capture_glibc(btp_collector *c, const void *uc);
