@@ -506,31 +506,6 @@ static __attribute__((noinline)) btp_status capture_general(const btp_capture_op
     return st;
 }
 
-/* btp_capture with the fp method and nothing to snip or bound. ra is
- * btp_capture's return address, cfp its caller's frame record (above
- * btp_capture's own): the walk goes on from there as the general one would
- * from btp_capture's record. Not inlined: btp_capture ends in a tail call
- * to it, so that its own prologue stays small on this path (about 40
- * instructions of a 13-frame capture's 300). */
-static __attribute__((noinline)) btp_status capture_fp_from(const btp_capture_options *opt,
-                                                            btp_frame *frames, size_t cap,
-                                                            size_t *n_out, uintptr_t ra,
-                                                            uintptr_t cfp)
-{
-    if (!btp_reserved_clear(opt->reserved))
-        return BTP_E_UNSUPPORTED;
-    if (!method_available(BTP_CAPTURE_FP))
-        return BTP_E_NO_METHOD;
-    if (btp_capture_fp_quick_from(frames, cap, ra, cfp, n_out))
-        return BTP_OK;
-    btp_collector c;
-    btp_collector_init(&c, frames, cap, 0, opt);
-    btp_regs regs = {.pc = ra, .sp = 0, .fp = cfp};
-    btp_status st = btp_capture_fp_walk(&c, &regs, NULL, opt->flags);
-    *n_out = btp_collector_finish(&c);
-    return st;
-}
-
 /* Entry points are noinline so that their return address and frame are
  * the caller's position; the empty asm after the call keeps the compiler
  * from turning it into a tail call (which would pop the frame the fp walk
@@ -546,8 +521,10 @@ __attribute__((noinline)) btp_status btp_capture(const btp_capture_options *opt,
      * would have checked first) */
     if (opt && opt->method == BTP_CAPTURE_FP && !opt->snip_pre && !opt->snip_post &&
         !opt->bounds && self[0] > (uintptr_t)self)
-        return capture_fp_from(opt, frames, cap, n_out, (uintptr_t)__builtin_return_address(0),
-                               self[0]);
+        return method_available(BTP_CAPTURE_FP)
+                   ? btp_capture_fp_entry(opt, frames, cap, n_out,
+                                          (uintptr_t)__builtin_return_address(0), self[0])
+                   : BTP_E_NO_METHOD;
     /* a tail call too, where the compiler makes one (see capture_general) */
     return capture_general(opt, (uintptr_t)__builtin_return_address(0), (uintptr_t)self,
                            frames, cap, n_out);

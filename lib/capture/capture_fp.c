@@ -14,6 +14,8 @@
  */
 #include "capture_internal.h"
 
+#include "common/reserved.h"
+
 #include <signal.h>
 #include <ucontext.h>
 
@@ -284,8 +286,11 @@ __attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
     }
 }
 
-int btp_capture_fp_quick_from(btp_frame *frames, size_t cap, uintptr_t ra, uintptr_t fp,
-                              size_t *n_out)
+/* The quick walk from a return address `ra` (the first frame) and the frame
+ * record `fp` of the function it returns into: 1 with *n_out set, or 0 as
+ * btp_capture_fp_quick. */
+static inline int quick_from(btp_frame *frames, size_t cap, uintptr_t ra, uintptr_t fp,
+                             size_t *n_out)
 {
     /* Only the thread's own stack, known already, and only a chain that
      * ends before the frames the collector keeps in order run out (cap-1,
@@ -306,13 +311,28 @@ int btp_capture_fp_quick_from(btp_frame *frames, size_t cap, uintptr_t ra, uintp
     return 1;
 }
 
+btp_status btp_capture_fp_entry(const btp_capture_options *opt, btp_frame *frames,
+                                size_t cap, size_t *n_out, uintptr_t ra, uintptr_t cfp)
+{
+    if (!btp_reserved_clear(opt->reserved))
+        return BTP_E_UNSUPPORTED;
+    if (quick_from(frames, cap, ra, cfp, n_out))
+        return BTP_OK;
+    btp_collector c;
+    btp_collector_init(&c, frames, cap, 0, opt);
+    btp_regs regs = {.pc = ra, .sp = 0, .fp = cfp};
+    btp_status st = btp_capture_fp_walk(&c, &regs, NULL, opt->flags);
+    *n_out = btp_collector_finish(&c);
+    return st;
+}
+
 int btp_capture_fp_quick(btp_frame *frames, size_t cap, uintptr_t fp, size_t *n_out)
 {
     /* fp is the entry point's own frame record: its return address comes
      * first, then the chain from its caller's record */
     if (thread_stack.hi == 0 || !inside(&thread_stack, fp) || fp % WORD != 0)
         return 0;
-    return btp_capture_fp_quick_from(frames, cap, load(fp + WORD), load(fp), n_out);
+    return quick_from(frames, cap, load(fp + WORD), load(fp), n_out);
 }
 
 btp_status btp_regs_from_context(const void *ucontext, btp_regs *regs)
