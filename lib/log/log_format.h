@@ -35,9 +35,7 @@ enum {
     LOG_BF_KNOWN = LOG_BF_ZLIB | LOG_BF_SEGMENT_START | LOG_BF_MODEL2 | LOG_BF_MODEL3
 };
 
-#ifndef LOG_M3_BIN_DEPTH
-#define LOG_M3_BIN_DEPTH 60u /* MODEL3: freed pointers remembered per size class */
-#endif
+#define LOG_M3_BIN_DEPTH 120u /* MODEL3: freed pointers remembered per size class */
 
 /* Record tags (one byte per record, spec/log.md "Record tags"). */
 enum {
@@ -50,10 +48,11 @@ enum {
     TAG_RANK_SHIFT = 1,      /* free: bits 1..7: 0 = literal, k = rank k-1, 127 = escape */
     TAG_RANK_ESC = 127,
     /* MODEL3 */
-    TAG_M3_BINS = LOG_M3_BIN_DEPTH, /* alloc: bin fields 1..TAG_M3_BINS are bin entries; */
-    TAG_BIN_NEXT = TAG_M3_BINS + 1, /* then: at the end of the last chunk carved; */
-    TAG_BIN_FREED = TAG_M3_BINS + 2, /* then: a pointer freed earlier in the block (age in
-                                        PTRS); higher fields unused */
+    TAG_M3_BINS = 16,        /* alloc: bin fields 1..16 are bin entries 0..15; */
+    TAG_BIN_DEEP = 17,       /* 17: bin entry 16 + a number from PTRS; */
+    TAG_BIN_NEXT = 18,       /* 18: at the end of the last chunk carved; */
+    TAG_BIN_FREED = 19,      /* 19: a pointer freed earlier in the block (age in PTRS);
+                                20..62 unused */
     TAG_M3_RANKS = 62,       /* free: rank fields 1..62 are ranks 0..61; */
     TAG_M3_RANK_ESC = 63,    /* 63: rank 62 + a number from PTRS; */
     TAG_M3_REL0 = 95,        /* 64..126: rank = prediction + field - 95 (-31..31); */

@@ -56,8 +56,9 @@ typedef struct log_rc_model {
     uint16_t hi[65][1u << LOG_RC_HI_BITS];
     uint16_t lo[LOG_RC_LO_BITS];
     /* MODEL3 (spec/log.md "MODEL3"): a freed pointer's age, a free's rank
-     * as is and relative to the prediction */
-    log_rc_num age, rank, rel;
+     * as is and relative to the prediction (the coder takes signed numbers;
+     * MODEL3 codes none), a deep bin position */
+    log_rc_num age, rank, rel, deep;
 } log_rc_model;
 
 static inline void log_rc_model_init(log_rc_model *m)

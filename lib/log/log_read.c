@@ -468,13 +468,20 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
         btp_status st;
         unsigned k = tag >> TAG_BIN_SHIFT;
         int known;
-        if (k > (model3 ? TAG_BIN_FREED : TAG_BIN_MAX) || (model3 && k > TAG_M3_BINS && k < TAG_BIN_NEXT))
+        if (k > (model3 ? TAG_BIN_FREED : TAG_BIN_MAX))
             return BTP_E_CORRUPT;
         if (k && !(model3 && k >= TAG_BIN_NEXT)) {
             bin *b = log_model_bin(m, log_size_class(d->size, m->word_bits), 0);
             if (!b || k > b->n)
                 return BTP_E_CORRUPT;
-            bin_entry e = bin_take(b, k - 1);
+            unsigned at = k - 1;
+            if (model3 && k == TAG_BIN_DEEP) {
+                uint64_t deep = log_rc_get_num(&dec, &r->ptr_model.deep, pr, 0);
+                if (pr->bad || deep >= b->n - TAG_M3_BINS)
+                    return BTP_E_CORRUPT;
+                at = TAG_M3_BINS + (unsigned)deep;
+            }
+            bin_entry e = bin_take(b, at);
             d->ptr = e.ptr;
             known = e.known;
         } else {

@@ -513,7 +513,13 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
     int k = b ? bin_find(b, ptr) : -1;
     if (k >= 0) {
         bin_take(b, (unsigned)k);
-        tag |= (unsigned)(k + 1) << TAG_BIN_SHIFT;
+        if (k < TAG_M3_BINS) {
+            tag |= (unsigned)(k + 1) << TAG_BIN_SHIFT;
+        } else { /* deeper: its position range-coded, not one of many rare tags */
+            tag |= TAG_BIN_DEEP << TAG_BIN_SHIFT;
+            log_rc_put_num(&w->ptr_enc, &w->ptr_model.deep, &w->sec[BTP_LOG_SEC_PTRS],
+                           (unsigned)k - TAG_M3_BINS, 0);
+        }
     } else {
         log_buf *pb = &w->sec[BTP_LOG_SEC_PTRS];
         uint64_t j = ptr == m->next_ptr ? 0 : w->freed_at[ptr_hash(ptr) & (FREED_AT_SLOTS - 1)];
