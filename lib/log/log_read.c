@@ -418,12 +418,12 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
                            (uint64_t)log_unzigzag(log_rd_varint(&sec[BTP_LOG_SEC_FREES]));
                 else if (field > TAG_M3_RANK_ESC)
                     rank = m->free_pred + ((uint64_t)field - TAG_M3_REL0);
-                if (pr->bad)
-                    return BTP_E_CORRUPT;
                 m->free_pred = rank - 1;
             } else if (field == TAG_RANK_ESC) {
                 rank += log_rd_varint(&sec[BTP_LOG_SEC_FREES]);
             }
+            if (sec[BTP_LOG_SEC_FREES].bad || pr->bad)
+                return BTP_E_CORRUPT;
             if (rank < m->live.count) {
                 uint32_t slot = live_at_rank(&m->live, (uint32_t)rank);
                 live_entry e = m->live.e[slot];
