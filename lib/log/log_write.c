@@ -505,11 +505,13 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
         tag |= TAG_SIZE_SAME;
     else
         log_buf_varint(&w->sec[BTP_LOG_SEC_SIZES], size);
-    /* from the bin of its size class (glibc's tcache and fastbins are LIFO
-     * per chunk size), else at the end of the last chunk carved (the top
-     * chunk, or a free chunk being split, is cut in order), else a delta
-     * from the base */
-    bin *b = log_model_bin(m, log_size_class(size, m->word_bits), 0);
+    /* at the end of the last chunk carved (the top chunk, or a free chunk
+     * being split, is cut in order: checked first, it spares a search of
+     * the bin), else from the bin of its size class (glibc's tcache and
+     * fastbins are LIFO per chunk size), else a pointer freed earlier,
+     * else a delta from the base */
+    log_buf *pb = &w->sec[BTP_LOG_SEC_PTRS];
+    bin *b = ptr == m->next_ptr ? NULL : log_model_bin(m, log_size_class(size, m->word_bits), 0);
     int k = b ? bin_find(b, ptr) : -1;
     if (k >= 0) {
         bin_take(b, (unsigned)k);
@@ -517,11 +519,9 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
             tag |= (unsigned)(k + 1) << TAG_BIN_SHIFT;
         } else { /* deeper: its position range-coded, not one of many rare tags */
             tag |= TAG_BIN_DEEP << TAG_BIN_SHIFT;
-            log_rc_put_num(&w->ptr_enc, &w->ptr_model.deep, &w->sec[BTP_LOG_SEC_PTRS],
-                           (unsigned)k - TAG_M3_BINS, 0);
+            log_rc_put_num(&w->ptr_enc, &w->ptr_model.deep, pb, (unsigned)k - TAG_M3_BINS, 0);
         }
     } else {
-        log_buf *pb = &w->sec[BTP_LOG_SEC_PTRS];
         uint64_t j = ptr == m->next_ptr ? 0 : w->freed_at[ptr_hash(ptr) & (FREED_AT_SLOTS - 1)];
         if (ptr == m->next_ptr) {
             tag |= TAG_BIN_NEXT << TAG_BIN_SHIFT;
