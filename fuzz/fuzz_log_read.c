@@ -120,7 +120,9 @@ static int same_record(const kept *k, const btp_log_record *rec)
            k->rec.ptr == rec->ptr && k->rec.flags == rec->flags &&
            k->rec.truncated == rec->truncated && k->rec.matched == rec->matched &&
            k->rec.n_frames == rec->n_frames &&
-           fuzz_frames_equal(frames_kept + k->first, rec->frames, rec->n_frames);
+           /* no frames kept yet leaves frames_kept NULL: no pointer made from it */
+           (rec->n_frames == 0 ||
+            fuzz_frames_equal(frames_kept + k->first, rec->frames, rec->n_frames));
 }
 
 /* The kept record with this index, if any (indexes increase). */
