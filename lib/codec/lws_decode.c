@@ -182,7 +182,12 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             if (n - 1 >= widest)
                 return 0;
             v = a >> (64 - n);
-            if (wide && lws_truncation_signature(v, n))
+            /* The signature needs n >= 33 and, for n >= 41, the low 8 bits
+             * of v >> 32 equal to those of v: a test that real addresses
+             * (47 bits, low bits at random) pass once in 256. A literal
+             * (below 2^63) never has the truncated form. */
+            if (wide && n > 32 && (n <= 40 || !(((v >> 32) ^ v) & 0xff)) &&
+                lws_truncation_signature(v, n))
                 suspect |= 1u << i;
             size = 10 + n;
         } else {
@@ -195,12 +200,11 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             /* the sign bit as a mask: all ones for "reference - |d|" */
             uint64_t neg = (uint64_t)((int64_t)(w << 6) >> 63);
             v = (out[ri].value + ((d ^ neg) - neg)) & mask;
-            if (wide && ((suspect >> ri & 1) || lws_truncation_signature(d, q)))
+            if (wide && ((suspect && (suspect >> ri & 1)) ||
+                         (q > 32 && lws_truncation_signature(d, q)) || lws_truncated_form(v)))
                 suspect |= 1u << i;
             size = 16 + q;
         }
-        if (wide && lws_truncated_form(v))
-            suspect |= 1u << i;
         out[i].value = v;
         out[i].kind = BTP_FRAME_RA;
         /* a holds at least 57 bits from pos + 9: the next header's 15
