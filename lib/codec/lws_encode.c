@@ -299,13 +299,24 @@ static BTP_ALWAYS_INLINE void put_frame_fast(bit_writer *w, const uint64_t *a, s
         bw_put64(w, rec, head_bits + n + 1);
 }
 
+/* Frame i (a constant, at most 8) of encode_fast_w: the scan of frames
+ * i-1 .. 0 unrolled, then the frame. */
+static BTP_ALWAYS_INLINE void first_frame(bit_writer *w, const uint64_t *a, const size_t i,
+                                          const unsigned word_bits)
+{
+    uint64_t a_i = a[i], best = UINT64_MAX;
+    for (size_t j = i; j >= 1; j--)
+        LWS_REF(j);
+    put_frame_fast(w, a, i, best, 1, word_bits);
+}
+
 /*
  * libwebsockets' choices (choose_lws) for a record whose frames are all
  * return addresses below 2^60, from a[k] = frames[k].value << 3: then every
  * difference of two of them is below 2^63 in magnitude as a signed number,
  * and its key (LWS_REF) fits 64 bits. The scan of the 8 frames before a
- * frame is straight-line code with no branch (for the first 9 frames,
- * entered by their number), and each frame is one write (two for a value
+ * frame is straight-line code with no branch (a copy of it for each of the
+ * first 9 frames), and each frame is one write (two for a value
  * of more than 47 bits): its kind, count or reference, sign and count,
  * and the value.
  */
@@ -317,22 +328,38 @@ static BTP_ALWAYS_INLINE size_t encode_fast_w(const uint64_t *a, size_t n, uint6
     /* The depth (6 bits, extra bit 0) stays pending for the first write. */
     w.acc = (uint64_t)n << 1;
     w.bits = LWS_W_DEPTH + 1;
-    size_t i = 0;
-    for (; i < n && i <= LWS_REFS; i++) {
-        uint64_t a_i = a[i], best = UINT64_MAX;
-        switch (i) {
-        case 8: LWS_REF(8); /* fall through */
-        case 7: LWS_REF(7); /* fall through */
-        case 6: LWS_REF(6); /* fall through */
-        case 5: LWS_REF(5); /* fall through */
-        case 4: LWS_REF(4); /* fall through */
-        case 3: LWS_REF(3); /* fall through */
-        case 2: LWS_REF(2); /* fall through */
-        case 1: LWS_REF(1); /* fall through */
-        default: break;
-        }
-        put_frame_fast(&w, a, i, best, 1, word_bits);
-    }
+    /* Frames 0 to 8, each with its own straight-line scan of the frames
+     * before it (no dispatch on how many there are). */
+    do {
+        if (n == 0)
+            break;
+        first_frame(&w, a, 0, word_bits);
+        if (n == 1)
+            break;
+        first_frame(&w, a, 1, word_bits);
+        if (n == 2)
+            break;
+        first_frame(&w, a, 2, word_bits);
+        if (n == 3)
+            break;
+        first_frame(&w, a, 3, word_bits);
+        if (n == 4)
+            break;
+        first_frame(&w, a, 4, word_bits);
+        if (n == 5)
+            break;
+        first_frame(&w, a, 5, word_bits);
+        if (n == 6)
+            break;
+        first_frame(&w, a, 6, word_bits);
+        if (n == 7)
+            break;
+        first_frame(&w, a, 7, word_bits);
+        if (n == 8)
+            break;
+        first_frame(&w, a, 8, word_bits);
+    } while (0);
+    size_t i = LWS_REFS + 1;
     for (; i < n; i++) {
         uint64_t a_i = a[i], best = UINT64_MAX;
         LWS_REF(8);
