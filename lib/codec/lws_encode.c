@@ -244,7 +244,7 @@ static BTP_ALWAYS_INLINE void put_record(bit_writer *w, uint64_t head, unsigned 
 /* Index of the highest set bit of x != 0. */
 static BTP_ALWAYS_INLINE unsigned top_bit(uint64_t x)
 {
-    return 63u - btp_clz64(x);
+    return 63u ^ btp_clz64(x); /* (not 63 - clz: the compiler folds the xor into its bsr) */
 }
 
 /*
