@@ -266,20 +266,14 @@ btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_
         info->error_bit = (len - 2) * 8;
         return BTP_E_LENGTH_MISMATCH;
     }
-    /* The fast path writes straight into out when the record's depth (the
-     * top 5 bits of byte 0) fits, else into a local array. */
-    btp_frame local[BTP_LWS_MAX_FRAMES];
-    size_t fits = len > 2 && (size_t)(p[0] >> 3) <= max_frames;
-    btp_frame *dst = fits ? out : local;
-    if (decode_fast(p, len, word_bits, dst, info)) {
-        size_t depth = info->depth;
-        if (fits)
-            return BTP_OK;
-        size_t copy = depth < max_frames ? depth : max_frames;
-        for (size_t i = 0; i < copy; i++)
-            out[i] = local[i];
-        return copy < depth ? BTP_E_LIMIT : BTP_OK;
-    }
+    /* The fast path writes straight into out, so it runs when the record's
+     * depth (the top 5 bits of byte 0) fits there; a record deeper than the
+     * caller's array (BTP_E_LIMIT) goes the careful way, which keeps the
+     * frames in a local array (a second array of btp_frame here would put
+     * this frame over the stack budget of small targets). */
+    if (len > 2 && (size_t)(p[0] >> 3) <= max_frames &&
+        decode_fast(p, len, word_bits, out, info))
+        return BTP_OK;
     *info = (btp_lws_info){0};
     uint64_t vals[BTP_LWS_MAX_FRAMES];
     btp_status st = decode_careful(p, len, word_bits, vals, info);
