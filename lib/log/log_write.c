@@ -63,11 +63,19 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* Home slot of a pointer. The page (4 KiB) is hashed and the offset in it
+ * kept, so a page's pointers share a run of 256 map slots (four KiB of
+ * map): a program allocates and frees neighbours together, and the map's
+ * cache misses and TLB misses become hits. Larger runs spill further when
+ * two busy pages share one (measured: 16 KiB pages slower than random). */
+#define PTR_PAGE_BITS 12
 static uint64_t ptr_hash(uint64_t p)
 {
-    p ^= p >> 33;
-    p *= 0xff51afd7ed558ccdull;
-    return p ^ (p >> 33);
+    uint64_t h = p >> PTR_PAGE_BITS;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h << (PTR_PAGE_BITS - 4) ^ ((p >> 4) & ((1u << (PTR_PAGE_BITS - 4)) - 1));
 }
 
 static ptr_slot *map_lookup(btp_log_writer *w, uint64_t ptr)
