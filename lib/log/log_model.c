@@ -4,6 +4,20 @@
 
 #include "log_model.h"
 
+/* Set bits of x. __builtin_popcountll is a libgcc call where the target
+ * has no popcount instruction (x86-64's baseline): this is inline. */
+static uint32_t popcount64(uint64_t x)
+{
+#if defined(__POPCNT__) || !defined(__x86_64__)
+    return (uint32_t)__builtin_popcountll(x);
+#else
+    x -= (x >> 1) & 0x5555555555555555ull;
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (uint32_t)((x * 0x0101010101010101ull) >> 56);
+#endif
+}
+
 static uint32_t live_groups(const live_table *L)
 {
     return L->cap / LIVE_GROUP;
@@ -106,16 +120,16 @@ uint32_t live_rank(const live_table *L, uint32_t slot)
      * this one directly when they are within a group's worth of words
      * (the bitmap past `end` is clear). */
     if (last - w < LIVE_GROUP / 64) {
-        uint32_t r = (uint32_t)__builtin_popcountll(bits_above(L->bits[w], slot));
+        uint32_t r = popcount64(bits_above(L->bits[w], slot));
         while (w < last)
-            r += (uint32_t)__builtin_popcountll(L->bits[++w]);
+            r += popcount64(L->bits[++w]);
         return r;
     }
     /* alive in [0, slot]: whole groups, whole words of its group, its word */
     uint32_t g = slot / LIVE_GROUP, upto = fen_prefix(L, g);
     for (uint32_t i = g * (LIVE_GROUP / 64); i < w; i++)
-        upto += (uint32_t)__builtin_popcountll(L->bits[i]);
-    upto += (uint32_t)__builtin_popcountll(L->bits[w] & ~bits_above(~0ull, slot));
+        upto += popcount64(L->bits[i]);
+    upto += popcount64(L->bits[w] & ~bits_above(~0ull, slot));
     return L->count - upto;
 }
 
@@ -140,7 +154,7 @@ uint32_t live_at_rank(const live_table *L, uint32_t rank)
         }
     }
     for (uint32_t w = g * (LIVE_GROUP / 64); w < L->cap / 64; w++) {
-        uint32_t c = (uint32_t)__builtin_popcountll(L->bits[w]);
+        uint32_t c = popcount64(L->bits[w]);
         if (k <= c)
             return w * 64 + select_bit(L->bits[w], k);
         k -= c;

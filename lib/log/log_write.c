@@ -23,6 +23,17 @@ typedef struct ptr_slot {
     uint32_t pad;
 } ptr_slot;
 
+/* Stacks seen lately, by a hash of their frames: a stack that recurs is
+ * found by checking its path in the call tree (one node per frame, the
+ * nodes of a busy stack in cache) instead of a child-table probe per frame.
+ * Direct-mapped; an entry is only a hint, checked before use. */
+#define STACK_CACHE 16384u
+typedef struct stack_hint {
+    uint64_t hash;
+    uint32_t stack1; /* stack number + 1; 0: empty */
+    uint32_t n;
+} stack_hint;
+
 struct btp_log_writer {
     btp_log_sink_fn sink;
     void *ctx;
@@ -40,6 +51,7 @@ struct btp_log_writer {
     log_rc_enc ptr_enc;      /* PTRS: range-coded deltas */
     log_rc_model ptr_model;
     uint8_t *cbf;
+    stack_hint *hints;       /* STACK_CACHE */
     uint64_t seq;            /* allocations so far in the segment */
     uint64_t records;        /* records so far in the log */
     uint64_t block_index;
@@ -324,6 +336,8 @@ static btp_status writer_open(btp_log_writer **out, btp_log_sink_fn sink, void *
         st = log_model_init(&w->model, o.word_bits, o.max_live);
     if (st == BTP_OK && !(w->cbf = malloc(BTP_CBF_BOUND(BTP_LOG_MAX_DEPTH))))
         st = BTP_E_OUT_OF_MEMORY;
+    if (st == BTP_OK && !(w->hints = calloc(STACK_CACHE, sizeof *w->hints)))
+        st = BTP_E_OUT_OF_MEMORY;
     if (st == BTP_OK) {
         begin_block(w);
         w->fh = (log_file_header){LOG_VERSION, o.word_bits, 0, o.max_nodes, o.max_live};
@@ -386,6 +400,7 @@ static btp_status new_segment(btp_log_writer *w)
     if (st != BTP_OK)
         return st;
     calltree_reset(&w->tree);
+    memset(w->hints, 0, STACK_CACHE * sizeof *w->hints);
     live_clear(&w->model.live);
     map_clear(w);
     w->map_moved = w->model.live.moved;
@@ -396,9 +411,79 @@ static btp_status new_segment(btp_log_writer *w)
     return BTP_OK;
 }
 
+static btp_status check_frames(const btp_log_writer *w, const btp_frame *frames, size_t n)
+{
+    if (n > BTP_LOG_MAX_DEPTH)
+        return BTP_E_LIMIT;
+    if (n && !frames)
+        return BTP_E_INVALID_ARGUMENT;
+    uint64_t mask = btp_word_mask(w->opt.word_bits);
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned)frames[i].kind > BTP_FRAME_OMIT)
+            return BTP_E_INVALID_ARGUMENT;
+        if (frames[i].value & ~mask)
+            return BTP_E_VALUE_TOO_WIDE;
+        if (frames[i].kind == BTP_FRAME_OMIT && frames[i].value == 0)
+            return BTP_E_ZERO_COUNT;
+    }
+    return BTP_OK;
+}
+
+static btp_status stack_define(btp_log_writer *w, const btp_frame *frames, size_t n,
+                               uint32_t *sid, int *fresh_stack);
+
+static uint64_t stack_hash(const btp_frame *frames, size_t n)
+{
+    uint64_t h = n;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ frames[i].value ^ (uint64_t)frames[i].kind << 62) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29);
+}
+
+/* Whether stack number `s` is frames[0..n): its path from its node to the root. */
+static int stack_is(const calltree *t, uint32_t s, const btp_frame *frames, size_t n)
+{
+    if (s >= t->n_stacks)
+        return 0;
+    uint32_t node = t->stack_node[s];
+    if (node >= t->n_nodes || t->nodes[node].depth != n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        const calltree_node *c = &t->nodes[node];
+        if (c->value != frames[i].value || c->kind != (unsigned)frames[i].kind)
+            return 0;
+        node = c->parent;
+    }
+    return node == 0;
+}
+
 /* Stack number of frames[0..n), adding it to the dictionary section if new. */
 static btp_status stack_id(btp_log_writer *w, const btp_frame *frames, size_t n, uint32_t *sid,
                            int *fresh_stack)
+{
+    if (n > BTP_LOG_MAX_DEPTH)
+        return BTP_E_LIMIT;
+    if (n && !frames)
+        return BTP_E_INVALID_ARGUMENT;
+    uint64_t hash = stack_hash(frames, n);
+    stack_hint *hint = &w->hints[hash % STACK_CACHE];
+    /* a stack in the tree is made of checked frames: no need to check again */
+    if (hint->hash == hash && hint->n == n && hint->stack1 &&
+        stack_is(&w->tree, hint->stack1 - 1, frames, n)) {
+        *sid = hint->stack1 - 1;
+        return BTP_OK;
+    }
+    btp_status st = check_frames(w, frames, n);
+    if (st == BTP_OK)
+        st = stack_define(w, frames, n, sid, fresh_stack);
+    if (st == BTP_OK)
+        *hint = (stack_hint){hash, *sid + 1, (uint32_t)n};
+    return st;
+}
+
+/* stack_id() without the hint. */
+static btp_status stack_define(btp_log_writer *w, const btp_frame *frames, size_t n,
+                               uint32_t *sid, int *fresh_stack)
 {
     size_t matched;
     uint32_t node = calltree_find(&w->tree, frames, n, &matched);
@@ -451,23 +536,6 @@ static btp_status stack_ref(btp_log_writer *w, const btp_frame *frames, size_t n
     return st;
 }
 
-static btp_status check_frames(const btp_log_writer *w, const btp_frame *frames, size_t n)
-{
-    if (n > BTP_LOG_MAX_DEPTH)
-        return BTP_E_LIMIT;
-    if (n && !frames)
-        return BTP_E_INVALID_ARGUMENT;
-    uint64_t mask = btp_word_mask(w->opt.word_bits);
-    for (size_t i = 0; i < n; i++) {
-        if ((unsigned)frames[i].kind > BTP_FRAME_OMIT)
-            return BTP_E_INVALID_ARGUMENT;
-        if (frames[i].value & ~mask)
-            return BTP_E_VALUE_TOO_WIDE;
-        if (frames[i].kind == BTP_FRAME_OMIT && frames[i].value == 0)
-            return BTP_E_ZERO_COUNT;
-    }
-    return BTP_OK;
-}
 
 /* Whether the pending block has waited flush_interval_ms (ms: the clock
  * now; *wait: how long until it will have). */
@@ -517,11 +585,9 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
         return BTP_E_INVALID_ARGUMENT;
     if (w->error)
         return w->error;
-    btp_status st = check_frames(w, frames, n);
-    if (st != BTP_OK)
-        return st;
     uint32_t sid;
-    if ((st = stack_ref(w, frames, n, &sid)) != BTP_OK)
+    btp_status st = stack_ref(w, frames, n, &sid); /* checks the frames */
+    if (st != BTP_OK)
         return st;
     log_model *m = &w->model;
     unsigned tag = 0;
@@ -575,9 +641,9 @@ btp_status btp_log_writer_trace(btp_log_writer *w, const btp_frame *frames, size
         return BTP_E_INVALID_ARGUMENT;
     if (w->error)
         return w->error;
-    btp_status st = check_frames(w, frames, n);
     uint32_t sid;
-    if (st != BTP_OK || (st = stack_ref(w, frames, n, &sid)) != BTP_OK)
+    btp_status st = stack_ref(w, frames, n, &sid); /* checks the frames */
+    if (st != BTP_OK)
         return st;
     log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], truncated ? TAG_TRACE_TRUNC : TAG_TRACE);
     return end_record(w);
@@ -643,5 +709,6 @@ void btp_log_writer_abandon(btp_log_writer *w)
     log_buf_free(&w->raw);
     log_buf_free(&w->packed);
     free(w->cbf);
+    free(w->hints);
     free(w);
 }
