@@ -14,8 +14,9 @@
  *   free takes its number before the real free, an allocation after the
  *   real allocation, so a pointer's free always precedes its reuse.
  * - A writer thread merges the rings in number order into the log writer
- *   (zlib, dictionary), waking every millisecond; a thread that finds its
- *   ring full does that work itself (wait_room). Blocks are large
+ *   (zlib, dictionary), waking every 0.1 ms while events come (every
+ *   millisecond once quiet); a thread that finds its ring full does that
+ *   work itself (wait_room). Blocks are large
  *   (the writer's 2 MiB maximum): the log's coding state and zlib's window
  *   restart at every block, so small blocks cost several times the bytes.
  *   A block is flushed when full or every BTPACK_HEAP_FLUSH_MS (default
@@ -960,6 +961,11 @@ static void *writer_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are for the program */
+    /* Naps are short while the program allocates (its ring fills in a few
+     * milliseconds, and a full ring makes the program drain it itself),
+     * long once it has been quiet for a while (an idle program's tracer
+     * should not wake thousands of times a second). */
+    unsigned quiet = 0;
     while (!atomic_load(&g_thread_stop)) {
         int done = 0, sig = atomic_load(&g_crash);
         pthread_mutex_lock(&g_wlock);
@@ -980,8 +986,10 @@ static void *writer_main(void *arg)
             }
         }
         pthread_mutex_unlock(&g_wlock);
-        if (!done)
-            nap(1000000);
+        if (done)
+            quiet = 0;
+        else
+            nap(++quiet < 64 ? 100000 : 1000000);
     }
     return NULL;
 }
