@@ -12,7 +12,8 @@
   every command that takes it;
 - --keep-going: warnings with the same cause capped, with a count of the
   rest and where they were;
-- -v/--progress: bytes, records and their rates on a terminal (a pty),
+- -v/--progress (convert, stats, symbolize, heap report and map): bytes, records and their
+  rates on a terminal (a pty),
   nothing when stderr is not one or without the option.
 
 usage: cli_inputs.py BTPACK DATA_DIR
@@ -307,10 +308,11 @@ def test_progress(d):
     out = os.path.join(d, "out.json")
     for cmd in (["convert", "-v", "--to", "json", "-o", out, corpus],
                 ["stats", "--progress", LOG], ["stats", "-v", corpus],
-                ["symbolize", "-v", "--to", "json", os.path.join(d, "s.cbf")]):
+                ["symbolize", "-v", "--to", "json", os.path.join(d, "s.cbf")],
+                ["heap", "report", "-v", LOG], ["heap", "map", "--progress", "-o", out, LOG]):
         rc, err = on_pty(cmd)
         check(rc == 0 and "records/s" in err and "/s," in err and "records in " in err,
-              "%s: progress on a terminal: %r" % (" ".join(cmd[:2]), err[-300:]))
+              "%s: progress on a terminal: %r" % (" ".join(cmd[:3]), err[-300:]))
     rc, err = on_pty(["convert", "-v", "--to", "json", "-o", out, corpus])
     check("sqlite3_i386.trace.xz: " in err and "220389 records in" in err,
           "the last line: the input and its records: %r" % err[-300:])

@@ -51,7 +51,8 @@ if "ASAN_OPTIONS" in os.environ:
 
 def record_block():
     """A real block of records that starts a segment (so it can be repeated
-    anywhere), from a log btpack writes: (header fields, payload)."""
+    anywhere, under a new segment number each time), from a log btpack
+    writes: (header fields, payload)."""
     text = b"# stkshim v1 word=64\n" + b"".join(
         b"m %d 0x%x 0x%x 0x401000\n" % (16 + i % 50, 0x10000 + 64 * i, 0x402000 + 16 * (i % 37))
         for i in range(3000))
@@ -81,7 +82,7 @@ def log_stream(size):
     for i in range(size // MIB):
         if i % 32 == 0:
             yield block_header(2, len(payload), raw_len, crc, index, first, records, flags,
-                               counts) + payload
+                               counts, segment=i // 32) + payload
             index += 1
             first += records
         yield block_header(1, len(meta), len(meta), meta_crc, index, first) + meta

@@ -23,6 +23,6 @@ int heap_read_option(const char *cmd, int ch, const char *arg, heap_read_opts *o
         {"keep-going", no_argument, NULL, 'k'}, {"max-nodes", required_argument, NULL, 'N'}, \
         {"max-live", required_argument, NULL, 'L'},                                     \
         {"max-expansion", required_argument, NULL, 'X'},                                 \
-        {"max-warnings", required_argument, NULL, 'W'}
+        {"max-warnings", required_argument, NULL, 'W'}, {"progress", no_argument, NULL, 'v'}
 
 #endif

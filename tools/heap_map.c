@@ -35,6 +35,8 @@ static const char map_help[] =
     "  --word-bits N    32 for lws records of 32-bit devices (default 64)\n"
     "  --keep-going     draw what damaged input still holds (exit status 1)\n"
     "  --max-warnings N warnings of one cause shown (default 3; 0: all)\n"
+    "  -v, --progress   while reading, show on stderr (when it is a terminal)\n"
+    "                   where the input is: bytes, records and their rates\n"
     "  -h, --help       this help\n";
 
 /* after the log limits (cli_log_limits_help) */
@@ -366,7 +368,7 @@ int heap_map(int argc, char **argv)
     const char *out = NULL;
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "o:hv", opts, NULL)) != -1) {
         int r = heap_read_option("heap map", ch, optarg, &ro);
         if (r < 0)
             return EXIT_USAGE;

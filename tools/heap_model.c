@@ -28,9 +28,9 @@ static int h_grow(heap_model *m)
     if (!t)
         return -1;
     for (size_t i = 0; i < m->live_cap; i++)
-        if (m->live[i].used) {
+        if (m->live[i].ptr) {
             size_t j = h_slot(m->live[i].ptr, nc);
-            while (t[j].used)
+            while (t[j].ptr)
                 j = (j + 1) & (nc - 1);
             t[j] = m->live[i];
         }
@@ -44,7 +44,7 @@ static int h_grow(heap_model *m)
 static size_t h_find(const heap_model *m, uint64_t p)
 {
     size_t j = h_slot(p, m->live_cap);
-    while (m->live[j].used && m->live[j].ptr != p)
+    while (m->live[j].ptr && m->live[j].ptr != p)
         j = (j + 1) & (m->live_cap - 1);
     return j;
 }
@@ -53,14 +53,14 @@ static size_t h_find(const heap_model *m, uint64_t p)
 static void h_remove(heap_model *m, size_t j)
 {
     size_t cap = m->live_cap;
-    m->live[j].used = 0;
+    m->live[j].ptr = 0;
     m->live_used--;
-    for (size_t k = (j + 1) & (cap - 1); m->live[k].used; k = (k + 1) & (cap - 1)) {
+    for (size_t k = (j + 1) & (cap - 1); m->live[k].ptr; k = (k + 1) & (cap - 1)) {
         size_t home = h_slot(m->live[k].ptr, cap);
         /* move k to j when its home is not in (j, k] cyclically */
         if ((j < k) ? (home <= j || home > k) : (home <= j && home > k)) {
             m->live[j] = m->live[k];
-            m->live[k].used = 0;
+            m->live[k].ptr = 0;
             j = k;
         }
     }
@@ -98,11 +98,13 @@ static int on_alloc(heap_model *m, uint64_t ptr, uint64_t size, uint32_t site_ix
 {
     if (!(flags & HA_NO_ADDRESS) && (m->live_used + 1) * 2 > m->live_cap && h_grow(m) < 0)
         return -1;
-    if (m->keep_allocs && array_grow(&m->a, &m->cap, m->n + 1, sizeof *m->a) < 0)
+    /* (kept allocations are numbered in 32 bits: heap_live.ai) */
+    if (m->keep_allocs &&
+        (m->n >= UINT32_MAX - 1 || array_grow(&m->a, &m->cap, m->n + 1, sizeof *m->a) < 0))
         return -1;
     if (!(flags & HA_NO_ADDRESS)) {
         size_t j = h_find(m, ptr);
-        if (m->live[j].used) {
+        if (m->live[j].ptr) {
             /* The address came back without a free: the input lost it. The
              * old allocation ends here, flagged, and is not a leak. */
             const heap_live *old = &m->live[j];
@@ -115,8 +117,8 @@ static int on_alloc(heap_model *m, uint64_t ptr, uint64_t size, uint32_t site_ix
             h_remove(m, j);
             j = h_find(m, ptr);
         }
-        m->live[j] = (heap_live){ptr, size, m->allocs + 1, m->keep_allocs ? m->n + 1 : 0,
-                                 site_ix, 1};
+        m->live[j] = (heap_live){ptr, size, m->allocs + 1,
+                                 m->keep_allocs ? (uint32_t)m->n + 1 : 0, site_ix};
         m->live_used++;
     }
     if (m->keep_allocs)
@@ -150,7 +152,7 @@ static void on_free(heap_model *m, uint64_t ptr, uint64_t where)
     if (ptr == 0)
         return; /* free(NULL) */
     size_t j = m->live_cap ? h_find(m, ptr) : 0;
-    if (!m->live_cap || !m->live[j].used) {
+    if (!m->live_cap || !m->live[j].ptr) {
         if (!m->unmatched_frees++)
             m->first_unmatched = where;
         m->events++;
@@ -229,8 +231,68 @@ static void take_meta(void *ctx, const char *key, const void *d, size_t len, uin
         site_syms_take(&m->sy, key, d, len);
 }
 
+/* Records of a log go through a short queue before the model takes them:
+ * each one's slot of the live pointer table is prefetched when it is
+ * queued, so that by its turn the cache miss that slot costs (the table is
+ * far larger than the cache, and pointers hash all over it) has been paid
+ * in parallel with the others'. Order is kept: the queue is emptied before
+ * a metadata item is taken, and at the end. */
+#define LOG_AHEAD 16
+
+typedef struct log_pending {
+    uint64_t ptr, size, where;
+    uint32_t site;
+    int is_free;
+} log_pending;
+
+typedef struct log_queue {
+    heap_model *m;
+    log_pending q[LOG_AHEAD];
+    unsigned head, n;
+    int failed; /* out of memory in on_alloc */
+} log_queue;
+
+static void queue_take_one(log_queue *lq)
+{
+    const log_pending *p = &lq->q[lq->head];
+    lq->head = (lq->head + 1) % LOG_AHEAD;
+    lq->n--;
+    if (lq->failed)
+        return;
+    if (p->is_free)
+        on_free(lq->m, p->ptr, p->where);
+    else if (on_alloc(lq->m, p->ptr, p->size, p->site, 0, p->where) < 0)
+        lq->failed = 1;
+}
+
+static void queue_drain(log_queue *lq)
+{
+    while (lq->n)
+        queue_take_one(lq);
+}
+
+static void queue_put(log_queue *lq, log_pending p)
+{
+    if (lq->n == LOG_AHEAD)
+        queue_take_one(lq);
+    const heap_model *m = lq->m;
+    if (m->live_cap)
+        __builtin_prefetch(&m->live[h_slot(p.ptr, m->live_cap)]);
+    lq->q[(lq->head + lq->n) % LOG_AHEAD] = p;
+    lq->n++;
+}
+
+static void take_meta_in_order(void *ctx, const char *key, const void *d, size_t len,
+                               uint64_t rec)
+{
+    log_queue *lq = ctx;
+    queue_drain(lq);
+    take_meta(lq->m, key, d, len, rec);
+}
+
 static int load_log(heap_model *m, input *in, const cli_options *opt)
 {
+    log_queue lq = {.m = m};
     reader rd = {.name = m->name, .opt = opt, .in = in};
     btp_log_reader *r;
     if (log_open_reader(&rd, &r) != BTP_OK) {
@@ -242,8 +304,8 @@ static int load_log(heap_model *m, input *in, const cli_options *opt)
     site_syms_init(&m->sy, m->sy.elf, m->word_bits);
     int rc = EXIT_OK;
     btp_log_record rec;
-    for (;;) {
-        btp_status st = log_next_record(&rd, r, &rec, take_meta, m,
+    for (unsigned long long n_read = 0;; progress_tick(++n_read)) {
+        btp_status st = log_next_record(&rd, r, &rec, take_meta_in_order, &lq,
                                         "(the process crashed, was killed, or is still "
                                         "running): reporting the records before it");
         if (st == BTP_END) {
@@ -264,21 +326,29 @@ static int load_log(heap_model *m, input *in, const cli_options *opt)
             continue;
         }
         if (rec.kind == BTP_LOG_FREE) {
-            on_free(m, rec.ptr, rec.index);
+            queue_put(&lq, (log_pending){rec.ptr, 0, rec.index, 0, 1});
         } else if (rec.kind == BTP_LOG_ALLOC) {
             if (rec.ptr == 0) {
                 m->failed++;
                 continue;
             }
             uint32_t s = sites_of_record(&m->st, &rec);
-            if (!s || on_alloc(m, rec.ptr, rec.size, s - 1, 0, rec.index) < 0) {
+            if (!s) {
                 rc = -1;
                 break;
             }
+            queue_put(&lq, (log_pending){rec.ptr, rec.size, rec.index, s - 1, 0});
             if (rec.n_frames)
                 m->has_stacks = 1;
         }
+        if (lq.failed) {
+            rc = -1;
+            break;
+        }
     }
+    queue_drain(&lq);
+    if (lq.failed)
+        rc = -1;
     site_syms_check_map(&m->sy, m->name);
     btp_log_reader_close(r);
     return rc;
@@ -455,6 +525,7 @@ static int load_text(heap_model *m, input *in, const cli_options *opt, heap_inpu
     int got_line;
     while ((got_line = lines_next(&lr, &line, &len)) > 0) {
         size_t lineno = lr.lineno;
+        progress_tick(lineno); /* lines, for text */
         src_loc loc = {.line = lineno};
         if (kind == HEAP_IN_LWS) {
             size_t pos = 0, start, rl;
@@ -565,8 +636,10 @@ int heap_model_load(heap_model *m, const char *path, heap_input kind, const cli_
         kind = text_has_lws(head, (size_t)hn) ? HEAP_IN_LWS : HEAP_IN_CSV;
     int rc = EXIT_BAD_INPUT;
     m->kind = kind;
+    progress_begin(&in);
     if (hn >= 0)
         rc = kind == HEAP_IN_LOG ? load_log(m, &in, opt) : load_text(m, &in, opt, kind);
+    progress_end();
     diag_repeat_summary();
     input_close(&in);
     return rc;

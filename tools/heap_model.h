@@ -28,12 +28,12 @@ typedef struct heap_alloc {
 
 /* A live allocation, by pointer. */
 typedef struct heap_live {
-    uint64_t ptr, size;
+    uint64_t ptr;   /* never 0 for a live allocation: 0 marks an empty slot */
+    uint64_t size;
     uint64_t seq;   /* its number among the allocations (1, 2, ...) */
-    uint64_t ai;    /* with every allocation kept: index + 1 into a[] */
+    uint32_t ai;    /* with every allocation kept: index + 1 into a[] */
     uint32_t site;
-    uint32_t used;  /* the slot holds one */
-} heap_live;
+} heap_live;        /* 32 bytes: two to a cache line */
 
 /* A clock sample of a log: `rec` records were written before it, `ns`
  * nanoseconds after the start. */

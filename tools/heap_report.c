@@ -33,6 +33,8 @@ static const char report_help[] =
     "  --word-bits N    32 for lws records of 32-bit devices (default 64)\n"
     "  --keep-going     report damaged input with warnings and go on (exit status 1)\n"
     "  --max-warnings N warnings of one cause shown (default 3; 0: all)\n"
+    "  -v, --progress   while reading, show on stderr (when it is a terminal)\n"
+    "                   where the input is: bytes, records and their rates\n"
     "  -h, --help       this help\n";
 
 /* after the log limits (cli_log_limits_help) */
@@ -144,7 +146,7 @@ int heap_report(int argc, char **argv)
     int json = 0, ch;
     size_t top = 10;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
         int r = heap_read_option("heap report", ch, optarg, &ro);
         if (r < 0)
             return EXIT_USAGE;

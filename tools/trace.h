@@ -34,6 +34,8 @@ typedef struct trace_run {
     uint64_t count; /* >= 1 */
 } trace_run;
 
+/* A new field needs its reset in trace_reset() (trace.c), which sets them
+ * one by one. */
 typedef struct trace {
     trace_event event;
     unsigned word_bits;  /* 16, 32 or 64 */
@@ -69,6 +71,14 @@ typedef struct trace {
      * that crashed. */
     const char *thread_name;
     int crashed;
+    /* Set by readers that know which records share a stack (the trace
+     * log numbers its stacks): equal keys from one reader mean equal
+     * frames, so a writer may reuse what it made of that stack. The low 32
+     * bits are a dense number (0, 1, 2, ... as stacks first appear), the
+     * high 32 bits a generation: a new generation starts the numbering
+     * again and may reuse numbers for other stacks. */
+    int has_stack_key;
+    uint64_t stack_key;
 } trace;
 
 /* Set up an empty trace that will hold at most max_frames frames. */

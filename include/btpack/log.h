@@ -193,8 +193,9 @@ typedef struct btp_log_record {
     size_t n_frames;
     uint32_t segment;        /* segment the record is in */
     uint32_t stack_id;       /* ALLOC, TRACE: stack number within the segment (equal
-                                numbers in one segment = equal stacks); FREE: the
-                                freed allocation's, when `matched` */
+                                numbers in one segment = equal stacks, throughout a
+                                read, whatever the file holds: segment numbers only
+                                grow); FREE: the freed allocation's, when `matched` */
     int matched;             /* FREE: the log names the allocation it frees (a free
                                 of a pointer it had not seen allocated, or forgot
                                 past max_live, is not matched) */

@@ -485,6 +485,27 @@ static btp_status capture_context(const btp_capture_options *opt, const void *uc
     return btp_capture_context_in(opt, uc, NULL, frames, cap, n_out, &used);
 }
 
+/* btp_capture's other cases, out of line so that btp_capture itself needs
+ * no saved registers and no stack (ra and fp: btp_capture's return address
+ * and frame record). btp_capture ends in a call to it, which an optimising
+ * compiler makes a tail call: this function then runs in btp_capture's
+ * place, with btp_capture's return address and the same caller's record in
+ * its own frame record, which is the one alive (btp_capture's is gone), and
+ * the unwinders find one library frame to walk, as before. Called
+ * otherwise (no tail call), btp_capture's frame is alive below the caller
+ * and the walk starts from it, one frame further down. */
+static __attribute__((noinline)) btp_status capture_general(const btp_capture_options *opt,
+                                                            uintptr_t ra, uintptr_t fp,
+                                                            btp_frame *frames, size_t cap,
+                                                            size_t *n_out)
+{
+    if ((uintptr_t)__builtin_return_address(0) == ra)
+        fp = (uintptr_t)__builtin_frame_address(0);
+    btp_status st = here_at(opt, ra, fp, frames, cap, n_out);
+    __asm__ volatile("" : "+r"(st) : : "memory");
+    return st;
+}
+
 /* Entry points are noinline so that their return address and frame are
  * the caller's position; the empty asm after the call keeps the compiler
  * from turning it into a tail call (which would pop the frame the fp walk
@@ -495,10 +516,18 @@ __attribute__((noinline)) btp_status btp_capture(const btp_capture_options *opt,
     if (!frames || !n_out || cap == 0)
         return BTP_E_INVALID_ARGUMENT;
     *n_out = 0;
-    btp_status st = here_at(opt, (uintptr_t)__builtin_return_address(0),
-                                 (uintptr_t)__builtin_frame_address(0), frames, cap, n_out);
-    __asm__ volatile("" : "+r"(st) : : "memory");
-    return st;
+    const uintptr_t *self = __builtin_frame_address(0);
+    /* (the caller's record must lie above ours: what the walk from ours
+     * would have checked first) */
+    if (opt && opt->method == BTP_CAPTURE_FP && !opt->snip_pre && !opt->snip_post &&
+        !opt->bounds && self[0] > (uintptr_t)self)
+        return method_available(BTP_CAPTURE_FP)
+                   ? btp_capture_fp_entry(opt, frames, cap, n_out,
+                                          (uintptr_t)__builtin_return_address(0), self[0])
+                   : BTP_E_NO_METHOD;
+    /* a tail call too, where the compiler makes one (see capture_general) */
+    return capture_general(opt, (uintptr_t)__builtin_return_address(0), (uintptr_t)self,
+                           frames, cap, n_out);
 }
 
 btp_status btp_capture_context(const btp_capture_options *opt, const void *ucontext,

@@ -14,6 +14,8 @@
  */
 #include "capture_internal.h"
 
+#include "common/reserved.h"
+
 #include <signal.h>
 #include <ucontext.h>
 
@@ -25,9 +27,33 @@
  * in a signal handler is safe. */
 static __thread btp_stack_bounds thread_stack __attribute__((tls_model("initial-exec")));
 
+/* What fast_records works out of thread_stack before its loop, worked out
+ * once when thread_stack is set (see region_limits), for the quick walk:
+ * quick_k 0 when the stack has no room for a record. */
+static __thread uintptr_t quick_lim __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t quick_k __attribute__((tls_model("initial-exec")));
+
 static int inside(const btp_stack_bounds *b, uintptr_t a)
 {
     return a >= b->lo && a < b->hi;
+}
+
+/* The records a walk in r may read lie at word-aligned addresses from
+ * *lo_a to *lim; returns 0 when there are none. */
+static int region_limits(const btp_stack_bounds *r, uintptr_t *lo_a, uintptr_t *lim)
+{
+    *lo_a = (r->lo + WORD - 1) & ~(WORD - 1);
+    *lim = r->hi >= 2 * WORD ? (r->hi - 2 * WORD) & ~(WORD - 1) : 0;
+    return *lim >= *lo_a && *lo_a >= r->lo;
+}
+
+static void set_thread_stack(const btp_stack_bounds *t)
+{
+    uintptr_t lo_a, lim;
+    int ok = region_limits(t, &lo_a, &lim);
+    quick_lim = lim;
+    quick_k = ok ? (lim - lo_a) / WORD + 1 : 0;
+    thread_stack = *t;
 }
 
 /* The region to trust for a chain starting at `addr` on the thread's own
@@ -41,7 +67,7 @@ static btp_status thread_bounds(uintptr_t addr, unsigned flags, btp_stack_bounds
     if (thread_stack.hi == 0 && !(flags & BTP_CAPTURE_ASYNC_SIGNAL_SAFE)) {
         btp_stack_bounds t;
         if (btp_stack_bounds_current(&t) == BTP_OK) {
-            thread_stack = t;
+            set_thread_stack(&t);
             if (inside(&t, addr)) {
                 *b = t;
                 return BTP_OK;
@@ -91,7 +117,7 @@ void btp_capture_cache_thread_bounds(void)
 {
     btp_stack_bounds t;
     if (thread_stack.hi == 0 && btp_stack_bounds_current(&t) == BTP_OK)
-        thread_stack = t;
+        set_thread_stack(&t);
 }
 
 /* A frame record at f may be read if both of its words lie in r. */
@@ -129,21 +155,16 @@ static inline uintptr_t rotr_word(uintptr_t x)
  * half the loop's own branches. Returns the record the general step goes
  * on with (0: the chain ended).
  */
-__attribute__((no_sanitize_address)) static inline uintptr_t fast_records(
-    const btp_stack_bounds *r, uintptr_t f, uintptr_t *prev, btp_frame **op,
-    btp_frame *const o_end, int *ended)
+/* fast_records' loop, with the region as lim and k (see there): returns the
+ * record to go on with and leaves the distance of the last record read in
+ * *kp. */
+__attribute__((no_sanitize_address)) static inline uintptr_t records_loop(
+    uintptr_t lim, uintptr_t *kp, uintptr_t f, btp_frame **op, btp_frame *const o_end,
+    int *ended)
 {
     *ended = 0;
-    const uintptr_t lo_a = (r->lo + WORD - 1) & ~(WORD - 1);
-    const uintptr_t lim = r->hi >= 2 * WORD ? (r->hi - 2 * WORD) & ~(WORD - 1) : 0;
     btp_frame *o = *op;
-    if (lim < lo_a || lo_a < r->lo || o_end - o < 2)
-        return f;
-    const uintptr_t last = *prev;
-    uintptr_t k = (lim - lo_a) / WORD + 1;
-    if (last >= lo_a) /* above it: f > last is lim - f < lim - last */
-        k = last > lim ? 0 : (lim - last + WORD - 1) / WORD;
-    const uintptr_t k_start = k;
+    uintptr_t k = *kp;
     btp_frame *const o_last = o_end - 2; /* room for two from here */
     uintptr_t ra = 0, k1;
     for (;;) {
@@ -171,9 +192,41 @@ __attribute__((no_sanitize_address)) static inline uintptr_t fast_records(
     end:
         *ended = 1; /* a record failed the test, or a zero return address */
     }
+    *kp = k;
+    *op = o;
+    return f;
+}
+
+/*
+ * The walk while frames go straight into the head: records from f on,
+ * their return addresses stored at *o (up to o_end). A record is read if it
+ * lies in the region (word-aligned, at or above lo_a, at most at lim) and
+ * above the last one read (*prev). All of that is one comparison: lim - f
+ * rotated right by the alignment's bits is f's distance below lim in words
+ * when f is aligned and at most lim, and at least 2^61 otherwise (a
+ * misaligned f puts its low bits at the top, one above lim wraps around);
+ * it must be smaller than the previous record's distance (k), which starts
+ * one word below lo_a (or at *prev). So the chain only climbs, and a zero
+ * frame pointer (below lo_a, or not above *prev) fails. Two records a pass:
+ * half the loop's own branches. Returns the record the general step goes
+ * on with (0: the chain ended).
+ */
+__attribute__((no_sanitize_address)) static inline uintptr_t fast_records(
+    const btp_stack_bounds *r, uintptr_t f, uintptr_t *prev, btp_frame **op,
+    btp_frame *const o_end, int *ended)
+{
+    *ended = 0;
+    uintptr_t lo_a, lim;
+    if (!region_limits(r, &lo_a, &lim) || o_end - *op < 2)
+        return f;
+    const uintptr_t last = *prev;
+    uintptr_t k = (lim - lo_a) / WORD + 1;
+    if (last >= lo_a) /* above it: f > last is lim - f < lim - last */
+        k = last > lim ? 0 : (lim - last + WORD - 1) / WORD;
+    const uintptr_t k_start = k;
+    f = records_loop(lim, &k, f, op, o_end, ended);
     if (k != k_start)
         *prev = lim - k * WORD; /* the last record read */
-    *op = o;
     return f;
 }
 
@@ -233,25 +286,53 @@ __attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
     }
 }
 
-int btp_capture_fp_quick(btp_frame *frames, size_t cap, uintptr_t fp, size_t *n_out)
+/* The quick walk from a return address `ra` (the first frame) and the frame
+ * record `fp` of the function it returns into: 1 with *n_out set, or 0 as
+ * btp_capture_fp_quick. */
+static inline int quick_from(btp_frame *frames, size_t cap, uintptr_t ra, uintptr_t fp,
+                             size_t *n_out)
 {
     /* Only the thread's own stack, known already, and only a chain that
      * ends before the frames the collector keeps in order run out (cap-1,
      * its lin_cap for any cap of 2 or more): then the general walk would
-     * keep exactly these frames. */
-    if (thread_stack.hi == 0 || !inside(&thread_stack, fp) || cap < 2)
+     * keep exactly these frames. The region's limits were worked out when
+     * the stack was found (quick_lim, quick_k). */
+    uintptr_t k = quick_k;
+    if (k == 0 || !inside(&thread_stack, fp) || cap < 3 || ra == 0)
         return 0;
-    size_t head = cap - 1;
-    btp_frame *o = frames;
-    uintptr_t prev = 0;
+    frames[0].value = (uint64_t)ra;
+    frames[0].kind = BTP_FRAME_PC;
+    btp_frame *o = frames + 1;
     int ended;
-    fast_records(&thread_stack, fp, &prev, &o, frames + head, &ended);
+    records_loop(quick_lim, &k, fp, &o, frames + cap - 1, &ended);
     if (!ended)
         return 0;
     *n_out = (size_t)(o - frames);
-    if (*n_out > 0)
-        frames[0].kind = BTP_FRAME_PC;
     return 1;
+}
+
+btp_status btp_capture_fp_entry(const btp_capture_options *opt, btp_frame *frames,
+                                size_t cap, size_t *n_out, uintptr_t ra, uintptr_t cfp)
+{
+    if (!btp_reserved_clear(opt->reserved))
+        return BTP_E_UNSUPPORTED;
+    if (quick_from(frames, cap, ra, cfp, n_out))
+        return BTP_OK;
+    btp_collector c;
+    btp_collector_init(&c, frames, cap, 0, opt);
+    btp_regs regs = {.pc = ra, .sp = 0, .fp = cfp};
+    btp_status st = btp_capture_fp_walk(&c, &regs, NULL, opt->flags);
+    *n_out = btp_collector_finish(&c);
+    return st;
+}
+
+int btp_capture_fp_quick(btp_frame *frames, size_t cap, uintptr_t fp, size_t *n_out)
+{
+    /* fp is the entry point's own frame record: its return address comes
+     * first, then the chain from its caller's record */
+    if (thread_stack.hi == 0 || !inside(&thread_stack, fp) || fp % WORD != 0)
+        return 0;
+    return quick_from(frames, cap, load(fp + WORD), load(fp), n_out);
 }
 
 btp_status btp_regs_from_context(const void *ucontext, btp_regs *regs)

@@ -203,6 +203,14 @@ btp_status btp_capture_fp_walk(btp_collector *c, const btp_regs *regs,
  * (the chain ends inside the head, on the thread's known stack), else 0
  * (frames then hold garbage: walk again). */
 int btp_capture_fp_quick(btp_frame *frames, size_t cap, uintptr_t fp, size_t *n_out);
+/* btp_capture with the fp method and nothing to snip or bound (opt says
+ * so, and the method is available): ra is btp_capture's return address,
+ * cfp its caller's frame record (above btp_capture's own), and the walk
+ * goes on from there as the general one would from btp_capture's record.
+ * btp_capture ends in a tail call to it, so that btp_capture's own
+ * prologue stays small on this path. */
+btp_status btp_capture_fp_entry(const btp_capture_options *opt, btp_frame *frames,
+                                size_t cap, size_t *n_out, uintptr_t ra, uintptr_t cfp);
 btp_status btp_capture_libgcc(btp_collector *c, const void *uc);
 btp_status btp_capture_libunwind(btp_collector *c, const void *uc);
 btp_status btp_capture_glibc(btp_collector *c, const void *uc);

@@ -121,7 +121,8 @@ static inline uint64_t look(const uint8_t *b, size_t pos)
     return load_be64(b + (pos >> 3)) << (pos & 7);
 }
 
-/* The top n (0..57) bits of w. */
+/* The top n (0..57) bits of w (n = 0 too, which a plain shift by 64 - n
+ * would not give). */
 static inline uint64_t top(uint64_t w, unsigned n)
 {
     return (w >> 1) >> (63 - n);
@@ -129,21 +130,20 @@ static inline uint64_t top(uint64_t w, unsigned n)
 
 /*
  * The same as decode_careful for blobs of at most BTP_LWS_BLOB_MAX bytes
- * that are well formed, with a value of up to 56 bits in every field. The
- * blob is copied first into a buffer padded with zeros, so each field is
- * one 8-byte look with no check of length: per frame one look for the
- * header (kind, and count or ref/sign/count: 9 or 15 bits) and one for
- * the value. A frame starts only while the position is inside the blob,
- * so no look starts more than 3 bytes past it (LWS_PAD covers that);
- * fields may run into the trailer or past it, which the end position
- * shows, and a bad reference or a count that is too wide stops it.
- * Returns 1 when the blob decoded cleanly, else 0 and the caller runs
- * decode_careful, which finds the fault and its offset. The loop is
+ * that are well formed, with a value of up to 56 bits in every field,
+ * straight into out[0..depth) (the caller has room for the depth, which is
+ * the top 5 bits of byte 0). The blob is copied first into a buffer padded
+ * with zeros, so each field is one 8-byte look with no check of length. A
+ * frame starts only while the position is inside the blob, so no look
+ * starts more than 3 bytes past it (LWS_PAD covers that); fields may run
+ * into the trailer or past it, which the end position shows, and a bad
+ * reference or a count that is too wide stops it. Returns 1 when the blob
+ * decoded cleanly, else 0 and the caller runs decode_careful, which finds
+ * the fault and its offset (out may then hold anything). The loop is
  * bounded by the 5-bit depth.
  */
-static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len,
-                                          uint64_t vals[BTP_LWS_MAX_FRAMES], btp_lws_info *info,
-                                          const unsigned word_bits)
+static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_frame *out,
+                                          btp_lws_info *info, const unsigned word_bits)
 {
     uint8_t b[BTP_LWS_BLOB_MAX + LWS_PAD];
     if (len > BTP_LWS_BLOB_MAX)
@@ -156,53 +156,61 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len,
     const unsigned widest = word_bits < 56 ? word_bits : 56;
     const int wide = word_bits == 64;
     const size_t end_bits = (len - 2) * 8;
-    size_t depth = (size_t)(look(b, 0) >> 59), pos = LWS_W_DEPTH + 1;
+    size_t depth = (size_t)(b[0] >> 3), pos = LWS_W_DEPTH + 1;
     uint32_t suspect = 0;
-    /* The bits from pos on. The next frame's header (at most 15 bits) is
-     * often still among them, and is then taken by a shift instead of a
-     * new look: the position is the chain every frame waits on, and a
-     * look puts a load on it. */
-    uint64_t w = look(b, pos);
-    size_t good = 64 - (pos & 7); /* the bits of w that are the blob's */
+    /*
+     * The position is the chain every frame waits on: a frame's size comes
+     * from its header, and the next header lies that many bits on. So the
+     * header is never loaded at its own position: each frame looks at the
+     * bits from pos + 9 (a = the literal's value, or from bit 6 on the
+     * delta's magnitude) as soon as pos is known, and the next header is a
+     * shift of that look once the size is known, with a second look at pos
+     * + 30 for frames longer than 51 bits (wide words only): the load
+     * overlaps the work on the header instead of following it.
+     */
+    uint64_t w = look(b, pos); /* the header's bits at the top */
     for (size_t i = 0; i < depth; i++) {
         if (pos > end_bits)
             return 0;
-        uint64_t v;
+        uint64_t a = look(b, pos + 9), v;
         size_t size;
         if (!(w >> 63)) {
-            /* literal: kind 0|x, count cccccc|x, then the value */
+            /* literal: kind 0|x, count cccccc|x, then the value; a count of
+             * 0 (which no encoder writes) goes the careful way, so the
+             * value is the top n bits of a by one shift */
             unsigned n = (unsigned)(w >> 56) & 0x3f;
-            if (n > widest)
+            if (n - 1 >= widest)
                 return 0;
-            v = top(look(b, pos + 9), n);
-            size = 10 + n;
-            if (wide && lws_truncation_signature(v, n))
+            v = a >> (64 - n);
+            /* The signature needs n >= 33 and, for n >= 41, the low 8 bits
+             * of v >> 32 equal to those of v: a test that real addresses
+             * (47 bits, low bits at random) pass once in 256. A literal
+             * (below 2^63) never has the truncated form. */
+            if (wide && n > 32 && (n <= 40 || !(((v >> 32) ^ v) & 0xff)) &&
+                lws_truncation_signature(v, n))
                 suspect |= 1u << i;
+            size = 10 + n;
         } else {
             /* delta: kind 1|x, ref rrr|x, sign s|x, count qqqqqq|x, then |d| */
-            size_t ref = (size_t)(w >> 59) & 7;
+            size_t ri = i - 1 - ((size_t)(w >> 59) & 7);
             unsigned q = (unsigned)(w >> 50) & 0x3f;
-            if (ref + 1 > i || q > widest)
+            if (ri >= i || q - 1 >= widest)
                 return 0;
-            size_t ri = i - 1 - ref;
-            uint64_t d = top(look(b, pos + 15), q);
-            v = ((w >> 57 & 1) ? vals[ri] - d : vals[ri] + d) & mask;
-            size = 16 + q;
-            if ((suspect >> ri & 1) || (wide && lws_truncation_signature(d, q)))
+            uint64_t d = (q <= 51 ? a << 6 : look(b, pos + 15)) >> (64 - q);
+            /* the sign bit as a mask: all ones for "reference - |d|" */
+            uint64_t neg = (uint64_t)((int64_t)(w << 6) >> 63);
+            v = (out[ri].value + ((d ^ neg) - neg)) & mask;
+            if (wide && ((suspect && (suspect >> ri & 1)) ||
+                         (q > 32 && lws_truncation_signature(d, q)) || lws_truncated_form(v)))
                 suspect |= 1u << i;
+            size = 16 + q;
         }
-        if (wide && lws_truncated_form(v))
-            suspect |= 1u << i;
-        vals[i] = v;
-        /* 15 good bits must remain for the next header. */
+        out[i].value = v;
+        out[i].kind = BTP_FRAME_RA;
+        /* a holds at least 57 bits from pos + 9: the next header's 15
+         * when size <= 51 (always on 32-bit words: size <= 48). */
+        w = !wide || size <= 51 ? a << (size - 9) : look(b, pos + 30) << (size - 30);
         pos += size;
-        if (good >= size + 15) {
-            w <<= size;
-            good -= size;
-        } else {
-            w = look(b, pos);
-            good = 64 - (pos & 7);
-        }
     }
     if (pos > end_bits)
         return 0;
@@ -225,16 +233,16 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len,
 
 /* decode_fast_w with the word size a constant in each copy: the 32-bit
  * one has no masking and no suspect checks. */
-static int decode_fast(const uint8_t *p, size_t len, unsigned word_bits,
-                       uint64_t vals[BTP_LWS_MAX_FRAMES], btp_lws_info *info)
+static int decode_fast(const uint8_t *p, size_t len, unsigned word_bits, btp_frame *out,
+                       btp_lws_info *info)
 {
-    return word_bits == 64 ? decode_fast_w(p, len, vals, info, 64)
-                           : decode_fast_w(p, len, vals, info, 32);
+    return word_bits == 64 ? decode_fast_w(p, len, out, info, 64)
+                           : decode_fast_w(p, len, out, info, 32);
 }
 #else
 /* The small build has no fast path: every blob goes the careful way. */
-static inline int decode_fast(const uint8_t *p, size_t len, unsigned word_bits,
-                              uint64_t vals[BTP_LWS_MAX_FRAMES], btp_lws_info *info)
+static inline int decode_fast(const uint8_t *p, size_t len, unsigned word_bits, btp_frame *out,
+                              btp_lws_info *info)
 {
     return 0;
 }
@@ -258,13 +266,19 @@ btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_
         info->error_bit = (len - 2) * 8;
         return BTP_E_LENGTH_MISMATCH;
     }
+    /* The fast path writes straight into out, so it runs when the record's
+     * depth (the top 5 bits of byte 0) fits there; a record deeper than the
+     * caller's array (BTP_E_LIMIT) goes the careful way, which keeps the
+     * frames in a local array (a second array of btp_frame here would put
+     * this frame over the stack budget of small targets). */
+    if (len > 2 && (size_t)(p[0] >> 3) <= max_frames &&
+        decode_fast(p, len, word_bits, out, info))
+        return BTP_OK;
+    *info = (btp_lws_info){0};
     uint64_t vals[BTP_LWS_MAX_FRAMES];
-    if (!decode_fast(p, len, word_bits, vals, info)) {
-        *info = (btp_lws_info){0};
-        btp_status st = decode_careful(p, len, word_bits, vals, info);
-        if (st != BTP_OK)
-            return st;
-    }
+    btp_status st = decode_careful(p, len, word_bits, vals, info);
+    if (st != BTP_OK)
+        return st;
     size_t depth = info->depth;
     size_t copy = depth < max_frames ? depth : max_frames;
     for (size_t i = 0; i < copy; i++)

@@ -210,6 +210,179 @@ static BTP_ALWAYS_INLINE size_t encode_w(const btp_frame *frames, size_t n, uint
     return total;
 }
 
+#if !BTP_CODEC_SMALL
+/* A count-then-value pair (the count below 2^31, so its extra bit is 0)
+ * after a head of head_bits bits, as one write when it fits in 57 bits
+ * (always on 32-bit words), else head and value apart. */
+static BTP_ALWAYS_INLINE void put_record(bit_writer *w, uint64_t head, unsigned head_bits,
+                                         uint64_t v, unsigned n, const unsigned word_bits)
+{
+    uint64_t field = v << 1 | extra_bit(v, word_bits);
+    unsigned bits = head_bits + n + 1;
+    if (word_bits == 32 || bits <= 57) {
+        bw_put(w, head << (n + 1) | field, bits);
+    } else {
+        bw_put(w, head, head_bits);
+        bw_put64(w, field, n + 1);
+    }
+}
+
+/* One reference of the scan below: the frame j back from frame i, keyed by
+ * |difference| << 3 with 8 - j in the low bits, so that the smallest key is
+ * the nearest frame and, among equally near ones, the earliest (the
+ * largest j), as libwebsockets picks. The magnitude is made before the
+ * low bits go in (BTP_OPAQUE), which keeps it at a negation and a
+ * conditional move instead of two subtractions with the bits in each. */
+#define LWS_REF(j)                                                                               \
+    do {                                                                                         \
+        uint64_t t_ = (uint64_t)__builtin_llabs((long long)(a_i - a[i - (j)]));                  \
+        BTP_OPAQUE(t_);                                                                          \
+        t_ |= 8 - (j);                                                                           \
+        best = t_ < best ? t_ : best;                                                            \
+    } while (0)
+
+/* Index of the highest set bit of x != 0. */
+static BTP_ALWAYS_INLINE unsigned top_bit(uint64_t x)
+{
+    return 63u ^ btp_clz64(x); /* (not 63 - clz: the compiler folds the xor into its bsr) */
+}
+
+/*
+ * Frame i, whose nearest earlier frame has the key best (UINT64_MAX for
+ * none), written as libwebsockets writes it: a delta when that frame is not
+ * frame 0 (only possible while first, i.e. i <= 8) and sigbits(v) >=
+ * sigbits(|d|) + 5; else a literal. With a_i = v << 3 and best = |d| << 3 |
+ * low bits, top_bit(a_i | 8) is sigbits(v) + 2 and top_bit(best | 8) is
+ * sigbits(|d|) + 2, so the test is one comparison of the two.
+ * The extra bits: a count is below 2^31 (extra bit 0); on a 32-bit word a
+ * value's is its bit 31, and a delta's magnitude is below 2^27 (sigbits(v)
+ * <= 32); on a 64-bit word it is 1 when the value has 32 bits or more.
+ */
+static BTP_ALWAYS_INLINE void put_frame_fast(bit_writer *w, const uint64_t *a, size_t i,
+                                             uint64_t best, const int first,
+                                             const unsigned word_bits)
+{
+    uint64_t a_i = a[i];
+    unsigned la = top_bit(a_i | 8), lb = top_bit(best | 8);
+    unsigned low = (unsigned)best & 7; /* 8 - j for the frame j back */
+    uint64_t rec;
+    unsigned n, head_bits;
+    if (la >= lb + 5 && !(first && low + i == 8)) {
+        uint64_t d = best >> 3;
+        n = lb - 2;
+        /* kind 1|0, reference j - 1 = 7 - low, sign, count */
+        uint64_t head = (uint64_t)(23 - low) << 10 | (uint64_t)(a_i <= a[i + low - 8]) << 8 |
+                        (uint64_t)n << 1;
+        head_bits = 15;
+        rec = d << 1 | (word_bits == 32 ? 0 : (n + 32) >> 6);
+        if (word_bits == 32 || head_bits + n + 1 <= 57) {
+            rec |= head << (n + 1);
+        } else {
+            bw_put(w, head, head_bits);
+            head_bits = 0;
+        }
+    } else {
+        uint64_t v = a_i >> 3;
+        n = la - 2;
+        head_bits = 9;
+        rec = v << 1 | (word_bits == 32 ? v >> 31 : (n + 32) >> 6);
+        if (word_bits == 32 || head_bits + n + 1 <= 57) {
+            rec |= (uint64_t)n << (n + 2);
+        } else {
+            bw_put(w, (uint64_t)n << 1, head_bits);
+            head_bits = 0;
+        }
+    }
+    if (word_bits == 32)
+        bw_put(w, rec, head_bits + n + 1);
+    else
+        bw_put64(w, rec, head_bits + n + 1);
+}
+
+/* Frame i (a constant, at most 8) of encode_fast_w: the scan of frames
+ * i-1 .. 0 unrolled, then the frame. */
+static BTP_ALWAYS_INLINE void first_frame(bit_writer *w, const uint64_t *a, const size_t i,
+                                          const unsigned word_bits)
+{
+    uint64_t a_i = a[i], best = UINT64_MAX;
+    for (size_t j = i; j >= 1; j--)
+        LWS_REF(j);
+    put_frame_fast(w, a, i, best, 1, word_bits);
+}
+
+/*
+ * libwebsockets' choices (choose_lws) for a record whose frames are all
+ * return addresses below 2^60, from a[k] = frames[k].value << 3: then every
+ * difference of two of them is below 2^63 in magnitude as a signed number,
+ * and its key (LWS_REF) fits 64 bits. The scan of the 8 frames before a
+ * frame is straight-line code with no branch (a copy of it for each of the
+ * first 9 frames), and each frame is one write (two for a value
+ * of more than 47 bits): its kind, count or reference, sign and count,
+ * and the value.
+ */
+static BTP_ALWAYS_INLINE size_t encode_fast_w(const uint64_t *a, size_t n, uint64_t alloc_size,
+                                              uint8_t *out, const unsigned word_bits)
+{
+    bit_writer w;
+    bw_init(&w, out);
+    /* The depth (6 bits, extra bit 0) stays pending for the first write. */
+    w.acc = (uint64_t)n << 1;
+    w.bits = LWS_W_DEPTH + 1;
+    /* Frames 0 to 8, each with its own straight-line scan of the frames
+     * before it (no dispatch on how many there are). */
+    do {
+        if (n == 0)
+            break;
+        first_frame(&w, a, 0, word_bits);
+        if (n == 1)
+            break;
+        first_frame(&w, a, 1, word_bits);
+        if (n == 2)
+            break;
+        first_frame(&w, a, 2, word_bits);
+        if (n == 3)
+            break;
+        first_frame(&w, a, 3, word_bits);
+        if (n == 4)
+            break;
+        first_frame(&w, a, 4, word_bits);
+        if (n == 5)
+            break;
+        first_frame(&w, a, 5, word_bits);
+        if (n == 6)
+            break;
+        first_frame(&w, a, 6, word_bits);
+        if (n == 7)
+            break;
+        first_frame(&w, a, 7, word_bits);
+        if (n == 8)
+            break;
+        first_frame(&w, a, 8, word_bits);
+    } while (0);
+    size_t i = LWS_REFS + 1;
+    for (; i < n; i++) {
+        uint64_t a_i = a[i], best = UINT64_MAX;
+        LWS_REF(8);
+        LWS_REF(7);
+        LWS_REF(6);
+        LWS_REF(5);
+        LWS_REF(4);
+        LWS_REF(3);
+        LWS_REF(2);
+        LWS_REF(1);
+        put_frame_fast(&w, a, i, best, 0, word_bits);
+    }
+    put_record(&w, (uint64_t)lws_sigbits(alloc_size) << 1, 7, alloc_size, lws_sigbits(alloc_size),
+               word_bits);
+    /* Zero padding to a byte (the writer leaves it), then the length. */
+    size_t bytes = bw_bytes(&w, out), total = bytes + LWS_TRAILER_BITS / 8;
+    out[bytes] = (uint8_t)(total >> 8);
+    out[bytes + 1] = (uint8_t)total;
+    return total;
+}
+#undef LWS_REF
+#endif
+
 btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size,
                           unsigned word_bits, unsigned flags, void *buf, size_t cap,
                           size_t *len_out, size_t *err_frame)
@@ -225,6 +398,31 @@ btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size
     const uint64_t mask = btp_word_mask(word_bits);
     if (alloc_size > mask || !counted_cost(alloc_size))
         return alloc_size > mask ? BTP_E_VALUE_TOO_WIDE : BTP_E_UNREPRESENTABLE;
+    /* Straight into the caller's buffer when it has room for the largest
+     * blob and the writer's 8 bytes of slack, else into a local one and
+     * copied (by hand: no libc here). */
+    uint8_t local[BTP_LWS_BLOB_MAX + 8];
+    uint8_t *out = cap >= sizeof local ? (uint8_t *)buf : local;
+    size_t total;
+#if !BTP_CODEC_SMALL
+    /* The common case: libwebsockets' choices, return addresses only, all
+     * within the word and below 2^60. One pass checks that and keeps
+     * value << 3 for the scan; anything else goes the general way below,
+     * which finds the fault (and the same frame) or encodes it. */
+    uint64_t a[BTP_LWS_MAX_FRAMES], any = 0;
+    unsigned kinds = 0;
+    for (size_t i = 0; i < n; i++) {
+        any |= frames[i].value;
+        kinds |= (unsigned)frames[i].kind ^ BTP_FRAME_RA;
+        a[i] = frames[i].value << 3;
+    }
+    if (!(flags & BTP_LWS_ENC_OPTIMAL) && !kinds &&
+        any <= (word_bits == 64 ? mask >> 4 : mask)) {
+        total = word_bits == 64 ? encode_fast_w(a, n, alloc_size, out, 64)
+                                : encode_fast_w(a, n, alloc_size, out, 32);
+        goto done;
+    }
+#endif
     for (size_t i = 0; i < n; i++) {
         btp_frame_kind k = frames[i].kind;
         int ok = k == BTP_FRAME_RA ||
@@ -236,21 +434,19 @@ btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size
         }
     }
 
-    /* Straight into the caller's buffer when it has room for the largest
-     * blob and the writer's 8 bytes of slack, else into a local one and
-     * copied (by hand: no libc here). */
-    uint8_t local[BTP_LWS_BLOB_MAX + 8];
-    uint8_t *out = cap >= sizeof local ? (uint8_t *)buf : local;
     size_t bad = 0;
     /* One copy per word size, or in the small build one for both. */
-    size_t total = BTP_CODEC_SMALL   ? encode_w(frames, n, alloc_size, flags, out, &bad, word_bits)
-                   : word_bits == 64 ? encode_w(frames, n, alloc_size, flags, out, &bad, 64)
-                                     : encode_w(frames, n, alloc_size, flags, out, &bad, 32);
+    total = BTP_CODEC_SMALL   ? encode_w(frames, n, alloc_size, flags, out, &bad, word_bits)
+            : word_bits == 64 ? encode_w(frames, n, alloc_size, flags, out, &bad, 64)
+                              : encode_w(frames, n, alloc_size, flags, out, &bad, 32);
     if (!total) {
         if (err_frame)
             *err_frame = bad;
         return BTP_E_UNREPRESENTABLE;
     }
+#if !BTP_CODEC_SMALL
+done:
+#endif
     if (len_out)
         *len_out = total;
     if (total > cap)

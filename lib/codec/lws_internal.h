@@ -30,7 +30,7 @@ static inline unsigned lws_sigbits(uint64_t v)
      * encoder asks this for every candidate reference of every frame. The
      * small build loops where the count would be a libgcc call. */
 #if defined(__GNUC__) && !(BTP_CODEC_SMALL && BTP_CLZ_IS_CALL)
-    return v ? 64u - (unsigned)__builtin_clzll(v) : 1u;
+    return (63u ^ (unsigned)__builtin_clzll(v | 1)) + 1; /* 0 counts as 1 bit */
 #else
     unsigned n = 0;
     while (v) {

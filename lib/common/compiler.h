@@ -29,9 +29,10 @@
 #define BTP_ALWAYS_INLINE inline
 #endif
 
-/* Hides a loop counter's value from the optimizer, so that a copying loop
- * in code that must call no libc is not turned into a call to memcpy or
- * memmove. */
+/* Hides an integer's value from the optimiser, so that a loop using it is
+ * not turned into a libc call (a copying loop into memcpy or memmove, a
+ * byte loop into strlen or memchr): the freestanding code must link
+ * without libc. */
 #if defined(__GNUC__)
 #define BTP_OPAQUE(x) __asm__("" : "+r"(x))
 #else
@@ -44,15 +45,6 @@
 #define BTP_NOINLINE __attribute__((noinline))
 #else
 #define BTP_NOINLINE
-#endif
-
-/* Hides the value of an integer from the optimiser, so that a loop using it
- * is not turned into a libc call (a byte loop into strlen or memchr): the
- * freestanding code must link without libc. */
-#if defined(__GNUC__)
-#define BTP_OPAQUE(x) __asm__("" : "+r"(x))
-#else
-#define BTP_OPAQUE(x) ((void)0)
 #endif
 
 /* Number of leading zero bits of x (x != 0): one instruction where the

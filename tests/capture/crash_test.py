@@ -23,6 +23,7 @@ usage: crash_test.py --addr2line PATH CRASH_PROG_FP CRASH_PROG_NOFP [--measure]
 import argparse
 import concurrent.futures
 import os
+import re
 import signal
 import struct
 import subprocess
@@ -252,7 +253,9 @@ def user_chain(r):
     chain = []
     for n in r.names:
         if n and n.startswith("user:"):
-            fn = n[5:]
+            # an optimising build names parts and clones of a function
+            # (do_abort.cold, level2.isra.0): they are that function
+            fn = re.sub(r"(\.(cold|part|isra|constprop)(\.\d+)?)+$", "", n[5:])
             if fn == "_start" or (chain and chain[-1] == fn == "do_overflow"):
                 continue
             chain.append(fn)

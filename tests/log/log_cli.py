@@ -282,6 +282,53 @@ def test_promises(tmp):
               "header flip %d, keep going: every record: %s" % (at, err))
 
 
+def test_segment_reuse(tmp):
+    """A segment number used twice: a log of segment 0, then the record
+    block of another log, also segment 0 (its header's block index and first
+    record made to follow on, with a valid checksum). Stack numbers of the
+    two name different stacks, so a reader that took the second block would
+    hand out equal (segment, stack) for unequal stacks, and `log -> trace`,
+    which reuses a stack's text by that pair, would print one log's frames
+    under the other's records. The second block must be refused as damage."""
+    import struct
+    import zlib as z
+
+    def log_of(text):
+        rc, log, err = conv("trace", "log", "--no-zlib", data=text)
+        check(rc == 0, "splice input -> log: %s" % err)
+        return log
+
+    a_lines = [b"m 16 0x%x 0x401000 0x402000\n" % (0x1000 + 16 * i) for i in range(20)]
+    b_lines = [b"m 32 0x%x 0x501000 0x502000 0x503000\n" % (0x9000 + 32 * i) for i in range(20)]
+    a, b = log_of(b"".join(a_lines)), log_of(b"".join(b_lines))
+    ablk = [x for x in blocks_of(a) if x[2] == 2]
+    bblk = [x for x in blocks_of(b) if x[2] == 2]
+    end = [x for x in blocks_of(a) if x[2] == 3]
+    check(len(ablk) == 1 and len(bblk) == 1 and len(end) == 1, "one record block each")
+    if len(ablk) != 1 or len(bblk) != 1 or len(end) != 1:
+        return
+    head = bytearray(b[bblk[0][0]:bblk[0][0] + 80])
+    head[16:20] = struct.pack("<I", 0)                     # segment 0 again
+    head[24:32] = struct.pack("<Q", 1)                     # block index after a's
+    head[32:40] = struct.pack("<Q", 20)                    # first record after a's
+    head[76:80] = struct.pack("<I", z.crc32(bytes(head[:76])))
+    tail = bytes(a[:ablk[0][1]]) + bytes(head) + b[bblk[0][0] + 80:bblk[0][1]]
+    endp = bytes([40, 2])                                  # records 40, blocks 2 (varints)
+    eh = bytearray(a[end[0][0]:end[0][0] + 80])
+    eh[8:12] = eh[12:16] = struct.pack("<I", len(endp))
+    eh[24:32] = struct.pack("<Q", 2)
+    eh[32:40] = struct.pack("<Q", 40)
+    eh[60:64] = struct.pack("<I", z.crc32(endp))
+    eh[76:80] = struct.pack("<I", z.crc32(bytes(eh[:76])))
+    spliced = tail + bytes(eh) + endp
+    for flags in ([], ["--keep-going"]):
+        rc, out, err = conv("log", "trace", *flags, data=spliced)
+        got = [l for l in out.splitlines(keepends=True) if not l.startswith(b"#")]
+        check(rc == 1 and "corrupt" in err and got == a_lines,
+              "segment 0 twice %s: the first log's records, then refused: %r %s" %
+              (" ".join(flags), got[len(a_lines) - 1:len(a_lines) + 2], err[:300]))
+
+
 def test_symbols(tmp):
     """stats --elf: an address in the btpack binary itself is named."""
     import shutil
@@ -305,6 +352,7 @@ def test_symbols(tmp):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    for t in [test_corpora, test_small, test_damage, test_promises, test_symbols]:
+    for t in [test_corpora, test_small, test_damage, test_promises, test_segment_reuse,
+              test_symbols]:
         t(tmp)
 finish()

@@ -250,6 +250,10 @@ static int log_read_next(reader *r, trace *t)
         t->truncated = rec.truncated;
         break;
     }
+    /* the log numbers the stacks of a segment: writers may reuse their
+     * work on a stack they have seen (trace.h) */
+    t->has_stack_key = 1;
+    t->stack_key = (uint64_t)rec.segment << 32 | rec.stack_id;
     /* the whole stack in one step; on a failure (such as --max-frames)
      * frame by frame, so that rd_add_frame words it for the frame at fault */
     if (rec.n_frames && trace_add_frames(t, rec.frames, rec.n_frames) != BTP_OK)

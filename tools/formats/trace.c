@@ -108,9 +108,68 @@ static int trace_read_line(reader *r, const char *line, size_t len, trace *t)
     return 1;
 }
 
+/* Text of the stacks already written, by stack key (trace.h): a log
+ * repeats a few thousand stacks over hundreds of thousands of records, and
+ * formatting each frame again was most of the time it took to turn a log
+ * back into text. Bounded: stacks numbered past STACK_CACHE_IDS, or met
+ * once the cache holds STACK_CACHE_BYTES of text, are formatted each time. */
+#define STACK_CACHE_IDS (1u << 22)
+#define STACK_CACHE_BYTES ((size_t)64 << 20)
+
+typedef struct stack_text {
+    uint32_t off, len; /* in text; len 0: not cached */
+} stack_text;
+
 typedef struct trace_wstate {
     unsigned word; /* the word size a reader of the output is at (0: none yet) */
+    uint32_t gen;       /* the generation the cache is for */
+    stack_text *ids;    /* by stack number */
+    size_t n_ids;
+    strbuf text;        /* " 0x..." of each cached stack, back to back */
 } trace_wstate;
+
+/* Forget the cache when a new generation of stack numbers starts. */
+static void cache_gen(trace_wstate *s, uint32_t gen)
+{
+    if (gen == s->gen)
+        return;
+    s->gen = gen;
+    if (s->ids)
+        memset(s->ids, 0, s->n_ids * sizeof *s->ids);
+    sb_clear(&s->text);
+}
+
+/* The cached text of stack `id`, or NULL. */
+static const stack_text *cache_get(const trace_wstate *s, uint32_t id)
+{
+    return id < s->n_ids && s->ids[id].len ? &s->ids[id] : NULL;
+}
+
+/* Keep text[0..len) as stack `id`'s text, if the bounds allow. */
+static void cache_put(trace_wstate *s, uint32_t id, const char *text, size_t len)
+{
+    if (id >= STACK_CACHE_IDS || len == 0 || s->text.len + len > STACK_CACHE_BYTES)
+        return;
+    if (id >= s->n_ids) {
+        size_t n = s->n_ids ? s->n_ids : 1024;
+        while (n <= id)
+            n *= 2;
+        stack_text *p = realloc(s->ids, n * sizeof *p);
+        if (!p)
+            return; /* a cache: formatting goes on without it */
+        memset(p + s->n_ids, 0, (n - s->n_ids) * sizeof *p);
+        s->ids = p;
+        s->n_ids = n;
+    }
+    size_t off = s->text.len;
+    sb_add(&s->text, text, len);
+    if (s->text.oom) {
+        s->text.oom = 0;
+        s->text.len = off;
+        return;
+    }
+    s->ids[id] = (stack_text){(uint32_t)off, (uint32_t)len};
+}
 
 static int trace_begin(writer *w, strbuf *out)
 {
@@ -135,6 +194,7 @@ static void take_comments(writer *w, strbuf *out)
 static int trace_write(writer *w, const trace *t, strbuf *out)
 {
     trace_wstate *s = w->state;
+    const stack_text *hit = NULL;
     if (t->event == TRACE_COMMENTS) {
         take_comments(w, out);
         return 0;
@@ -147,7 +207,11 @@ static int trace_write(writer *w, const trace *t, strbuf *out)
             return wr_error(w, "the trace format holds allocation records (size and pointer)");
         if (t->truncated)
             return wr_error(w, "the trace format cannot mark a stack as truncated");
-        for (size_t i = 0, at = 0; i < t->n_runs; at += (size_t)t->runs[i++].count)
+        if (t->has_stack_key) { /* a stack cached is one checked */
+            cache_gen(s, (uint32_t)(t->stack_key >> 32));
+            hit = cache_get(s, (uint32_t)t->stack_key);
+        }
+        for (size_t i = 0, at = 0; !hit && i < t->n_runs; at += (size_t)t->runs[i++].count)
             if (t->runs[i].frame.kind != BTP_FRAME_RA)
                 return wr_error(w, "frame %zu is %s: the trace format holds return addresses",
                                 at, trace_kind_name(t->runs[i].frame.kind));
@@ -172,6 +236,16 @@ static int trace_write(writer *w, const trace *t, strbuf *out)
     }
     p = fmt_hex_u64(p, t->pointer);
     out->len += (size_t)(p - d);
+    size_t frames_at = out->len;
+    if (hit) {
+        if (!(d = sb_reserve(out, (size_t)hit->len + 1)))
+            return wr_error(w, "out of memory");
+        memcpy(d, s->text.data + hit->off, hit->len);
+        d[hit->len] = '\n';
+        out->len += (size_t)hit->len + 1;
+        return wr_spill(w, out) < 0 ? -1 : 0;
+    }
+    int spilled = 0;
     for (size_t i = 0; i < t->n_runs; i++) {
         for (uint64_t left = t->runs[i].count; left > 0;) {
             size_t k = left < 4096 ? (size_t)left : 4096;
@@ -183,18 +257,27 @@ static int trace_write(writer *w, const trace *t, strbuf *out)
             }
             out->len += (size_t)(p - d);
             left -= k;
+            size_t before = out->len;
             if (wr_spill(w, out) < 0)
                 return -1;
+            spilled |= out->len != before;
         }
     }
+    /* a stack spilled to the output in pieces is not in `out` whole */
+    if (t->has_stack_key && !spilled && t->event != TRACE_FREE)
+        cache_put(s, (uint32_t)t->stack_key, out->data + frames_at, out->len - frames_at);
     sb_addc(out, '\n');
     return out->oom ? wr_error(w, "out of memory") : 0;
 }
 
 static int trace_end(writer *w, strbuf *out)
 {
-    if (w->state)
+    trace_wstate *s = w->state;
+    if (s) {
         take_comments(w, out);
+        free(s->ids);
+        sb_free(&s->text);
+    }
     free(w->state);
     w->state = NULL;
     return 0;
