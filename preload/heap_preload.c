@@ -312,11 +312,11 @@ static uint64_t ring_used(ring *r, uint64_t want)
  * machine that is cheaper than handing the work over (no wake-up, no
  * switch, the events still in this core's cache). Never holds an event
  * number while waiting. */
-static void wait_room(ring *r, uint64_t want)
+static int wait_room(ring *r, uint64_t want)
 {
-    for (int spins = 0; atomic_load_explicit(&g_state, memory_order_relaxed) == ST_ON &&
-                        ring_used(r, want) + want > RING_BYTES;
-         spins++) {
+    for (int spins = 0; ring_used(r, want) + want > RING_BYTES; spins++) {
+        if (atomic_load_explicit(&g_state, memory_order_relaxed) != ST_ON)
+            return 0; /* no writer will make room */
         if (pthread_mutex_trylock(&g_wlock) == 0) {
             if (g_w)
                 drain(0);
@@ -329,6 +329,7 @@ static void wait_room(ring *r, uint64_t want)
         else
             sched_yield();
     }
+    return 1;
 }
 
 /* ---- recording ------------------------------------------------------------ */
@@ -382,16 +383,19 @@ static event *slot_of(ring *r)
 }
 
 /* Room for an event of up to `want` bytes at r's head, in one piece: when
- * the buffer's end is nearer, a wrap marker fills the rest. */
-static void make_room(ring *r, uint64_t want)
+ * the buffer's end is nearer, a wrap marker fills the rest. 0 when there
+ * is none and tracing has stopped (never write over unconsumed events:
+ * their sizes are how the writer finds the next one). */
+static int make_room(ring *r, uint64_t want)
 {
     uint64_t left = RING_BYTES - atomic_load_explicit(&r->head, memory_order_relaxed) % RING_BYTES;
     if (left < want) {
-        wait_room(r, left);
+        if (!wait_room(r, left))
+            return 0;
         slot_of(r)->kind = EV_WRAP;
         advance(r, left);
     }
-    wait_room(r, want);
+    return wait_room(r, want);
 }
 
 /* Reserve room for an event of up to `want` bytes for this thread (or in
@@ -400,17 +404,17 @@ static void make_room(ring *r, uint64_t want)
 static ring *reserve(uint64_t want)
 {
     ring *r = my_ring();
-    if (r) {
-        make_room(r, want);
-        return r;
-    }
+    if (r)
+        return make_room(r, want) ? r : NULL;
     if (!t_self.exited)
         return NULL;
     while (atomic_flag_test_and_set_explicit(&g_late_lock, memory_order_acquire))
         sched_yield();
     r = &g_late_ring_storage;
-    make_room(r, want);
-    return r;
+    if (make_room(r, want))
+        return r;
+    atomic_flag_clear_explicit(&g_late_lock, memory_order_release);
+    return NULL;
 }
 
 static void release(ring *r)
