@@ -95,7 +95,7 @@ int main(void)
             }
             /* now and then, every rank at once */
             if (i % 20011 == 0)
-                for (uint32_t k = 0; k < n_model; k += 1 + n_model / 997) {
+                for (uint32_t k = 0; k < n_model; k += 1 + n_model / 97) {
                     uint32_t slot = slot_of(&L, model[k]);
                     if (slot == UINT32_MAX || live_rank(&L, slot) != n_model - 1 - k ||
                         live_at_rank(&L, n_model - 1 - k) != slot)
