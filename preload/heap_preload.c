@@ -14,8 +14,9 @@
  *   free takes its number before the real free, an allocation after the
  *   real allocation, so a pointer's free always precedes its reuse.
  * - A writer thread merges the rings in number order into the log writer
- *   (zlib, dictionary), waking every millisecond; a thread that finds its
- *   ring full does that work itself (wait_room). Blocks are large
+ *   (zlib, dictionary), waking every 0.1 ms while events come (every
+ *   millisecond once quiet); a thread that finds its ring full does that
+ *   work itself (wait_room). Blocks are large
  *   (the writer's 2 MiB maximum): the log's coding state and zlib's window
  *   restart at every block, so small blocks cost several times the bytes.
  *   A block is flushed when full or every BTPACK_HEAP_FLUSH_MS (default
@@ -73,19 +74,32 @@ void *pvalloc(size_t size);
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
 #define MAX_FRAMES 128 /* per event; deeper stacks keep head + omit + tail */
-#define RING_SLOTS 256 /* per thread */
+#define RING_BYTES (1u << 20) /* per thread: some milliseconds of events */
 #define SNIP 2         /* our record function and the interposed entry point */
 
-enum { EV_ALLOC = 1, EV_FREE = 2, EV_NOP = 3 };
+/* EV_WRAP: the rest of the ring's buffer is unused, go on at its start. */
+enum { EV_ALLOC = 1, EV_FREE = 2, EV_NOP = 3, EV_WRAP = 4 };
 
+/* An event in a ring: this header, then n frames. Events take only the
+ * bytes they use, so a ring holds thousands and stays mostly in cache. */
 typedef struct event {
     uint64_t seq;
     uint64_t ptr;
     uint64_t size;
     uint32_t kind;
     uint32_t n;
-    btp_frame frames[MAX_FRAMES];
+    btp_frame frames[];
 } event;
+
+#define EVENT_ALIGN 32u /* >= sizeof(event): a wrap marker always fits */
+#define EVENT_MAX event_bytes(MAX_FRAMES)
+_Static_assert(sizeof(event) <= EVENT_ALIGN && RING_BYTES % EVENT_ALIGN == 0, "wrap marker room");
+
+static size_t event_bytes(uint32_t n)
+{
+    return (sizeof(event) + (size_t)n * sizeof(btp_frame) + EVENT_ALIGN - 1) &
+           ~(size_t)(EVENT_ALIGN - 1);
+}
 
 enum { RING_ACTIVE = 1, RING_DEAD = 2 };
 
@@ -93,15 +107,15 @@ enum { RING_ACTIVE = 1, RING_DEAD = 2 };
  * other's counter: the producer reads tail, and the writer head, only when
  * that copy says the ring is full or empty, not once per event. */
 typedef struct ring {
-    _Atomic uint64_t head; /* events published (producer) */
+    _Atomic uint64_t head; /* bytes published (producer) */
     uint64_t tail_seen;    /* producer's copy of tail (<= tail) */
     char pad0[48];
-    _Atomic uint64_t tail; /* events consumed (writer) */
+    _Atomic uint64_t tail; /* bytes consumed (writer) */
     uint64_t head_seen;    /* writer's copy of head (<= head) */
     char pad1[48];
     _Atomic int state;
     struct ring *_Atomic next; /* the list is append-only */
-    event slots[RING_SLOTS];
+    _Alignas(64) unsigned char buf[RING_BYTES]; /* events, at head/tail % RING_BYTES */
 } ring;
 
 /* ---- real functions and the bootstrap arena ------------------------------ */
@@ -283,12 +297,12 @@ static void thread_gone(void *arg)
 
 static int drain(int final);
 
-/* Events in r the producer must assume unconsumed; tail is read only when
+/* Bytes of r the producer must assume unconsumed; tail is read only when
  * the copy says `want` more would not fit. */
 static uint64_t ring_used(ring *r, uint64_t want)
 {
     uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-    if (h - r->tail_seen + want > RING_SLOTS)
+    if (h - r->tail_seen + want > RING_BYTES)
         r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
     return h - r->tail_seen;
 }
@@ -298,23 +312,24 @@ static uint64_t ring_used(ring *r, uint64_t want)
  * machine that is cheaper than handing the work over (no wake-up, no
  * switch, the events still in this core's cache). Never holds an event
  * number while waiting. */
-static void wait_room(ring *r)
+static int wait_room(ring *r, uint64_t want)
 {
-    for (int spins = 0; atomic_load_explicit(&g_state, memory_order_relaxed) == ST_ON &&
-                        ring_used(r, 1) >= RING_SLOTS;
-         spins++) {
+    for (int spins = 0; ring_used(r, want) + want > RING_BYTES; spins++) {
+        if (atomic_load_explicit(&g_state, memory_order_relaxed) != ST_ON)
+            return 0; /* no writer will make room */
         if (pthread_mutex_trylock(&g_wlock) == 0) {
             if (g_w)
                 drain(0);
             pthread_mutex_unlock(&g_wlock);
         }
-        if (ring_used(r, 1) < RING_SLOTS)
+        if (ring_used(r, want) + want <= RING_BYTES)
             break;
         if (spins > 16)
             nap(20000);
         else
             sched_yield();
     }
+    return 1;
 }
 
 /* ---- recording ------------------------------------------------------------ */
@@ -347,34 +362,59 @@ static ring *my_ring(void)
     return r;
 }
 
-/* Make the slot at r's head visible to the writer. */
+/* Make `bytes` more of r (from its head) visible to the writer. */
+static void advance(ring *r, uint64_t bytes)
+{
+    atomic_store_explicit(&r->head, atomic_load_explicit(&r->head, memory_order_relaxed) + bytes,
+                          memory_order_release);
+}
+
+/* Make the event at r's head visible to the writer. */
 static void publish(ring *r)
 {
-    atomic_store_explicit(&r->head, atomic_load_explicit(&r->head, memory_order_relaxed) + 1,
-                          memory_order_release);
+    const event *e = (const event *)(r->buf + atomic_load_explicit(&r->head, memory_order_relaxed) %
+                                                  RING_BYTES);
+    advance(r, event_bytes(e->n));
 }
 
 static event *slot_of(ring *r)
 {
-    return &r->slots[atomic_load_explicit(&r->head, memory_order_relaxed) % RING_SLOTS];
+    return (event *)(r->buf + atomic_load_explicit(&r->head, memory_order_relaxed) % RING_BYTES);
 }
 
-/* Reserve a slot for this thread (or the late ring, locked). Returns the
- * ring, or NULL when the event cannot be recorded. */
-static ring *reserve(void)
+/* Room for an event of up to `want` bytes at r's head, in one piece: when
+ * the buffer's end is nearer, a wrap marker fills the rest. 0 when there
+ * is none and tracing has stopped (never write over unconsumed events:
+ * their sizes are how the writer finds the next one). */
+static int make_room(ring *r, uint64_t want)
+{
+    uint64_t left = RING_BYTES - atomic_load_explicit(&r->head, memory_order_relaxed) % RING_BYTES;
+    if (left < want) {
+        if (!wait_room(r, left))
+            return 0;
+        slot_of(r)->kind = EV_WRAP;
+        advance(r, left);
+    }
+    return wait_room(r, want);
+}
+
+/* Reserve room for an event of up to `want` bytes for this thread (or in
+ * the late ring, locked). Returns the ring, or NULL when the event cannot
+ * be recorded. */
+static ring *reserve(uint64_t want)
 {
     ring *r = my_ring();
-    if (r) {
-        wait_room(r);
-        return r;
-    }
+    if (r)
+        return make_room(r, want) ? r : NULL;
     if (!t_self.exited)
         return NULL;
     while (atomic_flag_test_and_set_explicit(&g_late_lock, memory_order_acquire))
         sched_yield();
     r = &g_late_ring_storage;
-    wait_room(r);
-    return r;
+    if (make_room(r, want))
+        return r;
+    atomic_flag_clear_explicit(&g_late_lock, memory_order_release);
+    return NULL;
 }
 
 static void release(ring *r)
@@ -423,7 +463,7 @@ static event *begin_free(ring *r, void *p)
             return (expr);                                                              \
         }                                                                               \
         t_self.busy = 1;                                                                \
-        ring *r_ = reserve();                                                           \
+        ring *r_ = reserve(EVENT_MAX);                                                  \
         void *p_ = (expr);                                                              \
         if (r_) {                                                                       \
             record_alloc(r_, p_, (size));                                               \
@@ -462,7 +502,7 @@ EXPORT void free(void *p)
         return;
     }
     t_self.busy = 1;
-    ring *r = reserve();
+    ring *r = reserve(sizeof(event));
     if (r) {
         begin_free(r, p);
         publish(r);
@@ -493,7 +533,7 @@ static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t 
         return real_realloc(p, size);
     }
     t_self.busy = 1;
-    ring *r = reserve();
+    ring *r = reserve(p ? sizeof(event) : EVENT_MAX);
     void *q;
     if (r) {
         /* The free half is numbered before the real call (the old block may
@@ -505,7 +545,7 @@ static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t 
                 e->kind = EV_NOP; /* failed: the old block is still live */
             publish(r);
             release(r);
-            r = (q && size) ? reserve() : NULL;
+            r = (q && size) ? reserve(EVENT_MAX) : NULL;
         }
         if (r) {
             record_alloc(r, q, size);
@@ -546,7 +586,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
         return real_posix_memalign(out, align, size);
     }
     t_self.busy = 1;
-    ring *r = reserve();
+    ring *r = reserve(EVENT_MAX);
     int rc = real_posix_memalign(out, align, size);
     if (r) {
         record_alloc(r, rc == 0 ? *out : NULL, size);
@@ -586,17 +626,22 @@ EXPORT void *pvalloc(size_t size)
 
 /* ---- the writer ----------------------------------------------------------- */
 
-/* The oldest unconsumed event of r, or NULL. Called with g_wlock held
- * (head_seen is the writer side's). */
+/* The oldest unconsumed event of r, or NULL; wrap markers are consumed
+ * on the way. Called with g_wlock held (head_seen is the writer side's). */
 static const event *peek(ring *r)
 {
-    uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
-    if (r->head_seen == t) {
-        r->head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
-        if (r->head_seen == t)
-            return NULL;
+    for (;;) {
+        uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        if (r->head_seen == t) {
+            r->head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
+            if (r->head_seen == t)
+                return NULL;
+        }
+        const event *e = (const event *)(r->buf + t % RING_BYTES);
+        if (e->kind != EV_WRAP)
+            return e;
+        atomic_store_explicit(&r->tail, t + (RING_BYTES - t % RING_BYTES), memory_order_release);
     }
-    return &r->slots[t % RING_SLOTS];
 }
 
 /* The ring whose oldest event is number g_next, or NULL. *pending says
@@ -658,9 +703,10 @@ static int drain(int final)
         ring *r = find_next(&pending, &m);
         if (r) {
             uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+            const event *e = (const event *)(r->buf + t % RING_BYTES);
             if (g_w && atomic_load(&g_state) != ST_CLOSED)
-                write_event(&r->slots[t % RING_SLOTS]);
-            atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+                write_event(e);
+            atomic_store_explicit(&r->tail, t + event_bytes(e->n), memory_order_release);
             g_next++;
             g_last = r;
             done++;
@@ -919,6 +965,11 @@ static void *writer_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are for the program */
+    /* Naps are short while the program allocates (its ring fills in a few
+     * milliseconds, and a full ring makes the program drain it itself),
+     * long once it has been quiet for a while (an idle program's tracer
+     * should not wake thousands of times a second). */
+    unsigned quiet = 0;
     while (!atomic_load(&g_thread_stop)) {
         int done = 0, sig = atomic_load(&g_crash);
         pthread_mutex_lock(&g_wlock);
@@ -939,8 +990,10 @@ static void *writer_main(void *arg)
             }
         }
         pthread_mutex_unlock(&g_wlock);
-        if (!done)
-            nap(1000000);
+        if (done)
+            quiet = 0;
+        else
+            nap(++quiet < 64 ? 100000 : 1000000);
     }
     return NULL;
 }

@@ -4,27 +4,56 @@
 
 #include "log_model.h"
 
+/* Set bits of x. __builtin_popcountll is a libgcc call where the target
+ * has no popcount instruction (x86-64's baseline): this is inline. */
+static uint32_t popcount64(uint64_t x)
+{
+#if defined(__POPCNT__) || !defined(__x86_64__)
+    return (uint32_t)__builtin_popcountll(x);
+#else
+    x -= (x >> 1) & 0x5555555555555555ull;
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (uint32_t)((x * 0x0101010101010101ull) >> 56);
+#endif
+}
+
+static uint32_t live_groups(const live_table *L)
+{
+    return L->cap / LIVE_GROUP;
+}
+
 static void fen_add(live_table *L, uint32_t slot, int32_t d)
 {
-    for (uint32_t i = slot + 1; i <= L->cap; i += i & (0u - i))
+    uint32_t n = live_groups(L);
+    for (uint32_t i = slot / LIVE_GROUP + 1; i <= n; i += i & (0u - i))
         L->fen[i] += d;
 }
 
-static uint32_t fen_prefix(const live_table *L, uint32_t n) /* alive in [0, n) */
+static uint32_t fen_prefix(const live_table *L, uint32_t g) /* alive in groups [0, g) */
 {
     int64_t s = 0;
-    for (uint32_t i = n; i > 0; i -= i & (0u - i))
+    for (uint32_t i = g; i > 0; i -= i & (0u - i))
         s += L->fen[i];
     return (uint32_t)s;
 }
 
-static void fen_build(live_table *L)
+/* Bits, groups and tree from e[first..end) (dead slots before first are
+ * not alive). */
+static void live_index(live_table *L)
 {
-    memset(L->fen, 0, ((size_t)L->cap + 1) * sizeof *L->fen);
-    for (uint32_t i = 1; i <= L->cap; i++) {
-        L->fen[i] += i - 1 < L->end && L->e[i - 1].alive;
+    uint32_t n = live_groups(L);
+    memset(L->bits, 0, (size_t)L->cap / 64 * sizeof *L->bits);
+    memset(L->fen, 0, ((size_t)n + 1) * sizeof *L->fen);
+    for (uint32_t i = L->first; i < L->end; i++) {
+        if (L->e[i].alive) {
+            L->bits[i / 64] |= 1ull << (i % 64);
+            L->fen[i / LIVE_GROUP + 1]++;
+        }
+    }
+    for (uint32_t i = 1; i <= n; i++) {
         uint32_t j = i + (i & (0u - i));
-        if (j <= L->cap)
+        if (j <= n)
             L->fen[j] += L->fen[i];
     }
 }
@@ -38,19 +67,27 @@ static btp_status live_compact(live_table *L)
             L->e[n++] = L->e[i];
     L->end = n;
     L->first = 0;
+    L->moved++;
     if (L->cap == 0 || n > L->cap / 2) {
         uint32_t cap = L->cap ? L->cap * 2 : 1024;
-        live_entry *e = realloc(L->e, (size_t)cap * sizeof *e);
-        if (!e)
+        live_entry *e = cap > L->cap ? realloc(L->e, (size_t)cap * sizeof *e) : NULL;
+        if (e)
+            L->e = e;
+        uint64_t *b = e ? realloc(L->bits, (size_t)cap / 64 * sizeof *b) : NULL;
+        if (b)
+            L->bits = b;
+        int32_t *f = b ? realloc(L->fen, ((size_t)cap / LIVE_GROUP + 1) * sizeof *f) : NULL;
+        if (f) {
+            L->fen = f;
+            L->cap = cap;
+        }
+        if (!f) { /* the table stays as it was, compacted */
+            if (L->cap)
+                live_index(L);
             return BTP_E_OUT_OF_MEMORY;
-        L->e = e;
-        int32_t *f = realloc(L->fen, ((size_t)cap + 1) * sizeof *f);
-        if (!f)
-            return BTP_E_OUT_OF_MEMORY;
-        L->fen = f;
-        L->cap = cap;
+        }
     }
-    fen_build(L);
+    live_index(L);
     return BTP_OK;
 }
 
@@ -63,55 +100,72 @@ btp_status live_push(live_table *L, live_entry v)
     }
     v.alive = 1;
     L->e[L->end] = v;
+    L->bits[L->end / 64] |= 1ull << (L->end % 64);
     fen_add(L, L->end, 1);
     L->end++;
     L->count++;
     return BTP_OK;
 }
 
-uint32_t live_find(const live_table *L, uint64_t seq)
+/* Bits of word w at positions above slot % 64 (slot in word w). */
+static uint64_t bits_above(uint64_t w, uint32_t slot)
 {
-    uint32_t lo = L->first, hi = L->end;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (L->e[mid].seq < seq)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < L->end && L->e[lo].seq == seq && L->e[lo].alive ? lo : UINT32_MAX;
+    return w & ~((2ull << (slot % 64)) - 1);
 }
 
 uint32_t live_rank(const live_table *L, uint32_t slot)
 {
-    return L->count - fen_prefix(L, slot + 1);
+    uint32_t w = slot / 64, last = L->end ? (L->end - 1) / 64 : 0;
+    /* Frees mostly hit recent allocations: count the alive slots after
+     * this one directly when they are within a group's worth of words
+     * (the bitmap past `end` is clear). */
+    if (last - w < LIVE_GROUP / 64) {
+        uint32_t r = popcount64(bits_above(L->bits[w], slot));
+        while (w < last)
+            r += popcount64(L->bits[++w]);
+        return r;
+    }
+    /* alive in [0, slot]: whole groups, whole words of its group, its word */
+    uint32_t g = slot / LIVE_GROUP, upto = fen_prefix(L, g);
+    for (uint32_t i = g * (LIVE_GROUP / 64); i < w; i++)
+        upto += popcount64(L->bits[i]);
+    upto += popcount64(L->bits[w] & ~bits_above(~0ull, slot));
+    return L->count - upto;
+}
+
+/* Position of the k-th (1-based) set bit of x (k <= popcount(x)). */
+static uint32_t select_bit(uint64_t x, uint32_t k)
+{
+    while (--k)
+        x &= x - 1;
+    return (uint32_t)__builtin_ctzll(x);
 }
 
 uint32_t live_at_rank(const live_table *L, uint32_t rank)
 {
-    /* Frees mostly hit recent allocations: a short walk back from the
-     * newest slot finds those without the tree (at most 16 slots looked at). */
-    uint32_t seen = 0;
-    for (uint32_t i = L->end; i > L->first && L->end - i < 16;) {
-        i--;
-        if (L->e[i].alive && seen++ == rank)
-            return i;
-    }
-    /* the k-th alive slot (1-based), k = count - rank */
-    uint32_t k = L->count - rank, pos = 0;
-    uint32_t step = L->cap ? 1u << (31 - __builtin_clz(L->cap)) : 0; /* top bit of cap */
+    /* the k-th alive slot (1-based), k = count - rank: the group by the
+     * tree, then the word by popcounts */
+    uint32_t k = L->count - rank, g = 0, n = live_groups(L);
+    uint32_t step = n ? 1u << (31 - __builtin_clz(n)) : 0; /* top bit of n */
     for (; step; step /= 2) {
-        if (pos + step <= L->cap && (uint32_t)L->fen[pos + step] < k) {
-            pos += step;
-            k -= (uint32_t)L->fen[pos];
+        if (g + step <= n && (uint32_t)L->fen[g + step] < k) {
+            g += step;
+            k -= (uint32_t)L->fen[g];
         }
     }
-    return pos; /* 0-based slot */
+    for (uint32_t w = g * (LIVE_GROUP / 64); w < L->cap / 64; w++) {
+        uint32_t c = popcount64(L->bits[w]);
+        if (k <= c)
+            return w * 64 + select_bit(L->bits[w], k);
+        k -= c;
+    }
+    return L->first; /* not reached while rank < count */
 }
 
 void live_remove(live_table *L, uint32_t slot)
 {
     L->e[slot].alive = 0;
+    L->bits[slot / 64] &= ~(1ull << (slot % 64));
     fen_add(L, slot, -1);
     L->count--;
 }
@@ -126,13 +180,17 @@ uint32_t live_oldest(live_table *L)
 void live_clear(live_table *L)
 {
     L->end = L->count = L->first = 0;
-    if (L->cap)
-        memset(L->fen, 0, ((size_t)L->cap + 1) * sizeof *L->fen);
+    L->moved++;
+    if (L->cap) {
+        memset(L->bits, 0, (size_t)L->cap / 64 * sizeof *L->bits);
+        memset(L->fen, 0, ((size_t)live_groups(L) + 1) * sizeof *L->fen);
+    }
 }
 
 void live_free(live_table *L)
 {
     free(L->e);
+    free(L->bits);
     free(L->fen);
     memset(L, 0, sizeof *L);
 }

@@ -18,18 +18,22 @@ typedef struct live_entry {
     uint8_t known; /* reader: ptr is known */
 } live_entry;
 
-/* Live allocations in allocation order, with a Fenwick tree over the
- * alive flags so that rank <-> slot is O(log n). Dead slots are squeezed
- * out when the array is full. */
+/* Live allocations in allocation order. Which slots are alive is a bitmap;
+ * a Fenwick tree over the alive counts of LIVE_GROUP-slot groups (one cache
+ * line of the bitmap each) makes rank <-> slot O(log(n / LIVE_GROUP)) in a
+ * tree small enough to stay in cache, plus one cache line of popcounts.
+ * Dead slots are squeezed out when the array is full; `moved` counts those
+ * compactions, so a caller keeping slot numbers knows to renew them. */
+#define LIVE_GROUP 512u
 typedef struct live_table {
     live_entry *e;
-    int32_t *fen;   /* 1-based Fenwick tree over e[].alive */
+    uint64_t *bits; /* bit i: e[i] is alive */
+    int32_t *fen;   /* 1-based Fenwick tree over the groups' alive counts */
     uint32_t cap, end, count, first;
+    uint32_t moved; /* compactions so far */
 } live_table;
 
 btp_status live_push(live_table *L, live_entry v);
-/* Slot of allocation `seq` if alive, else UINT32_MAX. */
-uint32_t live_find(const live_table *L, uint64_t seq);
 /* Number of alive entries newer than `slot`. */
 uint32_t live_rank(const live_table *L, uint32_t slot);
 /* Slot of the alive entry with `rank` newer ones (rank < count). */

@@ -13,12 +13,26 @@
 #include "log_model.h"
 #include "log_rc.h"
 
-/* Open-addressing map pointer -> allocation number of its newest live
- * allocation (backward-shift deletion, so no tombstones pile up). */
+/* Open-addressing map pointer -> live-table slot of its newest live
+ * allocation (backward-shift deletion, so no tombstones pile up). Sixteen
+ * bytes a slot, four to a cache line: a free costs one miss here, not a
+ * search of the live table. */
 typedef struct ptr_slot {
-    uint64_t ptr, seq;
-    int used;
+    uint64_t ptr;
+    uint32_t live; /* live-table slot + 1; 0: empty */
+    uint32_t pad;
 } ptr_slot;
+
+/* Stacks seen lately, by a hash of their frames: a stack that recurs is
+ * found by checking its path in the call tree (one node per frame, the
+ * nodes of a busy stack in cache) instead of a child-table probe per frame.
+ * Direct-mapped; an entry is only a hint, checked before use. */
+#define STACK_CACHE 16384u
+typedef struct stack_hint {
+    uint64_t hash;
+    uint32_t stack1; /* stack number + 1; 0: empty */
+    uint32_t n;
+} stack_hint;
 
 struct btp_log_writer {
     btp_log_sink_fn sink;
@@ -32,11 +46,13 @@ struct btp_log_writer {
     ptr_slot *map;
     uint32_t map_cap, map_used;
     uint64_t *freed_at;      /* by pointer hash: 1 + its last free number, 0 none */
+    uint32_t map_moved;      /* live.moved the map's slots are of */
     log_buf sec[BTP_LOG_SEC_COUNT];
     log_buf raw, packed;
     log_rc_enc ptr_enc;      /* PTRS: range-coded deltas */
     log_rc_model ptr_model;
     uint8_t *cbf;
+    stack_hint *hints;       /* STACK_CACHE */
     uint64_t seq;            /* allocations so far in the segment */
     uint64_t records;        /* records so far in the log */
     uint64_t block_index;
@@ -68,18 +84,26 @@ static uint64_t now_ms(void)
 #define REL_ESC_MAX UINT64_MAX
 #endif
 
+/* Home slot of a pointer. The page (4 KiB) is hashed and the offset in it
+ * kept, so a page's pointers share a run of 256 map slots (four KiB of
+ * map): a program allocates and frees neighbours together, and the map's
+ * cache misses and TLB misses become hits. Larger runs spill further when
+ * two busy pages share one (measured: 16 KiB pages slower than random). */
+#define PTR_PAGE_BITS 12
 static uint64_t ptr_hash(uint64_t p)
 {
-    p ^= p >> 33;
-    p *= 0xff51afd7ed558ccdull;
-    return p ^ (p >> 33);
+    uint64_t h = p >> PTR_PAGE_BITS;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h << (PTR_PAGE_BITS - 4) ^ ((p >> 4) & ((1u << (PTR_PAGE_BITS - 4)) - 1));
 }
 
 static ptr_slot *map_lookup(btp_log_writer *w, uint64_t ptr)
 {
     uint32_t mask = w->map_cap - 1;
     for (uint32_t i = (uint32_t)ptr_hash(ptr) & mask;; i = (i + 1) & mask) {
-        if (!w->map[i].used || w->map[i].ptr == ptr)
+        if (!w->map[i].live || w->map[i].ptr == ptr)
             return &w->map[i];
     }
 }
@@ -88,40 +112,49 @@ static void map_delete(btp_log_writer *w, ptr_slot *s)
 {
     uint32_t mask = w->map_cap - 1;
     uint32_t i = (uint32_t)(s - w->map), j = i;
-    w->map[i].used = 0;
+    w->map[i].live = 0;
     w->map_used--;
     for (;;) {
         j = (j + 1) & mask;
-        if (!w->map[j].used)
+        if (!w->map[j].live)
             return;
         uint32_t home = (uint32_t)ptr_hash(w->map[j].ptr) & mask;
         /* move j back to i if its home is not in (i, j] */
         if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
             w->map[i] = w->map[j];
-            w->map[j].used = 0;
+            w->map[j].live = 0;
             i = j;
         }
     }
 }
 
-static btp_status map_set(btp_log_writer *w, uint64_t ptr, uint64_t seq)
+/* Room for one more pointer at most half full. */
+static btp_status map_room(btp_log_writer *w)
 {
-    if ((uint64_t)(w->map_used + 1) * 2 > w->map_cap) {
-        uint32_t oc = w->map_cap, nc = oc ? oc * 2 : 1024;
-        ptr_slot *old = w->map, *nm = calloc(nc, sizeof *nm);
-        if (!nm)
-            return BTP_E_OUT_OF_MEMORY;
-        w->map = nm;
-        w->map_cap = nc;
-        for (uint32_t i = 0; i < oc; i++)
-            if (old[i].used)
-                *map_lookup(w, old[i].ptr) = old[i];
-        free(old);
-    }
+    if ((uint64_t)(w->map_used + 1) * 2 <= w->map_cap)
+        return BTP_OK;
+    uint32_t oc = w->map_cap, nc = oc ? oc * 2 : 1024;
+    ptr_slot *old = w->map, *nm = nc > oc ? calloc(nc, sizeof *nm) : NULL;
+    if (!nm)
+        return BTP_E_OUT_OF_MEMORY;
+    w->map = nm;
+    w->map_cap = nc;
+    for (uint32_t i = 0; i < oc; i++)
+        if (old[i].live)
+            *map_lookup(w, old[i].ptr) = old[i];
+    free(old);
+    return BTP_OK;
+}
+
+static btp_status map_set(btp_log_writer *w, uint64_t ptr, uint32_t slot)
+{
+    btp_status st = map_room(w);
+    if (st != BTP_OK)
+        return st;
     ptr_slot *s = map_lookup(w, ptr);
-    if (!s->used)
+    if (!s->live)
         w->map_used++;
-    *s = (ptr_slot){ptr, seq, 1};
+    *s = (ptr_slot){ptr, slot + 1, 0};
     return BTP_OK;
 }
 
@@ -130,6 +163,23 @@ static void map_clear(btp_log_writer *w)
     if (w->map)
         memset(w->map, 0, (size_t)w->map_cap * sizeof *w->map);
     w->map_used = 0;
+}
+
+/* The live table moved its entries (a compaction): map every pointer to
+ * its entry's new slot, the newest allocation of a pointer winning. */
+static btp_status map_renew(btp_log_writer *w)
+{
+    const live_table *L = &w->model.live;
+    map_clear(w);
+    w->map_moved = L->moved;
+    for (uint32_t i = L->first; i < L->end; i++) {
+        if (!L->e[i].alive)
+            continue;
+        btp_status st = map_set(w, L->e[i].ptr, i);
+        if (st != BTP_OK)
+            return st;
+    }
+    return BTP_OK;
 }
 
 void btp_log_writer_options_init(btp_log_writer_options *opt, unsigned word_bits)
@@ -297,6 +347,8 @@ static btp_status writer_open(btp_log_writer **out, btp_log_sink_fn sink, void *
         st = BTP_E_OUT_OF_MEMORY;
     if (st == BTP_OK && !(w->freed_at = calloc(FREED_AT_SLOTS, sizeof *w->freed_at)))
         st = BTP_E_OUT_OF_MEMORY;
+    if (st == BTP_OK && !(w->hints = calloc(STACK_CACHE, sizeof *w->hints)))
+        st = BTP_E_OUT_OF_MEMORY;
     if (st == BTP_OK) {
         begin_block(w);
         w->fh = (log_file_header){LOG_VERSION, o.word_bits, 0, o.max_nodes, o.max_live};
@@ -359,8 +411,10 @@ static btp_status new_segment(btp_log_writer *w)
     if (st != BTP_OK)
         return st;
     calltree_reset(&w->tree);
+    memset(w->hints, 0, STACK_CACHE * sizeof *w->hints);
     live_clear(&w->model.live);
     map_clear(w);
+    w->map_moved = w->model.live.moved;
     w->seq = 0;
     w->segment++;
     w->segment_start = 1;
@@ -368,9 +422,79 @@ static btp_status new_segment(btp_log_writer *w)
     return BTP_OK;
 }
 
+static btp_status check_frames(const btp_log_writer *w, const btp_frame *frames, size_t n)
+{
+    if (n > BTP_LOG_MAX_DEPTH)
+        return BTP_E_LIMIT;
+    if (n && !frames)
+        return BTP_E_INVALID_ARGUMENT;
+    uint64_t mask = btp_word_mask(w->opt.word_bits);
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned)frames[i].kind > BTP_FRAME_OMIT)
+            return BTP_E_INVALID_ARGUMENT;
+        if (frames[i].value & ~mask)
+            return BTP_E_VALUE_TOO_WIDE;
+        if (frames[i].kind == BTP_FRAME_OMIT && frames[i].value == 0)
+            return BTP_E_ZERO_COUNT;
+    }
+    return BTP_OK;
+}
+
+static btp_status stack_define(btp_log_writer *w, const btp_frame *frames, size_t n,
+                               uint32_t *sid, int *fresh_stack);
+
+static uint64_t stack_hash(const btp_frame *frames, size_t n)
+{
+    uint64_t h = n;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ frames[i].value ^ (uint64_t)frames[i].kind << 62) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29);
+}
+
+/* Whether stack number `s` is frames[0..n): its path from its node to the root. */
+static int stack_is(const calltree *t, uint32_t s, const btp_frame *frames, size_t n)
+{
+    if (s >= t->n_stacks)
+        return 0;
+    uint32_t node = t->stack_node[s];
+    if (node >= t->n_nodes || t->nodes[node].depth != n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        const calltree_node *c = &t->nodes[node];
+        if (c->value != frames[i].value || c->kind != (unsigned)frames[i].kind)
+            return 0;
+        node = c->parent;
+    }
+    return node == 0;
+}
+
 /* Stack number of frames[0..n), adding it to the dictionary section if new. */
 static btp_status stack_id(btp_log_writer *w, const btp_frame *frames, size_t n, uint32_t *sid,
                            int *fresh_stack)
+{
+    if (n > BTP_LOG_MAX_DEPTH)
+        return BTP_E_LIMIT;
+    if (n && !frames)
+        return BTP_E_INVALID_ARGUMENT;
+    uint64_t hash = stack_hash(frames, n);
+    stack_hint *hint = &w->hints[hash % STACK_CACHE];
+    /* a stack in the tree is made of checked frames: no need to check again */
+    if (hint->hash == hash && hint->n == n && hint->stack1 &&
+        stack_is(&w->tree, hint->stack1 - 1, frames, n)) {
+        *sid = hint->stack1 - 1;
+        return BTP_OK;
+    }
+    btp_status st = check_frames(w, frames, n);
+    if (st == BTP_OK)
+        st = stack_define(w, frames, n, sid, fresh_stack);
+    if (st == BTP_OK)
+        *hint = (stack_hint){hash, *sid + 1, (uint32_t)n};
+    return st;
+}
+
+/* stack_id() without the hint. */
+static btp_status stack_define(btp_log_writer *w, const btp_frame *frames, size_t n,
+                               uint32_t *sid, int *fresh_stack)
 {
     size_t matched;
     uint32_t node = calltree_find(&w->tree, frames, n, &matched);
@@ -423,23 +547,6 @@ static btp_status stack_ref(btp_log_writer *w, const btp_frame *frames, size_t n
     return st;
 }
 
-static btp_status check_frames(const btp_log_writer *w, const btp_frame *frames, size_t n)
-{
-    if (n > BTP_LOG_MAX_DEPTH)
-        return BTP_E_LIMIT;
-    if (n && !frames)
-        return BTP_E_INVALID_ARGUMENT;
-    uint64_t mask = btp_word_mask(w->opt.word_bits);
-    for (size_t i = 0; i < n; i++) {
-        if ((unsigned)frames[i].kind > BTP_FRAME_OMIT)
-            return BTP_E_INVALID_ARGUMENT;
-        if (frames[i].value & ~mask)
-            return BTP_E_VALUE_TOO_WIDE;
-        if (frames[i].kind == BTP_FRAME_OMIT && frames[i].value == 0)
-            return BTP_E_ZERO_COUNT;
-    }
-    return BTP_OK;
-}
 
 /* Whether the pending block has waited flush_interval_ms (ms: the clock
  * now; *wait: how long until it will have). */
@@ -489,11 +596,9 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
         return BTP_E_INVALID_ARGUMENT;
     if (w->error)
         return w->error;
-    btp_status st = check_frames(w, frames, n);
-    if (st != BTP_OK)
-        return st;
     uint32_t sid;
-    if ((st = stack_ref(w, frames, n, &sid)) != BTP_OK)
+    btp_status st = stack_ref(w, frames, n, &sid); /* checks the frames */
+    if (st != BTP_OK)
         return st;
     log_model *m = &w->model;
     unsigned tag = 0;
@@ -547,13 +652,19 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
     log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], (uint8_t)tag);
 
     live_entry e = {w->seq, ptr, size, sid, 1, 1};
-    if ((st = live_push(&m->live, e)) != BTP_OK || (st = map_set(w, ptr, w->seq)) != BTP_OK)
+    if ((st = live_push(&m->live, e)) != BTP_OK)
+        return w->error = st;
+    if (m->live.moved != w->map_moved)
+        st = map_renew(w); /* the new entry too */
+    else
+        st = map_set(w, ptr, m->live.end - 1);
+    if (st != BTP_OK)
         return w->error = st;
     w->seq++;
     if (m->live.count > m->max_live) { /* forget the oldest (the reader does the same) */
         uint32_t slot = live_oldest(&m->live);
         ptr_slot *s = map_lookup(w, m->live.e[slot].ptr);
-        if (s->used && s->seq == m->live.e[slot].seq)
+        if (s->live == slot + 1)
             map_delete(w, s);
         live_remove(&m->live, slot);
     }
@@ -567,9 +678,9 @@ btp_status btp_log_writer_trace(btp_log_writer *w, const btp_frame *frames, size
         return BTP_E_INVALID_ARGUMENT;
     if (w->error)
         return w->error;
-    btp_status st = check_frames(w, frames, n);
     uint32_t sid;
-    if (st != BTP_OK || (st = stack_ref(w, frames, n, &sid)) != BTP_OK)
+    btp_status st = stack_ref(w, frames, n, &sid); /* checks the frames */
+    if (st != BTP_OK)
         return st;
     log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], truncated ? TAG_TRACE_TRUNC : TAG_TRACE);
     return end_record(w);
@@ -583,10 +694,11 @@ btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr)
         return w->error;
     log_model *m = &w->model;
     ptr_slot *s = w->map ? map_lookup(w, ptr) : NULL;
-    uint32_t slot = s && s->used ? live_find(&m->live, s->seq) : UINT32_MAX;
+    uint32_t slot = s && s->live ? s->live - 1 : UINT32_MAX;
     log_model_freed(m, ptr, 1);
     w->freed_at[ptr_hash(ptr) & (FREED_AT_SLOTS - 1)] = m->n_freed;
-    if (slot == UINT32_MAX) { /* not a live allocation we know: literal pointer */
+    if (slot == UINT32_MAX || !m->live.e[slot].alive || m->live.e[slot].ptr != ptr) {
+        /* not a live allocation we know: literal pointer */
         log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], TAG_FREE);
         log_buf_varint(&w->sec[BTP_LOG_SEC_FREES], ptr);
         return end_record(w);
@@ -654,5 +766,6 @@ void btp_log_writer_abandon(btp_log_writer *w)
     log_buf_free(&w->packed);
     free(w->cbf);
     free(w->freed_at);
+    free(w->hints);
     free(w);
 }

@@ -19,7 +19,7 @@ from pycheck import check, finish  # noqa: E402
 btpack, prog = sys.argv[1], sys.argv[2]
 tracer = "--no-tracer" not in sys.argv[3:]
 tmp = tempfile.mkdtemp(prefix="btpack-heap-")
-THREADS, PER_THREAD = 4, 5000
+THREADS, PER_THREAD = 4, 20000
 
 
 def run(args, **kw):

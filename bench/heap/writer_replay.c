@@ -1,0 +1,167 @@
+/*
+ * writer_replay: the trace-log writer's cost per record, alone, on the
+ * records of a real heap trace.
+ *
+ *   writer_replay FILE.btlog [ZLIB_LEVEL...]
+ *
+ * Reads every record of FILE.btlog into memory, then re-encodes them with
+ * the public writer (2 MiB blocks, as `btpack heap record` writes) once per
+ * zlib level given (0: no compression; default: 9 and 0), into memory, and
+ * prints CPU nanoseconds per record (best of 3) and the bytes written
+ * (with WRITER_REPLAY_OUT=FILE set, the last log written is kept there:
+ * the same records and options must give the same bytes after a change
+ * meant for speed only). What the
+ * tracer's writer thread spends on a log beyond reading its rings: the
+ * dictionary, the live-allocation table, the record coding, and zlib.
+ * Single-threaded and deterministic, so `valgrind --tool=callgrind` on it
+ * gives instruction counts that do not depend on the machine's load.
+ */
+#include <btpack/btpack.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+typedef struct rec {
+    uint64_t size, ptr;
+    uint32_t kind, n, truncated;
+    size_t at; /* first frame in frames[] */
+} rec;
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return p;
+    size_t c = *cap ? *cap : 4096;
+    while (c < need)
+        c *= 2;
+    p = realloc(p, c * elem);
+    if (!p) {
+        perror("writer_replay");
+        exit(1);
+    }
+    *cap = c;
+    return p;
+}
+
+static size_t out_bytes;
+
+/* ctx: a FILE to keep the output in (WRITER_REPLAY_OUT), or NULL */
+static btp_status sink(void *ctx, const void *data, size_t len)
+{
+    out_bytes += len;
+    return !ctx || fwrite(data, 1, len, ctx) == len ? BTP_OK : BTP_E_IO;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts); /* CPU time: the machine may be shared */
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: writer_replay FILE.btlog [ZLIB_LEVEL...]\n");
+        return 2;
+    }
+    FILE *f = fopen(argv[1], "rb");
+    if (!f) {
+        perror(argv[1]);
+        return 1;
+    }
+    size_t len = 0, cap = 0;
+    unsigned char *in = NULL;
+    for (;;) {
+        in = grow(in, &cap, len + 65536, 1);
+        size_t got = fread(in + len, 1, cap - len, f);
+        if (got == 0)
+            break;
+        len += got;
+    }
+    fclose(f);
+    btp_log_reader *r;
+    if (btp_log_reader_open(&r, in, len, 0) != BTP_OK) {
+        fprintf(stderr, "writer_replay: %s: not a trace log\n", argv[1]);
+        return 1;
+    }
+    unsigned word_bits = btp_log_reader_word_bits(r);
+    rec *recs = NULL;
+    btp_frame *frames = NULL;
+    size_t n_recs = 0, cap_recs = 0, n_frames = 0, cap_frames = 0;
+    btp_log_record lr;
+    btp_status st;
+    while ((st = btp_log_reader_next(r, &lr)) == BTP_OK) {
+        if (lr.kind != BTP_LOG_ALLOC && lr.kind != BTP_LOG_FREE && lr.kind != BTP_LOG_TRACE)
+            continue;
+        recs = grow(recs, &cap_recs, n_recs + 1, sizeof *recs);
+        frames = grow(frames, &cap_frames, n_frames + lr.n_frames + 1, sizeof *frames);
+        if (lr.n_frames)
+            memcpy(frames + n_frames, lr.frames, lr.n_frames * sizeof *frames);
+        recs[n_recs++] = (rec){lr.size, lr.ptr, (uint32_t)lr.kind, (uint32_t)lr.n_frames,
+                               (uint32_t)lr.truncated, n_frames};
+        n_frames += lr.n_frames;
+    }
+    btp_log_reader_close(r);
+    free(in);
+    int levels[16] = {9, 0}, n_levels = 2;
+    if (argc > 2) {
+        n_levels = 0;
+        for (int i = 2; i < argc && n_levels < 16; i++)
+            levels[n_levels++] = atoi(argv[i]);
+    }
+    printf("%s: %zu records, %zu frames\n", argv[1], n_recs, n_frames);
+    for (int li = 0; li < n_levels; li++) {
+        double best = 1e30;
+        for (int rep = 0; rep < 3; rep++) {
+            btp_log_writer_options o;
+            btp_log_writer_options_init(&o, word_bits);
+            o.block_bytes = BTP_LOG_MAX_BLOCK / 2;
+            o.flush_interval_ms = 0;
+            if (levels[li] > 0)
+                o.zlib_level = levels[li] > 9 ? 9 : levels[li];
+            else
+                o.flags |= BTP_LOG_WRITE_NO_ZLIB;
+            btp_log_writer *w;
+            out_bytes = 0;
+            const char *keep = getenv("WRITER_REPLAY_OUT");
+            FILE *out = keep && *keep ? fopen(keep, "wb") : NULL;
+            if (btp_log_writer_open(&w, sink, out, &o) != BTP_OK) {
+                fprintf(stderr, "writer_replay: cannot open a writer\n");
+                return 1;
+            }
+            double t0 = now_s();
+            for (size_t i = 0; i < n_recs; i++) {
+                const rec *e = &recs[i];
+                if (e->kind == BTP_LOG_ALLOC)
+                    st = btp_log_writer_alloc(w, e->size, e->ptr, frames + e->at, e->n);
+                else if (e->kind == BTP_LOG_FREE)
+                    st = btp_log_writer_free(w, e->ptr);
+                else
+                    st = btp_log_writer_trace(w, frames + e->at, e->n, (int)e->truncated);
+                if (st != BTP_OK) {
+                    fprintf(stderr, "writer_replay: record %zu: %s\n", i, btp_status_name(st));
+                    return 1;
+                }
+            }
+            st = btp_log_writer_close(w);
+            double t = now_s() - t0;
+            if (out && fclose(out) != 0)
+                st = BTP_E_IO;
+            if (st != BTP_OK) {
+                fprintf(stderr, "writer_replay: close: %s\n", btp_status_name(st));
+                return 1;
+            }
+            if (t < best)
+                best = t;
+        }
+        printf("  zlib %d: %8.1f ns/record  %10zu bytes\n", levels[li],
+               best * 1e9 / (double)(n_recs ? n_recs : 1), out_bytes);
+    }
+    free(recs);
+    free(frames);
+    return 0;
+}
