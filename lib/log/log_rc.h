@@ -51,9 +51,7 @@ typedef struct log_rc_model {
     unsigned last_hit;
     uint16_t hit[2];
     uint16_t pos[LOG_RC_RECENT];
-    uint16_t len[128];
-    uint16_t sign[65];
-    uint16_t hi[65][1u << LOG_RC_HI_BITS];
+    log_rc_num lit; /* a miss: the delta as a signed number, its low bits as lo says */
     uint16_t lo[LOG_RC_LO_BITS];
     /* MODEL3 (spec/log.md "MODEL3"): a freed pointer's age, a free's rank
      * as is and relative to the prediction (the coder takes signed numbers;
@@ -220,12 +218,82 @@ static inline unsigned log_rc_dec_flat(log_rc_dec *d, log_rd *in)
     return bit;
 }
 
-/* ---- one delta (ptr - base, modulo 2^64) ------------------------------ */
 static inline unsigned log_rc_bitlen(uint64_t v)
 {
     return v ? 64u - (unsigned)__builtin_clzll(v) : 0u;
 }
 
+/* ---- numbers: a delta's full value, and MODEL3's ------------------------- */
+/* Its bit length L (0..64) as a 7-level bit tree, for a signed number the
+ * sign (1 = negative) per L, then the LOG_RC_HI_BITS bits under the leading
+ * one as a bit tree per L; with `lo` the lowest LOG_RC_LO_BITS bits one
+ * model per position (a delta's alignment); every other bit flat. */
+static inline void log_rc_put_bits(log_rc_enc *e, log_rc_num *m, uint16_t *lo, log_buf *out,
+                                   uint64_t v, int is_signed)
+{
+    unsigned neg = 0;
+    if (is_signed && (v >> 63)) {
+        neg = 1;
+        v = 0 - v;
+    }
+    unsigned L = log_rc_bitlen(v), node = 1;
+    for (int i = 6; i >= 0; i--) {
+        unsigned b = (L >> i) & 1;
+        log_rc_enc_bit(e, out, &m->len[node], b);
+        node = node * 2 + b;
+    }
+    if (L == 0)
+        return;
+    if (is_signed)
+        log_rc_enc_bit(e, out, &m->sign[L], neg);
+    node = 1;
+    for (int i = (int)L - 2; i >= 0; i--) {
+        unsigned b = (unsigned)(v >> i) & 1;
+        if (i >= (int)L - 1 - (int)LOG_RC_HI_BITS) {
+            log_rc_enc_bit(e, out, &m->hi[L][node], b);
+            node = node * 2 + b;
+        } else if (lo && i < (int)LOG_RC_LO_BITS) {
+            log_rc_enc_bit(e, out, &lo[i], b);
+        } else {
+            log_rc_enc_flat(e, out, b);
+        }
+    }
+}
+
+/* A number coded by log_rc_put_bits with the same lo (modulo 2^64 when
+ * signed); sets in->bad on a length beyond 64 bits. */
+static inline uint64_t log_rc_get_bits(log_rc_dec *d, log_rc_num *m, uint16_t *lo, log_rd *in,
+                                       int is_signed)
+{
+    unsigned node = 1;
+    for (int i = 0; i < 7; i++)
+        node = node * 2 + log_rc_dec_bit(d, in, &m->len[node]);
+    unsigned L = node - 128;
+    if (L == 0)
+        return 0;
+    if (L > 64) {
+        in->bad = 1;
+        return 0;
+    }
+    unsigned neg = is_signed ? log_rc_dec_bit(d, in, &m->sign[L]) : 0;
+    uint64_t v = 1;
+    node = 1;
+    for (int i = (int)L - 2; i >= 0; i--) {
+        unsigned b;
+        if (i >= (int)L - 1 - (int)LOG_RC_HI_BITS) {
+            b = log_rc_dec_bit(d, in, &m->hi[L][node]);
+            node = node * 2 + b;
+        } else if (lo && i < (int)LOG_RC_LO_BITS) {
+            b = log_rc_dec_bit(d, in, &lo[i]);
+        } else {
+            b = log_rc_dec_flat(d, in);
+        }
+        v = v << 1 | b;
+    }
+    return neg ? 0 - v : v;
+}
+
+/* ---- one delta (ptr - base, modulo 2^64) ------------------------------ */
 static inline void log_rc_put_delta(log_rc_enc *e, log_rc_model *m, log_buf *out, uint64_t delta)
 {
     e->started = 1;
@@ -244,61 +312,7 @@ static inline void log_rc_put_delta(log_rc_enc *e, log_rc_model *m, log_buf *out
         }
         return;
     }
-    unsigned neg = delta >> 63;
-    uint64_t v = neg ? 0 - delta : delta;
-    unsigned L = log_rc_bitlen(v);
-    node = 1;
-    for (int i = 6; i >= 0; i--) {
-        unsigned b = (L >> i) & 1;
-        log_rc_enc_bit(e, out, &m->len[node], b);
-        node = node * 2 + b;
-    }
-    if (L == 0)
-        return;
-    log_rc_enc_bit(e, out, &m->sign[L], neg);
-    node = 1;
-    for (int i = (int)L - 2; i >= 0; i--) {
-        unsigned b = (unsigned)(v >> i) & 1;
-        if (i >= (int)L - 1 - (int)LOG_RC_HI_BITS) {
-            log_rc_enc_bit(e, out, &m->hi[L][node], b);
-            node = node * 2 + b;
-        } else if (i < (int)LOG_RC_LO_BITS) {
-            log_rc_enc_bit(e, out, &m->lo[i], b);
-        } else {
-            log_rc_enc_flat(e, out, b);
-        }
-    }
-}
-
-/* A delta coded in full (after a miss). */
-static inline uint64_t log_rc_get_literal(log_rc_dec *d, log_rc_model *m, log_rd *in)
-{
-    unsigned node = 1;
-    for (int i = 0; i < 7; i++)
-        node = node * 2 + log_rc_dec_bit(d, in, &m->len[node]);
-    unsigned L = node - 128;
-    if (L == 0)
-        return 0;
-    if (L > 64) {
-        in->bad = 1;
-        return 0;
-    }
-    unsigned neg = log_rc_dec_bit(d, in, &m->sign[L]);
-    uint64_t v = 1;
-    node = 1;
-    for (int i = (int)L - 2; i >= 0; i--) {
-        unsigned b;
-        if (i >= (int)L - 1 - (int)LOG_RC_HI_BITS) {
-            b = log_rc_dec_bit(d, in, &m->hi[L][node]);
-            node = node * 2 + b;
-        } else if (i < (int)LOG_RC_LO_BITS) {
-            b = log_rc_dec_bit(d, in, &m->lo[i]);
-        } else {
-            b = log_rc_dec_flat(d, in);
-        }
-        v = v << 1 | b;
-    }
-    return neg ? 0 - v : v;
+    log_rc_put_bits(e, &m->lit, m->lo, out, delta, 1);
 }
 
 /* The next delta; sets in->bad on a length beyond 64 bits or a read past
@@ -321,44 +335,18 @@ static inline uint64_t log_rc_get_delta(log_rc_dec *d, log_rc_model *m, log_rd *
         log_rc_recent_front(m, k, v);
         return v;
     }
-    uint64_t v = log_rc_get_literal(d, m, in);
+    uint64_t v = log_rc_get_bits(d, &m->lit, m->lo, in, 1);
     log_rc_recent_front(m, m->n_recent, v);
     return v;
 }
 
-/* ---- MODEL3: numbers (a freed pointer's age, free ranks) -------------- */
-/* Its bit length L (0..64) as a 7-level bit tree, for a signed number the
- * sign (1 = negative) per L, then the LOG_RC_HI_BITS bits under the leading
- * one as a bit tree per L, every lower bit flat. */
+/* MODEL3's numbers (a freed pointer's age, free ranks): log_rc_put_bits
+ * with every low bit flat. */
 static inline void log_rc_put_num(log_rc_enc *e, log_rc_num *m, log_buf *out, uint64_t v,
                                   int is_signed)
 {
     e->started = 1;
-    unsigned neg = 0;
-    if (is_signed && (v >> 63)) {
-        neg = 1;
-        v = 0 - v;
-    }
-    unsigned L = log_rc_bitlen(v), node = 1;
-    for (int i = 6; i >= 0; i--) {
-        unsigned b = (L >> i) & 1;
-        log_rc_enc_bit(e, out, &m->len[node], b);
-        node = node * 2 + b;
-    }
-    if (L == 0)
-        return;
-    if (is_signed)
-        log_rc_enc_bit(e, out, &m->sign[L], neg);
-    node = 1;
-    for (int i = (int)L - 2; i >= 0; i--) {
-        unsigned b = (unsigned)(v >> i) & 1;
-        if (i >= (int)L - 1 - (int)LOG_RC_HI_BITS) {
-            log_rc_enc_bit(e, out, &m->hi[L][node], b);
-            node = node * 2 + b;
-        } else {
-            log_rc_enc_flat(e, out, b);
-        }
-    }
+    log_rc_put_bits(e, m, NULL, out, v, is_signed);
 }
 
 /* A number coded by log_rc_put_num (modulo 2^64 when signed); sets
@@ -367,30 +355,7 @@ static inline uint64_t log_rc_get_num(log_rc_dec *d, log_rc_num *m, log_rd *in, 
 {
     if (!d->started)
         log_rc_dec_start(d, in);
-    unsigned node = 1;
-    for (int i = 0; i < 7; i++)
-        node = node * 2 + log_rc_dec_bit(d, in, &m->len[node]);
-    unsigned L = node - 128;
-    if (L == 0)
-        return 0;
-    if (L > 64) {
-        in->bad = 1;
-        return 0;
-    }
-    unsigned neg = is_signed ? log_rc_dec_bit(d, in, &m->sign[L]) : 0;
-    uint64_t v = 1;
-    node = 1;
-    for (int i = (int)L - 2; i >= 0; i--) {
-        unsigned b;
-        if (i >= (int)L - 1 - (int)LOG_RC_HI_BITS) {
-            b = log_rc_dec_bit(d, in, &m->hi[L][node]);
-            node = node * 2 + b;
-        } else {
-            b = log_rc_dec_flat(d, in);
-        }
-        v = v << 1 | b;
-    }
-    return neg ? 0 - v : v;
+    return log_rc_get_bits(d, m, NULL, in, is_signed);
 }
 
 #endif
