@@ -171,16 +171,6 @@ static int swift_read_line(reader *r, const char *line, size_t len, trace *t)
                               btp_strerror(st), btp_status_name(st));
             else
                 t->image_map = &s->maps[cur].map;
-            /* CIF carries build IDs up to BTP_CIF_MAX_BUILD_ID bytes; the
-             * trace model keeps what an image line can carry (a log stores
-             * its maps as image lines), as for Swift crash logs */
-            for (size_t i = 0; t->image_map && i < t->image_map->n_images; i++)
-                if (t->image_map->images[i].build_id_len > BTP_IMAGE_MAX_BUILD_ID) {
-                    rc = rd_error(r, "imageMap: image %zu: build ID of %zu bytes, longer than "
-                                     "the %d btpack keeps",
-                                  i, t->image_map->images[i].build_id_len, BTP_IMAGE_MAX_BUILD_ID);
-                    t->image_map = NULL;
-                }
             if (t->image_map)
                 s->given = cur;
         }
