@@ -519,12 +519,10 @@ __attribute__((noinline)) btp_status btp_capture(const btp_capture_options *opt,
     const uintptr_t *self = __builtin_frame_address(0);
     /* (the caller's record must lie above ours: what the walk from ours
      * would have checked first) */
-    if (opt && opt->method == BTP_CAPTURE_FP && !opt->snip_pre && !opt->snip_post &&
-        !opt->bounds && self[0] > (uintptr_t)self)
-        return method_available(BTP_CAPTURE_FP)
-                   ? btp_capture_fp_entry(opt, frames, cap, n_out,
-                                          (uintptr_t)__builtin_return_address(0), self[0])
-                   : BTP_E_NO_METHOD;
+    if (method_available(BTP_CAPTURE_FP) && opt && opt->method == BTP_CAPTURE_FP &&
+        !opt->snip_pre && !opt->snip_post && !opt->bounds && self[0] > (uintptr_t)self)
+        return btp_capture_fp_entry(opt, frames, cap, n_out,
+                                    (uintptr_t)__builtin_return_address(0), self[0]);
     /* a tail call too, where the compiler makes one (see capture_general) */
     return capture_general(opt, (uintptr_t)__builtin_return_address(0), (uintptr_t)self,
                            frames, cap, n_out);
