@@ -53,10 +53,9 @@ typedef struct log_rc_model {
     uint16_t pos[LOG_RC_RECENT];
     log_rc_num lit; /* a miss: the delta as a signed number, its low bits as lo says */
     uint16_t lo[LOG_RC_LO_BITS];
-    /* MODEL3 (spec/log.md "MODEL3"): a freed pointer's age, a free's rank
-     * as is and relative to the prediction (the coder takes signed numbers;
-     * MODEL3 codes none), a deep bin position */
-    log_rc_num age, rank, rel, deep;
+    /* MODEL3 (spec/log.md "MODEL3"): a freed pointer's age, a free's large
+     * rank, a deep bin position */
+    log_rc_num age, rank, deep;
 } log_rc_model;
 
 static inline void log_rc_model_init(log_rc_model *m)

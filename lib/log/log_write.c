@@ -80,9 +80,6 @@ static uint64_t now_ms(void)
  * holds its last free (a collision forgets the older, which then costs a
  * delta: the index only finds, the ring decides). */
 #define FREED_AT_SLOTS (2u * LOG_FREED_RING)
-#ifndef REL_ESC_MAX
-#define REL_ESC_MAX UINT64_MAX
-#endif
 
 /* Home slot of a pointer. The page (4 KiB) is hashed and the offset in it
  * kept, so a page's pointers share a run of 256 map slots (four KiB of
@@ -422,12 +419,20 @@ static btp_status new_segment(btp_log_writer *w)
     return BTP_OK;
 }
 
-static btp_status check_frames(const btp_log_writer *w, const btp_frame *frames, size_t n)
+/* What must hold before frames[0..n) may be looked at at all. */
+static btp_status check_shape(const btp_frame *frames, size_t n)
 {
     if (n > BTP_LOG_MAX_DEPTH)
         return BTP_E_LIMIT;
-    if (n && !frames)
-        return BTP_E_INVALID_ARGUMENT;
+    return n && !frames ? BTP_E_INVALID_ARGUMENT : BTP_OK;
+}
+
+/* check_shape(), then every frame (kind, width, omit count). */
+static btp_status check_frames(const btp_log_writer *w, const btp_frame *frames, size_t n)
+{
+    btp_status st = check_shape(frames, n);
+    if (st != BTP_OK)
+        return st;
     uint64_t mask = btp_word_mask(w->opt.word_bits);
     for (size_t i = 0; i < n; i++) {
         if ((unsigned)frames[i].kind > BTP_FRAME_OMIT)
@@ -472,10 +477,9 @@ static int stack_is(const calltree *t, uint32_t s, const btp_frame *frames, size
 static btp_status stack_id(btp_log_writer *w, const btp_frame *frames, size_t n, uint32_t *sid,
                            int *fresh_stack)
 {
-    if (n > BTP_LOG_MAX_DEPTH)
-        return BTP_E_LIMIT;
-    if (n && !frames)
-        return BTP_E_INVALID_ARGUMENT;
+    btp_status st = check_shape(frames, n);
+    if (st != BTP_OK)
+        return st;
     uint64_t hash = stack_hash(frames, n);
     stack_hint *hint = &w->hints[hash % STACK_CACHE];
     /* a stack in the tree is made of checked frames: no need to check again */
@@ -484,7 +488,7 @@ static btp_status stack_id(btp_log_writer *w, const btp_frame *frames, size_t n,
         *sid = hint->stack1 - 1;
         return BTP_OK;
     }
-    btp_status st = check_frames(w, frames, n);
+    st = check_frames(w, frames, n);
     if (st == BTP_OK)
         st = stack_define(w, frames, n, sid, fresh_stack);
     if (st == BTP_OK)
@@ -616,7 +620,8 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
      * fastbins are LIFO per chunk size), else a pointer freed earlier,
      * else a delta from the base */
     log_buf *pb = &w->sec[BTP_LOG_SEC_PTRS];
-    bin *b = ptr == m->next_ptr ? NULL : log_model_bin(m, log_size_class(size, m->word_bits), 0);
+    const int next = ptr == m->next_ptr;
+    bin *b = next ? NULL : log_model_bin(m, log_size_class(size, m->word_bits), 0);
     int k = b ? bin_find(b, ptr) : -1;
     if (k >= 0) {
         bin_take(b, (unsigned)k);
@@ -627,8 +632,8 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
             log_rc_put_num(&w->ptr_enc, &w->ptr_model.deep, pb, (unsigned)k - TAG_M3_BINS, 0);
         }
     } else {
-        uint64_t j = ptr == m->next_ptr ? 0 : w->freed_at[ptr_hash(ptr) & (FREED_AT_SLOTS - 1)];
-        if (ptr == m->next_ptr) {
+        uint64_t j = next ? 0 : w->freed_at[ptr_hash(ptr) & (FREED_AT_SLOTS - 1)];
+        if (next) {
             tag |= TAG_BIN_NEXT << TAG_BIN_SHIFT;
         } else if (j > m->freed0 && m->n_freed - j < LOG_FREED_RING &&
                    m->freed[(j - 1) & (LOG_FREED_RING - 1)] == ptr &&
@@ -716,7 +721,7 @@ btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr)
     else if (rank < TAG_M3_RANKS)
         field = rank + 1;
     else
-        field = mag < rank && mag < REL_ESC_MAX ? TAG_RANK_ESC : TAG_M3_RANK_ESC;
+        field = mag < rank ? TAG_RANK_ESC : TAG_M3_RANK_ESC;
     log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], (uint8_t)(TAG_FREE | field << TAG_RANK_SHIFT));
     if (field == TAG_RANK_ESC)
         log_buf_varint(&w->sec[BTP_LOG_SEC_FREES], log_zigzag((int64_t)d));

@@ -122,7 +122,8 @@ int main(void)
     }
 
     /* MODEL3's numbers (ages, ranks: unsigned; the coder also takes signed
-     * ones), interleaved with deltas in one stream as a block has them */
+     * ones, here in the rank model), interleaved with deltas in one stream
+     * as a block has them */
     {
         log_rc_enc e;
         log_rc_model m;
@@ -133,7 +134,7 @@ int main(void)
             if (i % 3 == 0)
                 log_rc_put_num(&e, &m.age, &o, deltas[i] >> (deltas[i] % 61), 0);
             else if (i % 3 == 1)
-                log_rc_put_num(&e, &m.rel, &o, deltas[i], 1);
+                log_rc_put_num(&e, &m.rank, &o, deltas[i], 1);
             else
                 log_rc_put_delta(&e, &m, &o, deltas[i]);
         }
@@ -147,7 +148,7 @@ int main(void)
             if (i % 3 == 0)
                 v = log_rc_get_num(&dec, &m.age, &in, 0) == deltas[i] >> (deltas[i] % 61);
             else if (i % 3 == 1)
-                v = log_rc_get_num(&dec, &m.rel, &in, 1) == deltas[i];
+                v = log_rc_get_num(&dec, &m.rank, &in, 1) == deltas[i];
             else
                 v = log_rc_get_delta(&dec, &m, &in) == deltas[i];
             ok += v;
