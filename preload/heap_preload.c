@@ -166,7 +166,15 @@ static _Atomic int g_state;          /* ST_*: tracing on? */
 static _Atomic int g_resolving;      /* dlsym in progress */
 static _Atomic int g_resolved;
 static pid_t g_pid;                  /* the traced process (vfork children differ) */
-static _Atomic uint64_t g_seq;       /* next event number */
+/* The next event number, alone on its cache line: every event of every
+ * thread adds to it, and a neighbour the writer thread reads per event
+ * (g_state, g_rings) would make each add wait for the line to come back
+ * from the writer's core. */
+static struct {
+    _Alignas(64) _Atomic uint64_t n;
+    char pad[64 - sizeof(uint64_t)];
+} g_seq_line;
+#define g_seq (g_seq_line.n)
 static ring *_Atomic g_rings;        /* every ring ever made */
 static ring g_late_ring_storage;     /* threads past their TLS destructor */
 static atomic_flag g_late_lock = ATOMIC_FLAG_INIT;

@@ -62,7 +62,13 @@ typedef enum btp_log_kind {
 typedef btp_status (*btp_log_sink_fn)(void *ctx, const void *data, size_t len);
 
 enum {
-    BTP_LOG_WRITE_NO_ZLIB = 1u << 0 /* store blocks uncompressed */
+    BTP_LOG_WRITE_NO_ZLIB = 1u << 0, /* store blocks uncompressed */
+    /* Hold each finished block (raw) instead of packing and writing it in the
+     * call that finished it: btp_log_writer_take() hands it out and
+     * btp_log_block_write() packs (zlib, checksums) and writes it, in
+     * another thread if the caller likes, so that compression does not stall
+     * the records. The bytes written are the same. */
+    BTP_LOG_WRITE_HOLD = 1u << 1
 };
 
 typedef struct btp_log_writer_options {
@@ -157,8 +163,36 @@ BTP_API btp_status btp_log_writer_poll(btp_log_writer *w, uint32_t *wait_ms);
 BTP_API btp_status btp_log_writer_close(btp_log_writer *w);
 
 /* Free the writer without writing an end block (a reader then reports the
- * log as truncated after its last block). NULL is accepted. */
+ * log as truncated after its last block). NULL is accepted. Held blocks
+ * (BTP_LOG_WRITE_HOLD) not taken are dropped. */
 BTP_API void btp_log_writer_abandon(btp_log_writer *w);
+
+/*
+ * Held blocks (BTP_LOG_WRITE_HOLD). Every call that can finish a block
+ * (alloc, free, trace, meta, flush, poll) may leave one or two held; each
+ * holds a copy of its raw payload (at most block_bytes, or a metadata item),
+ * so take them as they come. close() writes those not taken itself, after
+ * its own last blocks: every block taken must have been written (or freed)
+ * before close() is called.
+ *
+ * btp_log_writer_take(): the oldest held block, now the caller's, or NULL
+ * (none held, or NULL w). Used like the writer's other calls (the writer's
+ * thread, or under the caller's lock).
+ *
+ * btp_log_block_write(): pack the block (zlib at the writer's level unless
+ * BTP_LOG_WRITE_NO_ZLIB, checksums) and send it through the writer's sink;
+ * frees b. It touches neither the writer nor any other block, so it may run
+ * in another thread while the writer is being used. Blocks must be written
+ * in the order they were taken, one at a time, for the log to read. Returns BTP_OK,
+ * BTP_E_INVALID_ARGUMENT (NULL b), BTP_E_OUT_OF_MEMORY, BTP_E_ZLIB, or the
+ * sink's error (the writer does not learn of it: stop using it).
+ *
+ * btp_log_block_free(): drop a taken block unwritten (NULL is accepted).
+ */
+typedef struct btp_log_block btp_log_block;
+BTP_API btp_log_block *btp_log_writer_take(btp_log_writer *w);
+BTP_API btp_status btp_log_block_write(btp_log_block *b);
+BTP_API void btp_log_block_free(btp_log_block *b);
 
 /* ------------------------------------------------------------------ */
 /* Reader                                                               */

@@ -34,6 +34,21 @@ typedef struct stack_hint {
     uint32_t n;
 } stack_hint;
 
+/* A finished block held for btp_log_block_write() (BTP_LOG_WRITE_HOLD):
+ * its header but the fields packing sets, its raw payload, and where it
+ * goes, so that it is written without the writer. */
+struct btp_log_block {
+    btp_log_block *next;
+    btp_log_sink_fn sink;
+    void *ctx;
+    int fd;                  /* the fd sink's: ctx points here */
+    unsigned flags;          /* the writer's BTP_LOG_WRITE_* */
+    int zlib_level;
+    log_block_header h;
+    size_t len;
+    uint8_t raw[];
+};
+
 struct btp_log_writer {
     btp_log_sink_fn sink;
     void *ctx;
@@ -61,6 +76,7 @@ struct btp_log_writer {
     uint32_t block_records;
     uint32_t stacks_before, nodes_before, live_before;
     uint64_t block_t0;       /* ms clock when the pending block got its first record */
+    btp_log_block *held, **held_end; /* BTP_LOG_WRITE_HOLD: finished, oldest first */
 };
 
 /* A millisecond clock for flush_interval_ms: the coarse clock costs a few
@@ -200,34 +216,102 @@ static btp_status emit(btp_log_writer *w, const void *data, size_t len)
     return st;
 }
 
-/* Write one block: header then payload (raw, or deflated when smaller). */
-static btp_status write_block(btp_log_writer *w, log_block_header *h, const uint8_t *raw,
-                              size_t raw_len)
+/* Pack one block and send it: header then payload (raw, or deflated when
+ * smaller). h has every field but those set here. */
+static btp_status pack_block(btp_log_sink_fn sink, void *ctx, unsigned flags, int zlib_level,
+                             log_buf *packed, log_block_header *h, const uint8_t *raw,
+                             size_t raw_len)
 {
     const uint8_t *stored = raw;
     size_t stored_len = raw_len;
-    if (!(w->opt.flags & BTP_LOG_WRITE_NO_ZLIB) && raw_len > 0) {
-        btp_status st = log_deflate(raw, raw_len, w->opt.zlib_level, &w->packed);
+    if (!(flags & BTP_LOG_WRITE_NO_ZLIB) && raw_len > 0) {
+        btp_status st = log_deflate(raw, raw_len, zlib_level, packed);
         if (st != BTP_OK)
-            return w->error = st;
-        if (w->packed.len < raw_len) {
-            stored = w->packed.p;
-            stored_len = w->packed.len;
+            return st;
+        if (packed->len < raw_len) {
+            stored = packed->p;
+            stored_len = packed->len;
             h->flags |= LOG_BF_ZLIB;
         }
     }
     h->stored_len = (uint32_t)stored_len;
     h->raw_len = (uint32_t)raw_len;
-    h->file = w->fh;
-    h->segment = w->segment;
-    h->block_index = w->block_index++;
     h->payload_crc = btp_crc32_update(0, stored, stored_len);
     uint8_t hb[LOG_BLOCK_HEADER_SIZE];
     log_block_header_pack(hb, h);
-    btp_status st = emit(w, hb, sizeof hb);
+    btp_status st = sink(ctx, hb, sizeof hb);
     if (st == BTP_OK && stored_len)
-        st = emit(w, stored, stored_len);
+        st = sink(ctx, stored, stored_len);
     return st;
+}
+
+static btp_status fd_sink(void *ctx, const void *data, size_t len);
+
+/* Keep a finished block (BTP_LOG_WRITE_HOLD) for btp_log_writer_take(). */
+static btp_status hold_block(btp_log_writer *w, const log_block_header *h, const uint8_t *raw,
+                             size_t raw_len)
+{
+    btp_log_block *b = malloc(sizeof *b + raw_len);
+    if (!b)
+        return w->error = BTP_E_OUT_OF_MEMORY;
+    b->next = NULL;
+    b->sink = w->sink;
+    b->fd = w->fd;
+    b->ctx = w->sink == fd_sink ? (void *)&b->fd : w->ctx;
+    b->flags = w->opt.flags;
+    b->zlib_level = w->opt.zlib_level;
+    b->h = *h;
+    b->len = raw_len;
+    if (raw_len)
+        memcpy(b->raw, raw, raw_len);
+    *w->held_end = b;
+    w->held_end = &b->next;
+    return BTP_OK;
+}
+
+/* Write one block (or hold it, BTP_LOG_WRITE_HOLD). */
+static btp_status write_block(btp_log_writer *w, log_block_header *h, const uint8_t *raw,
+                              size_t raw_len)
+{
+    h->file = w->fh;
+    h->segment = w->segment;
+    h->block_index = w->block_index++;
+    if (w->opt.flags & BTP_LOG_WRITE_HOLD)
+        return hold_block(w, h, raw, raw_len);
+    btp_status st = pack_block(w->sink, w->ctx, w->opt.flags, w->opt.zlib_level, &w->packed, h,
+                               raw, raw_len);
+    if (st != BTP_OK)
+        w->error = st;
+    return st;
+}
+
+btp_log_block *btp_log_writer_take(btp_log_writer *w)
+{
+    btp_log_block *b = w ? w->held : NULL;
+    if (b) {
+        w->held = b->next;
+        if (!w->held)
+            w->held_end = &w->held;
+        b->next = NULL;
+    }
+    return b;
+}
+
+btp_status btp_log_block_write(btp_log_block *b)
+{
+    if (!b)
+        return BTP_E_INVALID_ARGUMENT;
+    log_buf packed = {0};
+    btp_status st = pack_block(b->sink, b->ctx, b->flags, b->zlib_level, &packed, &b->h, b->raw,
+                               b->len);
+    log_buf_free(&packed);
+    free(b);
+    return st;
+}
+
+void btp_log_block_free(btp_log_block *b)
+{
+    free(b);
 }
 
 static size_t pending_bytes(const btp_log_writer *w)
@@ -325,7 +409,7 @@ static btp_status writer_open(btp_log_writer **out, btp_log_sink_fn sink, void *
         o.max_live > BTP_LOG_MAX_LIVE_LIMIT || o.max_nodes < 2 ||
         o.max_nodes > BTP_LOG_MAX_NODES_LIMIT || o.block_bytes == 0 ||
         o.block_bytes > BTP_LOG_MAX_BLOCK / 2 || o.zlib_level < 1 || o.zlib_level > 9 ||
-        (o.flags & ~(unsigned)BTP_LOG_WRITE_NO_ZLIB))
+        (o.flags & ~(unsigned)(BTP_LOG_WRITE_NO_ZLIB | BTP_LOG_WRITE_HOLD)))
         return BTP_E_INVALID_ARGUMENT;
     if (!BTP_HAVE_ZLIB && !(o.flags & BTP_LOG_WRITE_NO_ZLIB))
         return BTP_E_UNSUPPORTED;
@@ -337,6 +421,7 @@ static btp_status writer_open(btp_log_writer **out, btp_log_sink_fn sink, void *
     w->ctx = fd >= 0 ? &w->fd : ctx; /* the fd sink reads the fd from the writer */
     w->opt = o;
     w->segment_start = 1;
+    w->held_end = &w->held;
     btp_status st = calltree_init(&w->tree, 1);
     if (st == BTP_OK)
         st = log_model_init(&w->model, o.word_bits, o.max_live);
@@ -754,6 +839,13 @@ btp_status btp_log_writer_close(btp_log_writer *w)
         h.first_record = w->records;
         st = raw->oom ? BTP_E_OUT_OF_MEMORY : write_block(w, &h, raw->p, raw->len);
     }
+    /* held blocks (BTP_LOG_WRITE_HOLD) not taken go out now, in order */
+    for (btp_log_block *b; (b = btp_log_writer_take(w)) != NULL;) {
+        if (st == BTP_OK)
+            st = btp_log_block_write(b);
+        else
+            btp_log_block_free(b);
+    }
     btp_log_writer_abandon(w);
     return st;
 }
@@ -772,5 +864,7 @@ void btp_log_writer_abandon(btp_log_writer *w)
     free(w->cbf);
     free(w->freed_at);
     free(w->hints);
+    for (btp_log_block *b; (b = btp_log_writer_take(w)) != NULL;)
+        btp_log_block_free(b);
     free(w);
 }
