@@ -188,6 +188,9 @@ static uint64_t g_next;              /* next event number to write */
 static ring *g_last;                 /* ring that gave the last event */
 static uint64_t g_gap_seq = UINT64_MAX, g_gap_since;
 static uint64_t g_written, g_lost, g_last_flush, g_last_sample, g_t0;
+static uint64_t g_drained;           /* bytes of events consumed from the rings */
+#define NAP_MIN_NS 50000L            /* the writer thread's naps (writer_main) */
+#define NAP_MAX_NS 1000000L
 static uint64_t g_flush_ns = 5000000000u; /* BTPACK_HEAP_FLUSH_MS */
 static unsigned long long g_dl_adds = ~0ull, g_dl_subs = ~0ull;
 #define CLOCK_SAMPLES 128   /* (record, ns) pairs between flushes */
@@ -304,6 +307,7 @@ static void thread_gone(void *arg)
 }
 
 static int drain(int final);
+static void hand_over(void);
 
 /* Bytes of r the producer must assume unconsumed; tail is read only when
  * the copy says `want` more would not fit. */
@@ -714,10 +718,13 @@ static int drain(int final)
             const event *e = (const event *)(r->buf + t % RING_BYTES);
             if (g_w && atomic_load(&g_state) != ST_CLOSED)
                 write_event(e);
-            atomic_store_explicit(&r->tail, t + event_bytes(e->n), memory_order_release);
+            size_t bytes = event_bytes(e->n); /* e is the producer's once tail moves */
+            atomic_store_explicit(&r->tail, t + bytes, memory_order_release);
+            g_drained += bytes;
             g_next++;
             g_last = r;
-            done++;
+            if ((++done & 1023) == 0)
+                hand_over(); /* a block may have been finished: out of the lock's way */
             g_gap_seq = UINT64_MAX;
             continue;
         }
@@ -752,7 +759,108 @@ static int drain(int final)
         g_lost += m - g_next;
         g_next = m;
     }
+    hand_over();
     return done;
+}
+
+/* ---- the packer thread ----------------------------------------------------- */
+
+/* The log writer holds each finished block (BTP_LOG_WRITE_HOLD) instead of
+ * compressing it under g_wlock: zlib 9 on a 2 MiB block takes tens of
+ * milliseconds, in which every ring would fill and every thread of the
+ * program wait. The drainer hands held blocks to this queue; the packer
+ * thread compresses and writes them, one at a time in order (g_plock), while
+ * the rings are drained. A full queue (the packer is behind) is written by
+ * the drainer itself, as before. Lock order: g_wlock, g_plock, g_qlock. */
+#define PACK_QUEUE 4
+static pthread_mutex_t g_plock = PTHREAD_MUTEX_INITIALIZER; /* a block being written */
+static pthread_mutex_t g_qlock = PTHREAD_MUTEX_INITIALIZER; /* the queue */
+static pthread_cond_t g_qcond = PTHREAD_COND_INITIALIZER;
+static btp_log_block *g_queue[PACK_QUEUE];
+static size_t g_q_in, g_q_out; /* blocks queued, blocks taken off */
+static int g_pack_stop;
+static pthread_t g_packer;
+static int g_packer_started;
+
+static void write_block(btp_log_block *b)
+{
+    if (btp_log_block_write(b) != BTP_OK)
+        atomic_store(&g_state, ST_CLOSED); /* the file cannot be written */
+}
+
+/* Write the oldest queued block, if any. Called with g_plock held. */
+static int pack_oldest(void)
+{
+    pthread_mutex_lock(&g_qlock);
+    btp_log_block *b = g_q_out != g_q_in ? g_queue[g_q_out++ % PACK_QUEUE] : NULL;
+    pthread_mutex_unlock(&g_qlock);
+    if (b)
+        write_block(b);
+    return b != NULL;
+}
+
+/* Move the writer's held blocks to the queue. Called with g_wlock held. */
+static void hand_over(void)
+{
+    for (btp_log_block *b; g_w && (b = btp_log_writer_take(g_w)) != NULL;) {
+        pthread_mutex_lock(&g_qlock);
+        while (g_q_in - g_q_out == PACK_QUEUE || !g_packer_started) {
+            int queued = g_q_in != g_q_out;
+            pthread_mutex_unlock(&g_qlock);
+            if (!queued) { /* no packer thread: write it here */
+                pthread_mutex_lock(&g_plock);
+                write_block(b);
+                pthread_mutex_unlock(&g_plock);
+                b = NULL;
+                pthread_mutex_lock(&g_qlock);
+                break;
+            }
+            pthread_mutex_lock(&g_plock);
+            pack_oldest();
+            pthread_mutex_unlock(&g_plock);
+            pthread_mutex_lock(&g_qlock);
+        }
+        if (b) {
+            g_queue[g_q_in++ % PACK_QUEUE] = b;
+            pthread_cond_signal(&g_qcond);
+        }
+        pthread_mutex_unlock(&g_qlock);
+    }
+}
+
+static void *packer_main(void *arg)
+{
+    (void)arg;
+    t_self.busy = 1; /* zlib's allocations are not the program's */
+    t_self.internal = 1;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    for (;;) {
+        pthread_mutex_lock(&g_qlock);
+        while (g_q_in == g_q_out && !g_pack_stop)
+            pthread_cond_wait(&g_qcond, &g_qlock);
+        int stop = g_q_in == g_q_out && g_pack_stop;
+        pthread_mutex_unlock(&g_qlock);
+        if (stop)
+            break;
+        pthread_mutex_lock(&g_plock);
+        pack_oldest();
+        pthread_mutex_unlock(&g_plock);
+    }
+    return NULL;
+}
+
+static void stop_packer(void)
+{
+    if (g_packer_started && !pthread_equal(pthread_self(), g_packer)) {
+        pthread_mutex_lock(&g_qlock);
+        g_pack_stop = 1;
+        pthread_cond_signal(&g_qcond);
+        pthread_mutex_unlock(&g_qlock);
+        pthread_join(g_packer, NULL);
+        g_packer_started = 0;
+    }
 }
 
 /* ---- metadata ------------------------------------------------------------- */
@@ -947,8 +1055,14 @@ static void finish(const char *why)
     flush_clock();
     meta_text("tracer-end", buf);
     atomic_store(&g_state, ST_CLOSED);
+    /* the queued blocks first (the packer may be writing one: g_plock),
+     * then close writes the blocks the writer still holds, in order */
+    pthread_mutex_lock(&g_plock);
+    while (pack_oldest())
+        ;
     btp_log_writer_close(g_w);
     g_w = NULL;
+    pthread_mutex_unlock(&g_plock);
 }
 
 static const char *crash_name(int sig)
@@ -973,13 +1087,19 @@ static void *writer_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are for the program */
-    /* Naps are short while the program allocates (its ring fills in a few
-     * milliseconds, and a full ring makes the program drain it itself),
-     * long once it has been quiet for a while (an idle program's tracer
-     * should not wake thousands of times a second). */
-    unsigned quiet = 0;
+    /* Naps follow the rate events come at: long enough that a drain finds
+     * a good share of a ring (each wake-up is a switch, and in a virtual
+     * machine a timer exit too: at 0.1 ms naps they cost more than a busy
+     * program's events), short enough that no ring fills (a full ring makes
+     * the program drain it itself). A drain that found a quarter of a ring
+     * or more goes on at once and halves the nap; one that found less than
+     * a sixteenth doubles it, up to 1 ms (an idle program's tracer wakes a
+     * thousand times a second). */
+    long nap_ns = NAP_MAX_NS;
+    uint64_t seen = 0;
     while (!atomic_load(&g_thread_stop)) {
-        int done = 0, sig = atomic_load(&g_crash);
+        int sig = atomic_load(&g_crash);
+        uint64_t got = 0;
         pthread_mutex_lock(&g_wlock);
         if (sig) {
             finish(crash_name(sig));
@@ -988,7 +1108,9 @@ static void *writer_main(void *arg)
             break;
         }
         if (g_w) {
-            done = drain(0);
+            drain(0);
+            got = g_drained - seen; /* by this thread or a program's */
+            seen = g_drained;
             uint64_t now = now_ns();
             if (now - g_last_sample >= CLOCK_EVERY)
                 sample_clock(now);
@@ -998,10 +1120,13 @@ static void *writer_main(void *arg)
             }
         }
         pthread_mutex_unlock(&g_wlock);
-        if (done)
-            quiet = 0;
-        else
-            nap(++quiet < 64 ? 100000 : 1000000);
+        if (got >= RING_BYTES / 4) {
+            nap_ns = nap_ns / 2 > NAP_MIN_NS ? nap_ns / 2 : NAP_MIN_NS;
+            continue;
+        }
+        if (got < RING_BYTES / 16)
+            nap_ns = nap_ns * 2 < NAP_MAX_NS ? nap_ns * 2 : NAP_MAX_NS;
+        nap(nap_ns);
     }
     return NULL;
 }
@@ -1026,6 +1151,7 @@ static void shutdown_trace(const char *why)
     pthread_mutex_lock(&g_wlock);
     finish(why);
     pthread_mutex_unlock(&g_wlock);
+    stop_packer();
     t_self.busy = was;
 }
 
@@ -1037,7 +1163,12 @@ static void at_fork_child(void)
      * parent's log is the parent's. Everything passes through from now on. */
     atomic_store(&g_state, ST_OFF);
     g_thread_started = 0;
+    g_packer_started = 0;
     pthread_mutex_init(&g_wlock, NULL);
+    pthread_mutex_init(&g_plock, NULL);
+    pthread_mutex_init(&g_qlock, NULL);
+    pthread_cond_init(&g_qcond, NULL);
+    g_q_in = g_q_out = 0;
     g_w = NULL;
 }
 
@@ -1261,6 +1392,7 @@ __attribute__((constructor)) static void heap_init(void)
     /* blocks go out when full or by the tracer's own clock (BTPACK_HEAP_FLUSH_MS, with
      * its clock note): not by the writer's, which would cut them small */
     wo.flush_interval_ms = 0;
+    wo.flags |= BTP_LOG_WRITE_HOLD; /* compressed by the packer thread */
     const char *z = getenv("BTPACK_HEAP_ZLIB");
     wo.zlib_level = z && *z ? atoi(z) : 9;
     if (wo.zlib_level <= 0 || !btp_log_have_zlib()) {
@@ -1297,6 +1429,8 @@ __attribute__((constructor)) static void heap_init(void)
     pthread_key_create(&g_key, thread_gone);
     pthread_atfork(NULL, NULL, at_fork_child);
     atomic_store(&g_state, ST_ON);
+    /* the packer first: whether it runs is settled before any drain */
+    g_packer_started = pthread_create(&g_packer, NULL, packer_main, NULL) == 0;
     if (pthread_create(&g_thread, NULL, writer_main, NULL) == 0) {
         g_thread_started = 1;
         catch_crashes();
