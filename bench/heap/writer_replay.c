@@ -113,6 +113,8 @@ int main(int argc, char **argv)
         for (int i = 2; i < argc && n_levels < 16; i++)
             levels[n_levels++] = atoi(argv[i]);
     }
+    const char *pf = getenv("WRITER_REPLAY_PREFETCH"); /* records ahead, as the tracer */
+    size_t ahead = pf && *pf ? strtoul(pf, NULL, 10) : 0;
     printf("%s: %zu records, %zu frames\n", argv[1], n_recs, n_frames);
     for (int li = 0; li < n_levels; li++) {
         double best = 1e30;
@@ -136,6 +138,8 @@ int main(int argc, char **argv)
             double t0 = now_s();
             for (size_t i = 0; i < n_recs; i++) {
                 const rec *e = &recs[i];
+                if (ahead && i + ahead < n_recs && recs[i + ahead].kind != BTP_LOG_TRACE)
+                    btp_log_writer_prefetch(w, recs[i + ahead].ptr);
                 if (e->kind == BTP_LOG_ALLOC)
                     st = btp_log_writer_alloc(w, e->size, e->ptr, frames + e->at, e->n);
                 else if (e->kind == BTP_LOG_FREE)

@@ -776,6 +776,17 @@ btp_status btp_log_writer_trace(btp_log_writer *w, const btp_frame *frames, size
     return end_record(w);
 }
 
+void btp_log_writer_prefetch(const btp_log_writer *w, uint64_t ptr)
+{
+    /* what an allocation or free of ptr looks at first: its map slot (the
+     * free's cache miss, and the allocation's when it stores the pointer)
+     * and its freed-pointer index */
+    if (w && w->map) {
+        __builtin_prefetch(&w->map[ptr_hash(ptr) & (w->map_cap - 1)]);
+        __builtin_prefetch(&w->freed_at[ptr_hash(ptr) & (FREED_AT_SLOTS - 1)]);
+    }
+}
+
 btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr)
 {
     if (!w)
