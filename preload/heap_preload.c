@@ -14,9 +14,11 @@
  *   free takes its number before the real free, an allocation after the
  *   real allocation, so a pointer's free always precedes its reuse.
  * - A writer thread merges the rings in number order into the log writer
- *   (zlib, dictionary), waking every 0.1 ms while events come (every
- *   millisecond once quiet); a thread that finds its ring full does that
- *   work itself (wait_room). Blocks are large
+ *   (dictionary, record coding), waking as often as the event rate needs
+ *   (writer_main; every millisecond once quiet); a thread that finds its
+ *   ring full does that work itself (wait_room). A packer thread
+ *   compresses and writes the finished blocks, off the drain's lock
+ *   (hand_over). Blocks are large
  *   (the writer's 2 MiB maximum): the log's coding state and zlib's window
  *   restart at every block, so small blocks cost several times the bytes.
  *   A block is flushed when full or every BTPACK_HEAP_FLUSH_MS (default
