@@ -10,7 +10,9 @@
  * prints CPU nanoseconds per record (best of 3) and the bytes written
  * (with WRITER_REPLAY_OUT=FILE set, the last log written is kept there:
  * the same records and options must give the same bytes after a change
- * meant for speed only). What the
+ * meant for speed only; WRITER_REPLAY_HOLD=1 has the writer hold its
+ * blocks for btp_log_block_write and WRITER_REPLAY_PREFETCH=N announces
+ * each record N records ahead, as the heap tracer does). What the
  * tracer's writer thread spends on a log beyond reading its rings: the
  * dictionary, the live-allocation table, the record coding, and zlib.
  * Single-threaded and deterministic, so `valgrind --tool=callgrind` on it
@@ -115,6 +117,8 @@ int main(int argc, char **argv)
     }
     const char *pf = getenv("WRITER_REPLAY_PREFETCH"); /* records ahead, as the tracer */
     size_t ahead = pf && *pf ? strtoul(pf, NULL, 10) : 0;
+    const char *hd = getenv("WRITER_REPLAY_HOLD"); /* blocks held, then taken and written */
+    int hold = hd && *hd && *hd != '0';
     printf("%s: %zu records, %zu frames\n", argv[1], n_recs, n_frames);
     for (int li = 0; li < n_levels; li++) {
         double best = 1e30;
@@ -123,6 +127,8 @@ int main(int argc, char **argv)
             btp_log_writer_options_init(&o, word_bits);
             o.block_bytes = BTP_LOG_MAX_BLOCK / 2;
             o.flush_interval_ms = 0;
+            if (hold)
+                o.flags |= BTP_LOG_WRITE_HOLD;
             if (levels[li] > 0)
                 o.zlib_level = levels[li] > 9 ? 9 : levels[li];
             else
@@ -146,6 +152,8 @@ int main(int argc, char **argv)
                     st = btp_log_writer_free(w, e->ptr);
                 else
                     st = btp_log_writer_trace(w, frames + e->at, e->n, (int)e->truncated);
+                for (btp_log_block *b; hold && st == BTP_OK && (b = btp_log_writer_take(w));)
+                    st = btp_log_block_write(b);
                 if (st != BTP_OK) {
                     fprintf(stderr, "writer_replay: record %zu: %s\n", i, btp_status_name(st));
                     return 1;
