@@ -180,24 +180,27 @@ BTP_API void btp_log_writer_abandon(btp_log_writer *w);
  * so take them as they come. close() writes those not taken itself, after
  * its own last blocks: every block taken must have been written (or freed)
  * before close() is called.
- *
- * btp_log_writer_take(): the oldest held block, now the caller's, or NULL
- * (none held, or NULL w). Used like the writer's other calls (the writer's
- * thread, or under the caller's lock).
- *
- * btp_log_block_write(): pack the block (zlib at the writer's level unless
- * BTP_LOG_WRITE_NO_ZLIB, checksums) and send it through the writer's sink;
- * frees b. It touches neither the writer nor any other block, so it may run
- * in another thread while the writer is being used. Blocks must be written
- * in the order they were taken, one at a time, for the log to read. Returns BTP_OK,
- * BTP_E_INVALID_ARGUMENT (NULL b), BTP_E_OUT_OF_MEMORY, BTP_E_ZLIB, or the
- * sink's error (the writer does not learn of it: stop using it).
- *
- * btp_log_block_free(): drop a taken block unwritten (NULL is accepted).
  */
 typedef struct btp_log_block btp_log_block;
+
+/* The oldest held block, now the caller's, or NULL (none held, or NULL w).
+ * Used like the writer's other calls (the writer's thread, or under the
+ * caller's lock). */
 BTP_API btp_log_block *btp_log_writer_take(btp_log_writer *w);
+
+/*
+ * Pack a taken block (zlib at the writer's level unless
+ * BTP_LOG_WRITE_NO_ZLIB, checksums), send it through the writer's sink and
+ * free it. It touches neither the writer nor any other block, so it may run
+ * in another thread while the writer is being used. Blocks must be written
+ * in the order they were taken, one at a time, for the log to read.
+ * Returns BTP_OK, BTP_E_INVALID_ARGUMENT (NULL b), BTP_E_OUT_OF_MEMORY,
+ * BTP_E_ZLIB, or the sink's error (the writer does not learn of it: stop
+ * using it).
+ */
 BTP_API btp_status btp_log_block_write(btp_log_block *b);
+
+/* Drop a taken block unwritten (NULL is accepted). */
 BTP_API void btp_log_block_free(btp_log_block *b);
 
 /* ------------------------------------------------------------------ */
