@@ -207,7 +207,6 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             lim = end_bits - rebase;
         }
         uint64_t a = look(b, pos + 9), v;
-        size_t size;
         if (!(w >> 63)) {
             /* literal: kind 0|x, count cccccc|x, then the value; a count of
              * 0 (which no encoder writes) goes the careful way, so the
@@ -223,7 +222,12 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             if (wide && n > 32 && (n <= 40 || !(((v >> 32) ^ v) & 0xff)) &&
                 lws_truncation_signature(v, n))
                 suspect |= 1u << (off / sizeof(btp_frame));
-            size = 10 + n;
+            /* the next header: a holds at least 57 bits from pos + 9, so
+             * it lies in a when 10 + n <= 51 (always on 32-bit words),
+             * else in a second look at pos + 30; the shift by n + 1 in
+             * two steps waits on n alone, not on a sum of it */
+            w = !wide || n <= 41 ? (a << 1) << n : look(b, pos + 30) << (n - 20);
+            pos += 10 + n;
         } else {
             /* delta: kind 1|x, ref rrr|x, sign s|x, count qqqqqq|x, then
              * |d|; the reference 16 * (rrr + 1) bytes back */
@@ -239,15 +243,13 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             if (wide && ((suspect && (suspect >> (r - out) & 1)) ||
                          (q > 32 && lws_truncation_signature(d, q)) || lws_truncated_form(v)))
                 suspect |= 1u << (off / sizeof(btp_frame));
-            size = 16 + q;
+            /* the next header as for a literal, 16 + q bits on */
+            w = !wide || q <= 35 ? (a << 7) << q : look(b, pos + 30) << (q - 14);
+            pos += 16 + q;
         }
         btp_frame *f = (btp_frame *)(o + off);
         f->value = v;
         f->kind = BTP_FRAME_RA;
-        /* a holds at least 57 bits from pos + 9: the next header's 15
-         * when size <= 51 (always on 32-bit words: size <= 48). */
-        w = !wide || size <= 51 ? a << (size - 9) : look(b, pos + 30) << (size - 30);
-        pos += size;
     }
     /* The size field's two looks reach (pos + 7) / 8 + 8 at most: in the
      * blob at the frames' limit, else from the tail. */
@@ -259,8 +261,9 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
         base = rebase;
         lim = end_bits - rebase;
     }
-    /* size: count cccccc|x, then the value */
-    unsigned n = (unsigned)(look(b, pos) >> 58);
+    /* size: count cccccc|x (at the top of w, as every header is), then
+     * the value */
+    unsigned n = (unsigned)(w >> 58);
     if (n > widest)
         return 0;
     uint64_t size = top(look(b, pos + 7), n);
