@@ -240,8 +240,12 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             /* the sign bit as a mask: all ones for "reference - |d|" */
             uint64_t neg = (uint64_t)((int64_t)(w << 6) >> 63);
             v = (r->value + ((d ^ neg) - neg)) & mask;
-            if (wide && ((suspect && (suspect >> (r - out) & 1)) ||
-                         (q > 32 && lws_truncation_signature(d, q)) || lws_truncated_form(v)))
+            /* One test first, which real deltas fail: no suspect frame
+             * yet, a count of at most 32 (the signature needs 33) and bit
+             * 63 clear (the truncated form has it set). */
+            if (wide && (suspect | (q > 32) | (unsigned)(v >> 63)) &&
+                ((suspect >> (r - out) & 1) || lws_truncation_signature(d, q) ||
+                 lws_truncated_form(v)))
                 suspect |= 1u << (off / sizeof(btp_frame));
             /* the next header as for a literal, 16 + q bits on */
             w = !wide || q <= 35 ? (a << 7) << q : look(b, pos + 30) << (q - 14);
