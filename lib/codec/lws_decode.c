@@ -195,18 +195,21 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     uint64_t w = look(b, pos); /* the header's bits at the top */
     const size_t end_off = depth * sizeof(btp_frame);
     char *const o = (char *)out;
+    /* p9 = pos + 9, the position of each frame's first look (one addition
+     * less on the chain), and lim9 its limit. */
+    size_t p9 = pos + 9, lim9 = lim + 9;
     for (size_t off = 0; off != end_off; off += sizeof(btp_frame)) {
-        if (pos > lim) {
+        if (p9 > lim9) {
             /* past the part read in place: on into the tail, or past the
              * bitstream */
-            if (b == tail || pos > end_bits)
+            if (b == tail || p9 - 9 > end_bits)
                 return 0;
             b = tail;
-            pos -= rebase;
+            p9 -= rebase;
             base = rebase;
-            lim = end_bits - rebase;
+            lim9 = end_bits - rebase + 9;
         }
-        uint64_t a = look(b, pos + 9), v;
+        uint64_t a = look(b, p9), v;
         if (!(w >> 63)) {
             /* literal: kind 0|x, count cccccc|x, then the value; a count of
              * 0 (which no encoder writes) goes the careful way, so the
@@ -226,8 +229,8 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
              * it lies in a when 10 + n <= 51 (always on 32-bit words),
              * else in a second look at pos + 30; the shift by n + 1 in
              * two steps waits on n alone, not on a sum of it */
-            w = !wide || n <= 41 ? (a << 1) << n : look(b, pos + 30) << (n - 20);
-            pos += 10 + n;
+            w = !wide || n <= 41 ? (a << 1) << n : look(b, p9 + 21) << (n - 20);
+            p9 += 10 + n;
         } else {
             /* delta: kind 1|x, ref rrr|x, sign s|x, count qqqqqq|x, then
              * |d|; the reference 16 * (rrr + 1) bytes back */
@@ -236,7 +239,7 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             if (ref_off >= off || q - 1 >= widest)
                 return 0;
             const btp_frame *r = (const btp_frame *)(o + (off - ref_off)) - 1;
-            uint64_t d = (q <= 51 ? a << 6 : look(b, pos + 15)) >> (64 - q);
+            uint64_t d = (q <= 51 ? a << 6 : look(b, p9 + 6)) >> (64 - q);
             /* the sign bit as a mask: all ones for "reference - |d|" */
             uint64_t neg = (uint64_t)((int64_t)(w << 6) >> 63);
             v = (r->value + ((d ^ neg) - neg)) & mask;
@@ -248,13 +251,15 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
                  lws_truncated_form(v)))
                 suspect |= 1u << (off / sizeof(btp_frame));
             /* the next header as for a literal, 16 + q bits on */
-            w = !wide || q <= 35 ? (a << 7) << q : look(b, pos + 30) << (q - 14);
-            pos += 16 + q;
+            w = !wide || q <= 35 ? (a << 7) << q : look(b, p9 + 21) << (q - 14);
+            p9 += 16 + q;
         }
         btp_frame *f = (btp_frame *)(o + off);
         f->value = v;
         f->kind = BTP_FRAME_RA;
     }
+    pos = p9 - 9;
+    lim = lim9 - 9;
     /* The size field's two looks reach (pos + 7) / 8 + 8 at most: in the
      * blob at the frames' limit, else from the tail. */
     if (pos > lim) {
