@@ -158,24 +158,28 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     const unsigned widest = word_bits < 56 ? word_bits : 56;
     const int wide = word_bits == 64;
     /* The blob's tail: its last LWS_TAIL bytes (all of it if shorter). */
-    size_t keep = len < LWS_TAIL ? len : LWS_TAIL, rebase = (len - keep) * 8;
     memset(tail + LWS_TAIL, 0, LWS_PAD);
-    if (keep == LWS_TAIL) {
+    if (len >= LWS_TAIL) {
         memcpy(tail, p + len - LWS_TAIL, LWS_TAIL);
     } else {
         memset(tail, 0, LWS_TAIL);
-        memcpy(tail, p, keep);
+        memcpy(tail, p, len);
     }
     /* A frame at pos looks at most at bytes (pos + 30) / 8 .. + 8 (pos + 9
      * on 32-bit words, whose frames take one look): in the blob while pos
-     * <= direct_lim. From the tail on, positions stop at the trailer. */
-    const size_t end_bits = (len - 2) * 8, reach = wide ? 31 : 10;
-    const size_t direct_lim = len >= LWS_TAIL ? (len - 7) * 8 - reach : 0;
+     * <= direct_lim. From the tail on, positions count from the tail's
+     * first byte, (len - LWS_TAIL) * 8 bits into the blob (0 for a blob
+     * shorter than the tail, read from it from the start), and stop at the
+     * trailer. The switch happens once at most: the values it needs are
+     * worked out there. */
+    const size_t reach = wide ? 31 : 10;
     const uint8_t *b = p;
-    size_t lim = direct_lim, base = 0;
-    if (len < LWS_TAIL) {
+    size_t lim;
+    if (len >= LWS_TAIL) {
+        lim = (len - 7) * 8 - reach;
+    } else {
         b = tail;
-        lim = end_bits;
+        lim = (len - 2) * 8;
     }
     size_t depth = (size_t)(p[0] >> 3), pos = LWS_W_DEPTH + 1;
     uint32_t suspect = 0;
@@ -202,12 +206,11 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
         if (p9 > lim9) {
             /* past the part read in place: on into the tail, or past the
              * bitstream */
-            if (b == tail || p9 - 9 > end_bits)
+            if (b == tail || p9 - 9 > (len - 2) * 8)
                 return 0;
             b = tail;
-            p9 -= rebase;
-            base = rebase;
-            lim9 = end_bits - rebase + 9;
+            p9 -= (len - LWS_TAIL) * 8;
+            lim9 = (LWS_TAIL - 2) * 8 + 9;
         }
         uint64_t a = look(b, p9), v;
         if (!(w >> 63)) {
@@ -263,12 +266,10 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     /* The size field's two looks reach (pos + 7) / 8 + 8 at most: in the
      * blob at the frames' limit, else from the tail. */
     if (pos > lim) {
-        if (b == tail || pos > end_bits)
+        if (b == tail || pos > (len - 2) * 8)
             return 0;
         b = tail;
-        pos -= rebase;
-        base = rebase;
-        lim = end_bits - rebase;
+        pos -= (len - LWS_TAIL) * 8;
     }
     /* size: count cccccc|x (at the top of w, as every header is), then
      * the value */
@@ -276,8 +277,10 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     if (n > widest)
         return 0;
     uint64_t size = top(look(b, pos + 7), n);
-    pos += base + 8 + n;
-    if (pos > end_bits)
+    pos += 8 + n;
+    if (b == tail && len >= LWS_TAIL)
+        pos += (len - LWS_TAIL) * 8;
+    if (pos > (len - 2) * 8)
         return 0; /* a field ran past the bitstream */
     if (wide && (lws_truncation_signature(size, n) || lws_truncated_form(size)))
         suspect |= BTP_LWS_SUSPECT_SIZE;
