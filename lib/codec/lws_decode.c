@@ -212,7 +212,14 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             p9 -= (len - LWS_TAIL) * 8;
             lim9 = (LWS_TAIL - 2) * 8 + 9;
         }
-        uint64_t a = look(b, p9), v;
+        /* a = raw << k: the look's bytes and its shift within the byte,
+         * kept apart so that the next header comes from raw by one shift,
+         * by k + 1 + n or k + 7 + q, and the next position as p9 + 10 + n
+         * or p9 + 16 + q, each with the constant part added first, off the
+         * chain (BTP_OPAQUE keeps that order: the count is known last). */
+        uint64_t raw = load_be64(b + (p9 >> 3)), v;
+        unsigned k = (unsigned)(p9 & 7);
+        uint64_t a = raw << k;
         if (!(w >> 63)) {
             /* literal: kind 0|x, count cccccc|x, then the value; a count of
              * 0 (which no encoder writes) goes the careful way, so the
@@ -232,8 +239,12 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
              * it lies in a when 10 + n <= 51 (always on 32-bit words),
              * else in a second look at pos + 30; the shift by n + 1 in
              * two steps waits on n alone, not on a sum of it */
-            w = !wide || n <= 41 ? (a << 1) << n : look(b, p9 + 21) << (n - 20);
-            p9 += 10 + n;
+            unsigned k1 = k + 1;
+            size_t p19 = p9 + 10;
+            BTP_OPAQUE(k1);
+            BTP_OPAQUE(p19);
+            w = !wide || n <= 41 ? raw << (k1 + n) : look(b, p9 + 21) << (n - 20);
+            p9 = p19 + n;
         } else {
             /* delta: kind 1|x, ref rrr|x, sign s|x, count qqqqqq|x, then
              * |d|; the reference 16 * (rrr + 1) bytes back */
@@ -254,8 +265,12 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
                  lws_truncated_form(v)))
                 suspect |= 1u << (off / sizeof(btp_frame));
             /* the next header as for a literal, 16 + q bits on */
-            w = !wide || q <= 35 ? (a << 7) << q : look(b, p9 + 21) << (q - 14);
-            p9 += 16 + q;
+            unsigned k7 = k + 7;
+            size_t p25 = p9 + 16;
+            BTP_OPAQUE(k7);
+            BTP_OPAQUE(p25);
+            w = !wide || q <= 35 ? raw << (k7 + q) : look(b, p9 + 21) << (q - 14);
+            p9 = p25 + q;
         }
         btp_frame *f = (btp_frame *)(o + off);
         f->value = v;
