@@ -137,7 +137,7 @@ static inline uint64_t top(uint64_t w, unsigned n)
  * length: the looks read the caller's blob itself up to the position `lim`
  * from which a frame's looks could reach past it, and from there on a copy
  * of the blob's last LWS_TAIL bytes padded with zeros (`tail`; positions
- * then count from the copy's first byte, `rebase` bits into the blob). A
+ * then count from the copy's first byte). A
  * frame starts only while the position is inside the blob, so no look
  * starts more than 3 bytes past it (LWS_PAD covers that); fields may run
  * into the trailer or past it, which the end position shows, and a bad
@@ -236,9 +236,8 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
                 lws_truncation_signature(v, n))
                 suspect |= 1u << (off / sizeof(btp_frame));
             /* the next header: a holds at least 57 bits from pos + 9, so
-             * it lies in a when 10 + n <= 51 (always on 32-bit words),
-             * else in a second look at pos + 30; the shift by n + 1 in
-             * two steps waits on n alone, not on a sum of it */
+             * it lies in raw when 10 + n <= 51 (always on 32-bit words),
+             * else in a second look at pos + 30 */
             unsigned k1 = k + 1;
             size_t p19 = p9 + 10;
             BTP_OPAQUE(k1);
