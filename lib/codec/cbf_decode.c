@@ -530,6 +530,50 @@ static BTP_ALWAYS_INLINE int take_rep(unsigned op, const uint8_t **pp, frame_out
 }
 
 /*
+ * The last bytes of an input of at least 8 bytes (fewer than 10 from *pp
+ * on): what fast_run and take_rep take there, each operand out of one
+ * load of the input's last 8 bytes, which hold every operand that starts
+ * at most 9 bytes before the end. Only shorter inputs go through a
+ * zero-padded copy: on short traces (15 frames) the copy of every
+ * stream's last bytes (a memset and a memcpy, then loads across their
+ * stores) and a second loop over it cost more than a few frames.
+ */
+static BTP_ALWAYS_INLINE void tail_run(const uint8_t **pp, const uint8_t *buf, size_t len,
+                                       frame_out out, size_t *np, size_t room, uint64_t *prevp,
+                                       const int addrs, const unsigned word_bits)
+{
+    const uint64_t mask = btp_word_mask(word_bits);
+    const unsigned fast_bit = CBF_FAST_BIT(word_bits);
+    const uint8_t *const last8 = buf + len - 8, *const end = buf + len;
+    const uint64_t tail = load_be64(last8);
+    const uint8_t *p = *pp;
+    size_t n = *np;
+    uint64_t prev = *prevp;
+    while (p < end) {
+        unsigned op = *p;
+        if (n < room && (cbf_fast_op[op] & fast_bit)) {
+            unsigned k = (op & 7u) + 1; /* 1..7 */
+            if (k > (size_t)(end - p) - 1)
+                break; /* the operand is cut short */
+            /* The operand's first byte is byte o (0..7, as p >= end - 9)
+             * of `tail`, its last inside it (checked above). */
+            unsigned o = (unsigned)(p + 1 - last8);
+            uint64_t v = (uint64_t)sar64((int64_t)(tail << (8 * o)), 64 - 8 * k);
+            prev = ((op & CBF_OP_ABSOLUTE) ? v : prev + v) & mask;
+            put_frame(out, n, prev, (btp_frame_kind)((op >> 4) - 1), addrs);
+            n++;
+            p += 1 + k;
+            continue;
+        }
+        if (!take_rep(op, &p, out, &n, room, prev, addrs))
+            break;
+    }
+    *pp = p;
+    *np = n;
+    *prevp = prev;
+}
+
+/*
  * btp_cbf_decode's path for the usual stream: address instructions from
  * the first one on, then `end`. Everything is in registers, with no
  * decoder struct: fast_run over the input while 10 bytes follow an
@@ -559,16 +603,15 @@ static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t le
         while (p <= lim && take_rep(op, &p, out, &n, room, prev, addrs));
     }
     size_t rest = len - (size_t)(p - buf);
-    if (rest < 10 && rest) {
-        /* The last bytes (fewer than 10), where loads would pass the
-         * input: from a copy of the input's last 16 bytes, followed by
-         * zeros (an `end`, which stops the loop). */
+    if (rest < 10 && rest && len >= 8) {
+        tail_run(&p, buf, len, out, &n, room, &prev, addrs, word_bits);
+    } else if (rest < 10 && rest) {
+        /* An input of fewer than 8 bytes, where loads would pass it: from
+         * a copy that ends at tail + 16, followed by zeros (an `end`,
+         * which stops the loop). */
         uint8_t tail[32];
         memset(tail, 0, sizeof tail);
-        if (len >= 16)
-            memcpy(tail, buf + len - 16, 16);
-        else
-            memcpy(tail + 16 - len, buf, len);
+        memcpy(tail + 16 - len, buf, len);
         const uint8_t *q = tail + 16 - rest, *const end = tail + 16;
         unsigned op;
         do
@@ -595,7 +638,9 @@ static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t le
     return decode_rest(buf, len, policy, out, addrs, max_frames, info, n, pos, prev, last);
 }
 
-static BTP_NOINLINE btp_status decode_whole(const uint8_t *buf, size_t len, unsigned policy,
+/* Inlined into their one caller each: on short traces the call and its
+ * arguments' moves were a noticeable part of the cost. */
+static BTP_ALWAYS_INLINE btp_status decode_whole(const uint8_t *buf, size_t len, unsigned policy,
                                             btp_frame *out, size_t max_frames,
                                             btp_cbf_info *info, unsigned word_bits)
 {
@@ -603,7 +648,7 @@ static BTP_NOINLINE btp_status decode_whole(const uint8_t *buf, size_t len, unsi
     return CBF_BY_WORD_BITS(word_bits, decode_whole_w, buf, len, policy, o, max_frames, info, 0);
 }
 
-static BTP_NOINLINE btp_status decode_whole_addrs(const uint8_t *buf, size_t len,
+static BTP_ALWAYS_INLINE btp_status decode_whole_addrs(const uint8_t *buf, size_t len,
                                                   unsigned policy, uint64_t *out,
                                                   size_t max_frames, btp_cbf_info *info,
                                                   unsigned word_bits)
