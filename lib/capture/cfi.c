@@ -1148,10 +1148,6 @@ enum { FS_OK, FS_DONE, FS_MISS, FS_CALL, FS_END, FS_MEMO };
 #define MI_SAME_IMG ((uint64_t)1 << 39) /* the pc lies in the previous state's image */
 #define MI_FP_CHECK ((uint64_t)1 << 40) /* the step's frame-pointer slot is used later */
 
-static int8_t mi_off(uint64_t info, unsigned byte)
-{
-    return (int8_t)(uint8_t)(info >> (8 * byte));
-}
 
 static uint64_t mi_state(uintptr_t adj, uint64_t valid)
 {
@@ -1171,19 +1167,25 @@ static inline void rec_state(walk *wk, unsigned at, uintptr_t pc, uintptr_t sp, 
     wk->rec_info[at] = info;
 }
 
+#if BTP_CFI_MEMO
+static int8_t mi_off(uint64_t info, unsigned byte)
+{
+    return (int8_t)(uint8_t)(info >> (8 * byte));
+}
+
 /*
- * Complete states m[0..q) (a run's steps put before state q): whether the
+ * Complete states m[from..q) (a run's steps put before state q): whether the
  * frame pointer of each is used by the rest (and so whether a step's
  * frame-pointer slot must be checked), the stack the rest reads. 0 if the
  * states do not go up the stack or span more than 2 GiB (the memo is then
  * dropped).
  */
-static int memo_finish(btp_cfi_memo *m, unsigned q, int end)
+static int memo_finish(btp_cfi_memo *m, unsigned from, unsigned q, int end)
 {
     int live = (m->info[q] & MI_FP_LIVE) != 0;
     uintptr_t lo = end ? UINTPTR_MAX : m->sp[q] + (uintptr_t)(intptr_t)m->span_lo[q];
     uintptr_t hi = end ? 0 : m->sp[q] + (uintptr_t)(intptr_t)m->span_hi[q];
-    for (unsigned k = q; k-- > 0;) {
+    for (unsigned k = q; k-- > from;) {
         uint64_t f = m->info[k] & ~(MI_FP_LIVE | MI_FP_CHECK);
         uintptr_t cfa = m->sp[k + 1];
         if (cfa <= m->sp[k])
@@ -1221,39 +1223,32 @@ static void memo_put(btp_cfi_memo *m, unsigned at, const walk *wk, unsigned r)
 
 /*
  * The memo after this walk: the last steps of its run, then the memo's
- * own from state j on (j > n: none, the run ended the walk; its end state
- * is in the ring's place after its last step).
+ * own from state j on (j > E: none, the run ended the walk; its end state
+ * is in the ring's place after its last step). The end state is always at
+ * E = BTP_CFI_MEMO_N, so the memo's own stay where they are and the run's
+ * go before them (as many as there is room for).
  */
 static void memo_save(walk *wk, unsigned j)
 {
+    const unsigned E = BTP_CFI_MEMO_N;
     btp_cfi_memo *m = wk->memo;
-    unsigned keep, q;
-    if (j <= m->n) {
-        keep = m->n - j; /* steps kept from the memo */
-        q = wk->rec_n < BTP_CFI_MEMO_N - keep ? wk->rec_n : BTP_CFI_MEMO_N - keep;
-        if (q != j) {
-            size_t len = keep + 1;
-            memmove(&m->pc[q], &m->pc[j], len * sizeof m->pc[0]);
-            memmove(&m->sp[q], &m->sp[j], len * sizeof m->sp[0]);
-            memmove(&m->fp[q], &m->fp[j], len * sizeof m->fp[0]);
-            memmove(&m->tag[q], &m->tag[j], len * sizeof m->tag[0]);
-            memmove(&m->span_lo[q], &m->span_lo[j], len * sizeof m->span_lo[0]);
-            memmove(&m->span_hi[q], &m->span_hi[j], len * sizeof m->span_hi[0]);
-            memmove(&m->info[q], &m->info[j], len * sizeof m->info[0]);
-        }
+    unsigned q = wk->rec_n < j ? wk->rec_n : j;
+    if (j <= E) {
         if (q > 0)
-            m->info[q] &= ~MI_SAME_IMG; /* its image was the old state's before it */
+            m->info[j] &= ~MI_SAME_IMG; /* its image was the old state's before it */
     } else {
-        keep = 0;
-        q = wk->rec_n < BTP_CFI_MEMO_N ? wk->rec_n : BTP_CFI_MEMO_N;
-        memo_put(m, q, wk, wk->rec_n & BTP_CFI_MEMO_N);
-        m->info[q] &= ~MI_FP_LIVE; /* the end uses no register */
-        m->span_lo[q] = m->span_hi[q] = 0;
+        q = wk->rec_n < E ? wk->rec_n : E;
+        j = E;
+        memo_put(m, E, wk, wk->rec_n & BTP_CFI_MEMO_N);
+        m->info[E] &= ~MI_FP_LIVE; /* the end uses no register */
+        m->span_lo[E] = m->span_hi[E] = 0;
+        m->n = 0;
     }
     for (unsigned i = 0; i < q; i++)
-        memo_put(m, i, wk, (wk->rec_n - q + i) & BTP_CFI_MEMO_N);
-    m->n = memo_finish(m, q, j > m->n) ? q + keep : 0;
+        memo_put(m, j - q + i, wk, (wk->rec_n - q + i) & BTP_CFI_MEMO_N);
+    m->n = memo_finish(m, j - q, j, m->n == 0) ? E - (j - q) : 0;
 }
+#endif
 
 /* An image no pc lies in. */
 static const seen no_image;
@@ -1438,7 +1433,7 @@ __attribute__((no_sanitize_address, noinline, aligned(64))) static int fast_run(
  * nothing, and the other copy moves on). */
 static uintptr_t memo_next(const walk *wk)
 {
-    return wk->mi < wk->memo->n ? wk->memo->sp[wk->mi] : UINTPTR_MAX;
+    return wk->mi < BTP_CFI_MEMO_N ? wk->memo->sp[wk->mi] : UINTPTR_MAX;
 }
 
 /*
@@ -1451,8 +1446,9 @@ __attribute__((no_sanitize_address)) static int memo_try(fast_state *s, walk *wk
                                                          btp_collector *c,
                                                          const btp_cfi_env *env)
 {
+    const unsigned n = BTP_CFI_MEMO_N; /* the end state */
     btp_cfi_memo *m = wk->memo;
-    unsigned n = m->n, j = wk->mi, k;
+    unsigned j = wk->mi, k;
     while (j < n && m->sp[j] < s->sp)
         j++;
     k = j;
@@ -1466,12 +1462,6 @@ __attribute__((no_sanitize_address)) static int memo_try(fast_state *s, walk *wk
     uint64_t want = mi_state(s->adj, s->valid) | (f & MI_FP_LIVE);
     if (m->pc[j] != s->pc || (f & (MI_ADJ | MI_FP_OK | MI_SP_OK | MI_FP_LIVE)) != want ||
         ((f & MI_FP_LIVE) && m->fp[j] != s->fp))
-        goto fail;
-    /* The collector takes every frame the way the fast path would (into
-     * the head, above every CFA so far on one stretch). */
-    size_t push = n - j - ((m->info[n] & MI_END0) ? 1 : 0);
-    if (c->n_seg != 1 || c->head_n > c->fast_end || c->fast_end - c->head_n < push ||
-        (push && m->sp[j + 1] <= c->seg_hi[0]))
         goto fail;
     /* Every slot the rest reads lies in stack vouched for (so each step's
      * does, as the step checks). */
@@ -1511,13 +1501,11 @@ __attribute__((no_sanitize_address)) static int memo_try(fast_state *s, walk *wk
             goto fail;
     }
     s->sn = sn;
-    for (size_t i = 1; i <= push; i++) {
-        c->out[c->head_n].value = (uint64_t)m->pc[j + i];
-        c->out[c->head_n].kind = BTP_FRAME_RA;
-        c->head_n++;
-    }
-    if (push)
-        c->seg_hi[0] = m->sp[j + push];
+    /* The frames, each checked by the collector as the step would (it may
+     * end the walk there: full, or a CFA that does not go up). */
+    for (k = j; k < n && m->pc[k + 1] != 0; k++)
+        if (!btp_collector_cfa(c, m->sp[k + 1], 0) || !btp_collector_add(c, m->pc[k + 1]))
+            break;
     memo_save(wk, j);
     m->used++;
     return 1;
@@ -1571,7 +1559,7 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
     }
 #if BTP_CFI_MEMO
     if (st == FS_END && wk->memo)
-        memo_save(wk, wk->memo->n + 1);
+        memo_save(wk, BTP_CFI_MEMO_N + 1);
 #endif
     cur->pc = s.pc;
     cur->r[BTP_CFI_SP] = s.sp;
@@ -1814,7 +1802,7 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
         wk.mask = env->cache->mask;
         if (BTP_CFI_MEMO && env->region)
             wk.memo = env->memo;
-        wk.mi = 0;
+        wk.mi = wk.memo ? BTP_CFI_MEMO_N - wk.memo->n : 0;
     }
     btp_cfi_regs cur = *start, next;
     int exact = 1, first = 1;

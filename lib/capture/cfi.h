@@ -78,7 +78,7 @@ struct btp_cfi_cache;
  * thread).
  */
 #define BTP_CFI_MEMO_N 31 /* (with the end state, a power of two) */
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(BTP_CFI_NO_MEMO)
 #define BTP_CFI_MEMO 1
 #else
 #define BTP_CFI_MEMO 0

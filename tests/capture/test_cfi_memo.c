@@ -149,7 +149,8 @@ static void changed_stacks(void)
         if (pick % 3 == 0 && memo.n > 0) {
             /* a slot the memo read (a return address, or a frame pointer
              * that a later step is based on) */
-            unsigned k = (unsigned)(next_rand() % memo.n);
+            /* (states BTP_CFI_MEMO_N - n .. BTP_CFI_MEMO_N, the last the end) */
+            unsigned k = BTP_CFI_MEMO_N - memo.n + (unsigned)(next_rand() % memo.n);
             uint64_t f = memo.info[k];
             int8_t off = (int8_t)(uint8_t)(pick & 1 ? f >> 8 : f);
             if (off == -128)
