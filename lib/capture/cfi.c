@@ -1442,7 +1442,7 @@ static uintptr_t memo_next(const walk *wk)
  * memo this walk's and return 1 (the walk is over). Else 0, with s->msp
  * moved past s (and past the step that failed).
  */
-__attribute__((no_sanitize_address)) static int memo_try(fast_state *s, walk *wk,
+__attribute__((no_sanitize_address, noinline)) static int memo_try(fast_state *s, walk *wk,
                                                          btp_collector *c,
                                                          const btp_cfi_env *env)
 {
@@ -1502,10 +1502,25 @@ __attribute__((no_sanitize_address)) static int memo_try(fast_state *s, walk *wk
     }
     s->sn = sn;
     /* The frames, each checked by the collector as the step would (it may
-     * end the walk there: full, or a CFA that does not go up). */
-    for (k = j; k < n && m->pc[k + 1] != 0; k++)
-        if (!btp_collector_cfa(c, m->sp[k + 1], 0) || !btp_collector_add(c, m->pc[k + 1]))
-            break;
+     * end the walk there: full, or a CFA that does not go up); the usual
+     * case, every frame straight into the head above the CFAs so far (the
+     * memo's rise), at once. */
+    size_t cnt = n - j - ((m->info[n] & MI_END0) ? 1 : 0);
+    if (c->n_seg == 1 && c->head_n <= c->fast_end && c->fast_end - c->head_n >= cnt &&
+        (cnt == 0 || m->sp[j + 1] > c->seg_hi[0])) {
+        btp_frame *out = c->out + c->head_n;
+        for (size_t i = 0; i < cnt; i++) {
+            out[i].value = (uint64_t)m->pc[j + 1 + i];
+            out[i].kind = BTP_FRAME_RA;
+        }
+        c->head_n += cnt;
+        if (cnt)
+            c->seg_hi[0] = m->sp[j + cnt];
+    } else {
+        for (k = j; k < n && m->pc[k + 1] != 0; k++)
+            if (!btp_collector_cfa(c, m->sp[k + 1], 0) || !btp_collector_add(c, m->pc[k + 1]))
+                break;
+    }
     memo_save(wk, j);
     m->used++;
     return 1;
