@@ -13,6 +13,8 @@ usage: cli_swift.py BTPACK DATA_DIR
    frames left out, "null" addresses 0; --thread crashed|N|all; through
    CBF+CIF (swift) and back to a crash log nothing of the threads, images
    or platform is lost; the crash-log writer's layout;
+ - through a trace log: the images are stored with the records; a CIF
+   build ID longer than a log holds is left out with a warning;
  - dump --from cif of a real map, and of a cut one;
  - bad input: the exact messages and exit statuses.
 """
@@ -24,6 +26,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "swift"))
+import cifgen  # noqa: E402
 from views import json_frames, log_frames, log_images, parse_probe  # noqa: E402
 
 BTPACK, DATA = sys.argv[1], sys.argv[2]
@@ -43,6 +46,11 @@ def run(args, data=b"", rc=0):
     check(p.returncode == rc, "btpack %s: exit %d, wanted %d: %s" % (
         " ".join(args), p.returncode, rc, p.stderr.decode(errors="replace")[:300]))
     return p
+
+
+def overlaps(a, b):
+    """Two images of log_images() whose text ranges meet."""
+    return a[3] < b[4] and b[3] < a[4]
 
 
 def test_capture():
@@ -70,6 +78,27 @@ def test_capture():
         cb = base64.b64decode(b["backtrace"] + "==")
         check(cb == ca + b"\x00", "capture %d: CBF %s became %s" % (i, ca.hex(), cb.hex()))
     check("\\/" in back[0] and "=" not in back[0], "capture: JSON not as Foundation writes it")
+    # Into a trace log and out again: the image maps are stored with the
+    # records (`images` items). A log holds one process's images over time:
+    # a record gets the images of the latest map plus those of earlier maps
+    # that nothing later overlaps (spec/log.md), a record that came without
+    # a map the ones in effect; CIF's platform has no place in a log.
+    log = run(["convert", "--from", "swift", "--to", "log"], src).stdout
+    out = run(["convert", "--from", "log", "--to", "swift-crashlog"], log).stdout.decode()
+    out = [json.loads(l) for l in out.splitlines()]
+    check(len(out) == 4, "capture via a log: %d traces" % len(out))
+    have = 0
+    for i, (want, got) in enumerate(zip(swift, out)):
+        check(log_frames(got["threads"][0]) + ["trunc"] == want["frames"],
+              "capture %d via a log: frames" % i)
+        if want["images"] is not None:
+            have += 1
+            got_images = log_images(got)
+            check(all(im in got_images for im in want["images"]),
+                  "capture %d via a log: images" % i)
+            check(all(not overlaps(im, w) for im in got_images if im not in want["images"]
+                      for w in want["images"]), "capture %d via a log: stale images" % i)
+    check(have > 0, "capture: no trace with an image map")
 
 
 def test_crash_logs():
@@ -103,6 +132,13 @@ def test_crash_logs():
             check(log_images(b) == log_images(log), "%s: images via CIF" % name)
             check(b["platform"] == log["platform"], "%s: platform via CIF" % name)
             check(b["architecture"] == log["architecture"], "%s: architecture" % name)
+        # Through a trace log and back: the images as stored `images`.
+        log2 = run(["convert", "--from", "swift-crashlog", "--to", "log", path]).stdout
+        back = run(["convert", "--from", "log", "--to", "swift-crashlog"], log2).stdout
+        back = [json.loads(l) for l in back.decode().splitlines()]
+        check([log_frames(b["threads"][0]) for b in back] == want, "%s: frames via a log" % name)
+        check(back and all((log_images(b) or []) == log_images(log) for b in back),
+              "%s: images via a log" % name)
         # Crash log to crash log: one log, the threads with their names.
         same = run(["convert", "--from", "swift-crashlog", "--to", "swift-crashlog", path]).stdout
         lines = same.decode().splitlines()
@@ -116,6 +152,25 @@ def test_crash_logs():
                                   '"crashReport", "description": "Backtrace", "faultAddress": '
                                   '"0x0000000000000000", "platform": ') and
               lines[0].endswith(' ] , "backtraceTime": 0.0 }'), "%s: layout" % name)
+
+
+def test_long_build_id_to_log():
+    """CIF holds build IDs of up to 1024 bytes (Swift's runtime writes long
+    ones); a log's image lines hold 64: the image is kept without it, and a
+    warning says so."""
+    cif = cifgen.naive(64, b"p", [(b"/lib/long.so", bytes(range(100)), 0x10000, 0x20000),
+                                  (b"/lib/short.so", b"\x01\x02", 0x30000, 0x40000)])
+    line = json.dumps({"architecture": "x86_64", "backtrace": "AhEQAA",
+                       "imageMap": base64.b64encode(cif).decode().rstrip("=")})
+    p = run(["convert", "--from", "swift", "--to", "log"], (line + "\n").encode())
+    check(p.stderr.decode() == "btpack: warning: <stdin>:1: image 1 (/lib/long.so): its build ID "
+          "of 100 bytes is longer than a log's image lines hold (64): stored without it\n",
+          "long build ID: warning %r" % p.stderr.decode())
+    back = run(["convert", "--from", "log", "--to", "swift-crashlog"], p.stdout).stdout
+    got = log_images(json.loads(back.decode().splitlines()[0]))
+    check(got == [(b"long.so", b"/lib/long.so", None, 0x10000, 0x20000),
+                  (b"short.so", b"/lib/short.so", "0102", 0x30000, 0x40000)],
+          "long build ID: images via a log %r" % got)
 
 
 def test_dump():
@@ -173,7 +228,7 @@ def test_errors():
         check(p.stderr.decode() == msg, "%s: message %r" % (" ".join(args), p.stderr.decode()))
 
 
-for t in (test_capture, test_crash_logs, test_dump, test_errors):
+for t in (test_capture, test_crash_logs, test_long_build_id_to_log, test_dump, test_errors):
     try:
         t()
     except Exception as e:

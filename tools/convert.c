@@ -42,7 +42,9 @@ static const char convert_help[] =
 /* after the log limits (cli_log_limits_help) */
 static const char convert_help_output[] =
     "  --maps FILE       (to log) store FILE, the /proc/PID/maps of the traced\n"
-    "                    process, so that addresses can be symbolized later\n"
+    "                    process, so that addresses can be symbolized later;\n"
+    "                    without it the image maps the input carries (Swift\n"
+    "                    JSON, crash records and logs, logs) are stored\n"
     "  --no-zlib         (to log) store blocks uncompressed\n"
     "  --block-size N    (to log) flush a block when its records take N bytes\n"
     "                    before compression (1..2097152; default 2097152 with\n"

@@ -271,6 +271,17 @@ btp_status log_map_take(log_map *lm, const char *key, const void *data, size_t l
     return st;
 }
 
+void image_line_append(strbuf *out, const btp_image *im)
+{
+    size_t n = 0;
+    btp_image_line_format(im, NULL, 0, &n);
+    char *d = sb_reserve(out, n + 1);
+    if (d && btp_image_line_format(im, d, n, NULL) == BTP_OK) {
+        d[n] = '\n';
+        out->len += n + 1;
+    }
+}
+
 btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word_bits,
                                      strbuf *out, size_t *err_off)
 {
@@ -285,13 +296,7 @@ btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word
             im.build_id = f.build_id;
             im.build_id_len = f.build_id_len;
         }
-        size_t n = 0;
-        btp_image_line_format(&im, NULL, 0, &n);
-        char *d = sb_reserve(out, n + 1);
-        if (d && btp_image_line_format(&im, d, n, NULL) == BTP_OK) {
-            d[n] = '\n';
-            out->len += n + 1;
-        }
+        image_line_append(out, &im);
         if (have)
             elf_close(&f);
     }

@@ -78,6 +78,10 @@ btp_status log_map_take(log_map *lm, const char *key, const void *data, size_t l
  * and never a freed map. */
 const btp_image_map *log_map_get(log_map *lm);
 
+/* One image as its `image` line (btp_image_line_format) and a newline,
+ * appended to out (out->oom says when memory ran out). */
+void image_line_append(strbuf *out, const btp_image *im);
+
 /* The `image` lines of the images of /proc/PID/maps text, each with the
  * build ID of the file now at its path (none when it cannot be read),
  * appended to out. Returns BTP_OK or the parse error (*err_off). */

@@ -9,8 +9,10 @@
  * with an allocation size (json "alloc_size") as an allocation at pointer
  * 0; other plain traces as backtrace records. `--maps FILE` stores the
  * maps text (`maps`) and its images with the build IDs of the files now at
- * their paths (`images`, crash-record image lines), comment lines of the input are kept, `--no-zlib` stores the
- * blocks uncompressed. One log has one word size. */
+ * their paths (`images`, crash-record image lines); without it the image
+ * maps the input gives with its traces are stored as `images` (store_map).
+ * Comment lines of the input are kept, `--no-zlib` stores the blocks
+ * uncompressed. One log has one word size. */
 #include "format.h"
 #include "imagemap_text.h"
 
@@ -270,6 +272,12 @@ typedef struct log_wstate {
     writer *w;
     strbuf *out;      /* where the library's bytes go during the current call */
     unsigned word_bits;
+    /* The input's image map stored last, by address (a reader gives a map
+     * that changed at another address: formats/README.md), and its image
+     * lines, so that a reader's new copy of the same map is not stored
+     * again. */
+    const btp_image_map *map;
+    strbuf images;
 } log_wstate;
 
 /* The library emits only whole pieces of the file (header, blocks of
@@ -359,6 +367,51 @@ static int start(writer *w, log_wstate *s, unsigned word_bits)
     return 0;
 }
 
+/* The image map the input gives with a trace (Swift JSON, crash records
+ * and logs, another log) as an `images` item whenever it changes: without
+ * it the log would lose what symbolizes its frames. Records are placed by
+ * the items before them, so a record that came without a map gets the one
+ * in effect (a log holds one process's images). --maps, given, is the
+ * log's map instead. A build ID longer than image lines hold
+ * (BTP_IMAGE_MAX_BUILD_ID; CIF allows more) is left out with a warning:
+ * its image is still placed and named. */
+static int store_map(writer *w, log_wstate *s, const trace *t)
+{
+    const btp_image_map *m = t->image_map;
+    if (!m || m == s->map || w->opt->maps_path)
+        return 0;
+    if (m->word_bits != s->word_bits)
+        return wr_error(w, "the image map is %u-bit, the log %u-bit", m->word_bits,
+                        s->word_bits);
+    s->map = m;
+    strbuf lines = STRBUF_INIT;
+    for (size_t i = 0; i < m->n_images; i++) {
+        btp_image im = m->images[i];
+        if (im.build_id_len > BTP_IMAGE_MAX_BUILD_ID) {
+            diag_repeat(t->input, &t->loc,
+                        "image %zu (%s): its build ID of %zu bytes is longer than a log's "
+                        "image lines hold (%d): stored without it",
+                        i + 1, im.path && *im.path ? im.path : im.name ? im.name : "no path",
+                        im.build_id_len, BTP_IMAGE_MAX_BUILD_ID);
+            im.build_id = NULL;
+            im.build_id_len = 0;
+        }
+        image_line_append(&lines, &im);
+    }
+    int rc = 0;
+    if (lines.oom)
+        rc = wr_error(w, "out of memory");
+    else if (lines.len && (lines.len != s->images.len ||
+                           memcmp(lines.data, s->images.data, lines.len) != 0)) {
+        rc = put_meta(w, s, "images", lines.data, lines.len);
+        strbuf old = s->images;
+        s->images = lines;
+        lines = old;
+    }
+    sb_free(&lines);
+    return rc;
+}
+
 /* The pending comment lines as "comment" metadata, in pieces of at most
  * 1 MiB (a reader hands them on in order, so a line may straddle two). */
 static int take_comments(writer *w, log_wstate *s)
@@ -386,7 +439,7 @@ static int log_write(writer *w, const trace *t, strbuf *out)
     if (t->word_bits != s->word_bits)
         return wr_error(w, "a log holds one word size: this trace is %u-bit, the log %u-bit",
                         t->word_bits, s->word_bits);
-    if (take_comments(w, s) < 0)
+    if (take_comments(w, s) < 0 || store_map(w, s, t) < 0)
         return -1;
     if (t->n > BTP_LOG_MAX_DEPTH)
         return wr_error(w, "%zu frames: a log holds stacks of at most %u frames", t->n,
@@ -434,6 +487,7 @@ static int log_end(writer *w, strbuf *out)
     btp_status st = btp_log_writer_close(s->lw);
     if (rc == 0 && st != BTP_OK)
         rc = wr_error(w, "cannot finish the log: %s", btp_strerror(st));
+    sb_free(&s->images);
     free(s);
     w->state = NULL;
     return rc;
