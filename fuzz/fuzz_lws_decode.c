@@ -12,7 +12,8 @@
  *    only on 64-bit words);
  *  - a smaller frame array gives BTP_E_LIMIT exactly when the record holds
  *    more frames, with the same first frames and the same info;
- *  - an error's bit offset lies inside the blob.
+ *  - an error's bit offset lies inside the blob, and the frame array is
+ *    untouched from the record's depth field on (lws.h).
  */
 #include "fuzz.h"
 #include "guard.h"
@@ -36,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* Reference: room for every frame a record can hold. */
     btp_frame full[BTP_LWS_MAX_FRAMES];
     btp_lws_info ref;
+    memset(full, 0xa5, sizeof full);
     btp_status st = btp_lws_decode(blob, len, word_bits, full, BTP_LWS_MAX_FRAMES, &ref);
     int trailer_ok = len >= 2 && (((size_t)blob[len - 2] << 8) | blob[len - 1]) == len;
     FUZZ_CHECK((st == BTP_E_LENGTH_MISMATCH) == !trailer_ok, "status %d, trailer ok %d", st,
@@ -61,6 +63,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case BTP_E_BAD_REFERENCE:
     case BTP_E_BIT_COUNT_TOO_WIDE:
         FUZZ_CHECK(ref.error_bit < 8 * len, "error bit %zu of %zu", ref.error_bit, 8 * len);
+        for (size_t i = len ? (size_t)(blob[0] >> 3) : 0; i < BTP_LWS_MAX_FRAMES; i++) {
+            const uint8_t *b = (const uint8_t *)&full[i];
+            for (size_t k = 0; k < sizeof full[i]; k++)
+                FUZZ_CHECK(b[k] == 0xa5, "frame %zu written past the depth field", i);
+        }
         break;
     default:
         FUZZ_CHECK(0, "undocumented status %d", st);

@@ -82,7 +82,7 @@ def test_capture():
     # records (`images` items). A log holds one process's images over time:
     # a record gets the images of the latest map plus those of earlier maps
     # that nothing later overlaps (spec/log.md), a record that came without
-    # a map the ones in effect; CIF's platform has no place in a log.
+    # a map the ones in effect; CIF's platform is kept (a `platform` line).
     log = run(["convert", "--from", "swift", "--to", "log"], src).stdout
     out = run(["convert", "--from", "log", "--to", "swift-crashlog"], log).stdout.decode()
     out = [json.loads(l) for l in out.splitlines()]
@@ -93,6 +93,7 @@ def test_capture():
               "capture %d via a log: frames" % i)
         if want["images"] is not None:
             have += 1
+            check(got["platform"].encode() == want["platform"], "capture %d via a log: platform" % i)
             got_images = log_images(got)
             check(all(im in got_images for im in want["images"]),
                   "capture %d via a log: images" % i)
@@ -139,6 +140,7 @@ def test_crash_logs():
         check([log_frames(b["threads"][0]) for b in back] == want, "%s: frames via a log" % name)
         check(back and all((log_images(b) or []) == log_images(log) for b in back),
               "%s: images via a log" % name)
+        check(all(b["platform"] == log["platform"] for b in back), "%s: platform via a log" % name)
         # Crash log to crash log: one log, the threads with their names.
         same = run(["convert", "--from", "swift-crashlog", "--to", "swift-crashlog", path]).stdout
         lines = same.decode().splitlines()
@@ -157,8 +159,8 @@ def test_crash_logs():
 def test_long_build_id_to_log():
     """CIF holds build IDs of up to 1024 bytes (Swift's runtime writes long
     ones); a log's image lines hold 64: the image is kept without it, and a
-    warning says so."""
-    cif = cifgen.naive(64, b"p", [(b"/lib/long.so", bytes(range(100)), 0x10000, 0x20000),
+    warning says so. A platform with a newline and a backslash comes back."""
+    cif = cifgen.naive(64, b"OS\n\\x 1", [(b"/lib/long.so", bytes(range(100)), 0x10000, 0x20000),
                                   (b"/lib/short.so", b"\x01\x02", 0x30000, 0x40000)])
     line = json.dumps({"architecture": "x86_64", "backtrace": "AhEQAA",
                        "imageMap": base64.b64encode(cif).decode().rstrip("=")})
@@ -167,7 +169,9 @@ def test_long_build_id_to_log():
           "of 100 bytes is longer than a log's image lines hold (64): stored without it\n",
           "long build ID: warning %r" % p.stderr.decode())
     back = run(["convert", "--from", "log", "--to", "swift-crashlog"], p.stdout).stdout
-    got = log_images(json.loads(back.decode().splitlines()[0]))
+    got = json.loads(back.decode().splitlines()[0])
+    check(got["platform"] == "OS\n\\x 1", "platform via a log: %r" % got["platform"])
+    got = log_images(got)
     check(got == [(b"long.so", b"/lib/long.so", None, 0x10000, 0x20000),
                   (b"short.so", b"/lib/short.so", "0102", 0x30000, 0x40000)],
           "long build ID: images via a log %r" % got)

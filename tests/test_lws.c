@@ -178,6 +178,130 @@ static void test_faults(void)
         CHECK(strcmp(btp_strerror((btp_status)s), "unknown status") != 0, "message %d", s);
 }
 
+/* MSB-first bits for hand-made blobs: field v of w bits at bit *pos. */
+static void put_bits(uint8_t *b, size_t *pos, uint64_t v, unsigned w)
+{
+    while (w--) {
+        if (v >> w & 1)
+            b[*pos >> 3] |= (uint8_t)(0x80u >> (*pos & 7));
+        (*pos)++;
+    }
+}
+
+/* Close a hand-made bitstream of `bits` bits with its trailer; returns the
+ * blob's length. */
+static size_t close_blob(uint8_t *b, size_t bits)
+{
+    size_t len = (bits + 7) / 8 + 2;
+    b[len - 2] = (uint8_t)(len >> 8);
+    b[len - 1] = (uint8_t)len;
+    return len;
+}
+
+/* out[k] is either untouched (still the poison) or the frame expected. */
+static int poison_or(const btp_frame *f, uint64_t want)
+{
+    static const uint8_t poison[sizeof(btp_frame)] = {0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5,
+                                                      0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5,
+                                                      0xa5, 0xa5, 0xa5, 0xa5};
+    return !memcmp(f, poison, sizeof *f) || (f->value == want && f->kind == BTP_FRAME_RA);
+}
+
+static int untouched(const btp_frame *f)
+{
+    const uint8_t *p = (const uint8_t *)f;
+    for (size_t i = 0; i < sizeof *f; i++)
+        if (p[i] != 0xa5)
+            return 0;
+    return 1;
+}
+
+/*
+ * What a failed decode leaves in the caller's array (lws.h): frames before
+ * the fault may have been stored, correctly; the faulty frame's entry may
+ * hold anything; nothing past it, nothing from the record's depth on.
+ */
+static void test_fault_output(void)
+{
+    btp_frame out[BTP_LWS_MAX_FRAMES + 1];
+    btp_lws_info info;
+    for (unsigned wb = 32; wb <= 64; wb += 32) {
+        /* depth 8: five 24-bit literals, then a delta 8 frames back (there
+         * are 5), then two more literals; the size. */
+        uint8_t b[64] = {0};
+        size_t pos = 0;
+        put_bits(b, &pos, 8 << 1, 6);
+        for (unsigned k = 0; k < 5; k++) {
+            put_bits(b, &pos, 0, 2);
+            put_bits(b, &pos, 24 << 1, 7);
+            put_bits(b, &pos, (uint64_t)(0x800000 + k) << 1, 25);
+        }
+        size_t ref_at = pos + 2;
+        put_bits(b, &pos, 2, 2);          /* delta */
+        put_bits(b, &pos, 7 << 1, 4);     /* 8 frames back */
+        put_bits(b, &pos, 0, 2);          /* + */
+        put_bits(b, &pos, 4 << 1, 7);     /* 4 bits */
+        put_bits(b, &pos, 9 << 1, 5);
+        for (unsigned k = 0; k < 2; k++) {
+            put_bits(b, &pos, 0, 2);
+            put_bits(b, &pos, 24 << 1, 7);
+            put_bits(b, &pos, (uint64_t)0x900000 << 1, 25);
+        }
+        put_bits(b, &pos, 5 << 1, 7);
+        put_bits(b, &pos, 20 << 1, 6);
+        size_t len = close_blob(b, pos);
+        memset(out, 0xa5, sizeof out);
+        CHECK(btp_lws_decode(b, len, wb, out, BTP_LWS_MAX_FRAMES, &info) ==
+                      BTP_E_BAD_REFERENCE &&
+                  info.error_bit == ref_at,
+              "%u: bad reference at %zu", wb, info.error_bit);
+        for (unsigned k = 0; k < 5; k++)
+            CHECK(poison_or(&out[k], 0x800000 + k), "%u: frame %u before the fault", wb, k);
+        for (unsigned k = 6; k < BTP_LWS_MAX_FRAMES + 1; k++)
+            CHECK(untouched(&out[k]), "%u: out[%u] written past the fault", wb, k);
+
+        /* A valid record of 20 frames cut inside its size field: every frame
+         * decodes, the size runs out of bits. */
+        btp_frame f[20];
+        for (unsigned k = 0; k < 20; k++)
+            f[k] = (btp_frame){(wb == 64 ? 0x7f3a00000000u : 0x8040000u) + rnd() % 0x40000,
+                               BTP_FRAME_RA};
+        uint8_t blob[BTP_LWS_BLOB_MAX];
+        size_t blen = 0;
+        CHECK(btp_lws_encode(f, 20, 0xfffff, wb, 0, blob, sizeof blob, &blen, NULL) == BTP_OK,
+              "%u: encode 20", wb);
+        CHECK(btp_lws_decode(blob, blen, wb, out, 20, &info) == BTP_OK, "%u: decode 20", wb);
+        size_t size_at = info.bits - (7 + 20 + 1); /* count, 20 bits and the extra bit */
+        size_t cut = close_blob(blob, size_at + 7); /* the count only */
+        memset(out, 0xa5, sizeof out);
+        CHECK(btp_lws_decode(blob, cut, wb, out, 25, &info) == BTP_E_OUT_OF_BITS &&
+                  info.error_bit == size_at + 7,
+              "%u: size's value cut at %zu, not %zu", wb, info.error_bit, size_at + 7);
+        for (unsigned k = 0; k < 20; k++)
+            CHECK(poison_or(&out[k], f[k].value), "%u: frame %u of the cut record", wb, k);
+        for (unsigned k = 20; k < BTP_LWS_MAX_FRAMES + 1; k++)
+            CHECK(untouched(&out[k]), "%u: out[%u] written past the depth", wb, k);
+    }
+    /* Random faults: never a write from the depth field's count on, nor
+     * past max_frames. */
+    for (unsigned it = 0; it < 20000; it++) {
+        uint8_t b[BTP_LWS_BLOB_MAX];
+        size_t len = 3 + rnd() % (sizeof b - 3);
+        for (size_t i = 0; i < len; i++)
+            b[i] = (uint8_t)rnd();
+        close_blob(b, (len - 2) * 8);
+        size_t max = rnd() % (BTP_LWS_MAX_FRAMES + 1);
+        memset(out, 0xa5, sizeof out);
+        btp_status st = btp_lws_decode(b, len, rnd() & 1 ? 64 : 32, out, max, &info);
+        if (st == BTP_OK || st == BTP_E_LIMIT)
+            continue;
+        size_t from = (size_t)(b[0] >> 3) < max ? (size_t)(b[0] >> 3) : max;
+        for (size_t k = from; k < BTP_LWS_MAX_FRAMES + 1; k++)
+            CHECK(untouched(&out[k]), "random fault: out[%zu] written (depth %u, max %zu)", k,
+                  b[0] >> 3, max);
+    }
+}
+
 static void test_text(void)
 {
     const char line[] = "12:00:01.5 [heap] ~m#IF0BmUQugNCkgCnkhdAYpQa6wAAV, next~m#ANdYAAAG ~m#";
@@ -426,6 +550,7 @@ int main(void)
     test_seed();
     test_refusals();
     test_faults();
+    test_fault_output();
     test_text();
     test_truncation_flag();
     test_random_roundtrip();

@@ -10,13 +10,72 @@ void owned_map_clear(owned_map *m, unsigned word_bits)
 {
     m->buf.n_images = m->buf.n_bytes = 0;
     m->map = (btp_image_map){.word_bits = word_bits};
+    free(m->platform);
+    m->platform = NULL;
 }
 
 void owned_map_free(owned_map *m)
 {
     free(m->buf.images);
     free(m->buf.bytes);
+    free(m->platform);
     memset(m, 0, sizeof *m);
+}
+
+/* m's platform: a copy of p[0..len). */
+static int set_platform(owned_map *m, const char *p, size_t len)
+{
+    char *c = malloc(len + 1);
+    if (!c)
+        return -1;
+    memcpy(c, p, len);
+    c[len] = 0;
+    free(m->platform);
+    m->platform = c;
+    m->map.platform = c;
+    return 0;
+}
+
+/* A platform line's text is an image line's path field: it is written and
+ * read through an image line with this start, so that both escape alike. */
+static const char platform_as_image[] = "image 0x0 0x0 - ";
+#define PLATFORM_AS_IMAGE (sizeof platform_as_image - 1)
+
+void platform_line_append(strbuf *out, const char *platform)
+{
+    btp_image im = {.path = platform};
+    strbuf line = STRBUF_INIT;
+    image_line_append(&line, &im);
+    if (line.len > PLATFORM_AS_IMAGE && memcmp(line.data, platform_as_image, PLATFORM_AS_IMAGE) == 0) {
+        sb_adds(out, "platform ");
+        sb_add(out, line.data + PLATFORM_AS_IMAGE, line.len - PLATFORM_AS_IMAGE);
+    } else if (line.oom) {
+        out->oom = 1;
+    }
+    sb_free(&line);
+}
+
+/* The platform of a `platform` line (text[0..len), after "platform "). */
+static btp_status take_platform(owned_map *m, const char *text, size_t len, size_t *err_off)
+{
+    owned_map one = {0};
+    strbuf line = STRBUF_INIT;
+    sb_add(&line, platform_as_image, PLATFORM_AS_IMAGE);
+    sb_add(&line, text, len);
+    size_t off = 0;
+    btp_status st = line.oom ? BTP_E_OUT_OF_MEMORY
+                             : (owned_map_clear(&one, m->map.word_bits),
+                                owned_map_image_line(&one, line.data, line.len, &off));
+    if (st == BTP_OK) {
+        const char *p = one.map.images[0].path;
+        if (set_platform(m, p ? p : "", p ? strlen(p) : 0) < 0)
+            st = BTP_E_OUT_OF_MEMORY;
+    } else if (off >= PLATFORM_AS_IMAGE) {
+        *err_off = off - PLATFORM_AS_IMAGE;
+    }
+    sb_free(&line);
+    owned_map_free(&one);
+    return st;
 }
 
 /* Give buf room for `images` more images and `bytes` more bytes. Image
@@ -100,13 +159,17 @@ btp_status owned_map_image_lines(owned_map *m, const char *text, size_t len, uns
     for (size_t b = 0; b < len;) {
         const char *nl = memchr(text + b, '\n', len - b);
         size_t e = nl ? (size_t)(nl - text) : len;
-        if (e - b >= 6 && memcmp(text + b, "image ", 6) == 0) {
-            size_t off = 0;
-            btp_status st = owned_map_image_line(m, text + b, e - b, &off);
-            if (st != BTP_OK) {
-                *err_off = b + off;
-                return st;
-            }
+        size_t off = 0;
+        btp_status st = BTP_OK;
+        if (e - b >= 6 && memcmp(text + b, "image ", 6) == 0)
+            st = owned_map_image_line(m, text + b, e - b, &off);
+        else if (e - b >= 9 && memcmp(text + b, "platform ", 9) == 0) {
+            st = take_platform(m, text + b + 9, e - b - 9, &off);
+            off += 9;
+        }
+        if (st != BTP_OK) {
+            *err_off = b + off;
+            return st;
         }
         b = e + 1;
     }
@@ -237,6 +300,10 @@ static btp_status merge(log_map *lm)
     }
     free(s);
     free(end_max);
+    /* the item's platform, else the one so far */
+    const char *pl = item->platform ? item->platform : old->platform;
+    if (st == BTP_OK && pl && set_platform(nx, pl, strlen(pl)) < 0)
+        st = BTP_E_OUT_OF_MEMORY;
     if (st == BTP_OK) {
         finish(nx);
         lm->cur = ix;

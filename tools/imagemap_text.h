@@ -10,8 +10,9 @@
 #include "strbuf.h"
 
 typedef struct owned_map {
-    btp_image_map map;   /* points into buf once complete */
+    btp_image_map map;   /* points into buf (and platform) once complete */
     btp_image_buf buf;
+    char *platform;      /* map.platform's storage, or NULL */
 } owned_map;
 
 /* Forget the images (keeps the storage). */
@@ -27,7 +28,8 @@ btp_status owned_map_procmaps(owned_map *m, const char *text, size_t len, unsign
  * stay valid. */
 btp_status owned_map_image_line(owned_map *m, const char *line, size_t len, size_t *err_off);
 
-/* Every line of text that starts with "image " (others are skipped). */
+/* Every line of text that starts with "image " and the last that starts
+ * with "platform " (others are skipped). */
 btp_status owned_map_image_lines(owned_map *m, const char *text, size_t len, unsigned word_bits,
                                  size_t *err_off);
 
@@ -81,6 +83,11 @@ const btp_image_map *log_map_get(log_map *lm);
 /* One image as its `image` line (btp_image_line_format) and a newline,
  * appended to out (out->oom says when memory ran out). */
 void image_line_append(strbuf *out, const btp_image *im);
+
+/* A platform (CIF's, "Linux (Debian GNU/Linux 12 (bookworm))") as a
+ * `platform` line of a log's `images`: "platform " and the text escaped as
+ * an image line escapes a path, and a newline, appended to out. */
+void platform_line_append(strbuf *out, const char *platform);
 
 /* The `image` lines of the images of /proc/PID/maps text, each with the
  * build ID of the file now at its path (none when it cannot be read),

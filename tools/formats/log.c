@@ -374,7 +374,8 @@ static int start(writer *w, log_wstate *s, unsigned word_bits)
  * in effect (a log holds one process's images). --maps, given, is the
  * log's map instead. A build ID longer than image lines hold
  * (BTP_IMAGE_MAX_BUILD_ID; CIF allows more) is left out with a warning:
- * its image is still placed and named. */
+ * its image is still placed and named. The map's platform goes with it as
+ * a `platform` line. */
 static int store_map(writer *w, log_wstate *s, const trace *t)
 {
     const btp_image_map *m = t->image_map;
@@ -385,6 +386,8 @@ static int store_map(writer *w, log_wstate *s, const trace *t)
                         s->word_bits);
     s->map = m;
     strbuf lines = STRBUF_INIT;
+    if (m->platform && *m->platform)
+        platform_line_append(&lines, m->platform);
     for (size_t i = 0; i < m->n_images; i++) {
         btp_image im = m->images[i];
         if (im.build_id_len > BTP_IMAGE_MAX_BUILD_ID) {
