@@ -68,9 +68,13 @@ static uint64_t rd(const uint8_t **p, const uint8_t *end, unsigned n)
 static _Alignas(64) btp_cfi_slot slots[256];
 static btp_cfi_cache cache = {255, slots};
 
+/* A private memo of the walk before (cfi.h), used with the cache. */
+static btp_cfi_memo memo;
+
 static size_t walk(const btp_cfi_regs *regs, btp_cfi_cache *with, btp_frame *out)
 {
     btp_cfi_env env = copy_env_of(&ce, with);
+    env.memo = with ? &memo : NULL;
     btp_collector c;
     btp_capture_options o = {0};
     btp_collector_init(&c, out, CAP, 0, &o);
@@ -126,6 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     btp_frame plain[CAP], first[CAP], again[CAP];
     size_t n = walk(&regs, NULL, plain);
     btp_cfi_cache_clear(&cache);
+    memo.n = 0;
     size_t n1 = walk(&regs, &cache, first);
     size_t n2 = walk(&regs, &cache, again);
     FUZZ_CHECK(n1 == n && n2 == n, "%zu frames, %zu with an empty cache, %zu with a full one", n,
@@ -136,6 +141,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    "frame %zu: %#llx, %#llx with an empty cache, %#llx with a full one", i,
                    (unsigned long long)plain[i].value, (unsigned long long)first[i].value,
                    (unsigned long long)again[i].value);
+
+    /* With flag 4, a stack word changed (the pc's high bits say which):
+     * the walk with the memo of the one before still gives the frames of
+     * the walk without. */
+    if (flags & 4) {
+        size_t w = (size_t)(pcv >> 32) * 8 % ce.stack.size;
+        uint64_t v = text + (uintptr_t)(pcv >> 7) % tsize;
+        memcpy(ce.stack.p + w, &v, 8);
+        n = walk(&regs, NULL, plain);
+        n1 = walk(&regs, &cache, first);
+        FUZZ_CHECK(n1 == n, "%zu frames, %zu with the memo of the walk before a change", n, n1);
+        for (size_t i = 0; i < n; i++)
+            FUZZ_CHECK(first[i].value == plain[i].value && first[i].kind == plain[i].kind,
+                       "frame %zu: %#llx, %#llx with the memo of the walk before a change", i,
+                       (unsigned long long)plain[i].value, (unsigned long long)first[i].value);
+    }
 
     for (unsigned i = m; i-- > 0;)
         im.copy.p[at[i]] = pristine[at[i]];

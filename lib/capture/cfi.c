@@ -263,6 +263,16 @@ typedef struct walk {
     uintptr_t rlo, rhi;
     btp_cfi_slot *slots; /* the cache's, and its mask */
     size_t mask;
+    /* With a memo (see "The walk memo"): the memo, the first of its states a
+     * frame of this walk may still match, and the run of cached steps this
+     * walk has taken since its last full step (a ring of the last
+     * BTP_CFI_MEMO_N), with the state that ended the walk. */
+    btp_cfi_memo *memo;
+    unsigned mi;
+    unsigned rec_n;
+    uintptr_t rec_pc[BTP_CFI_MEMO_N + 1], rec_sp[BTP_CFI_MEMO_N + 1], rec_fp[BTP_CFI_MEMO_N + 1];
+    uint32_t rec_tag[BTP_CFI_MEMO_N + 1];
+    uint64_t rec_info[BTP_CFI_MEMO_N + 1];
 } walk;
 
 static uint64_t bit(unsigned r)
@@ -943,7 +953,7 @@ static uint64_t mix64(uint64_t x)
  * the same one for the same file), and the size and ends of its search
  * table (so a different file put where an unloaded one was, with a record
  * at the same address, still differs). Never 0. */
-static uint32_t image_tag(const btp_cfi_image *img)
+uint32_t btp_cfi_image_tag(const btp_cfi_image *img)
 {
     uint64_t h = img->lo + img->hi * 0x9e3779b97f4a7c15ull + img->eh_hdr * 0xc2b2ae3d27d4eb4full +
                  img->id * 0x165667b19e3779f9ull + img->dbase * 0xd6e8feb86659fd93ull +
@@ -1046,7 +1056,7 @@ static const seen *seen_image(walk *wk, const btp_cfi_env *env, uintptr_t look)
     unsigned i = wk->n_img < SEEN_N ? wk->n_img++ : wk->next_img++ % SEEN_N;
     seen *sn = &wk->img[i];
     sn->img = img;
-    sn->tag = image_tag(&img);
+    sn->tag = img.tag ? img.tag : btp_cfi_image_tag(&img);
     return sn;
 }
 
@@ -1090,9 +1100,155 @@ typedef struct fast_state {
     uintptr_t adj;        /* 1: pc is a return address, looked up inside its call */
     const seen *sn;       /* the image of the last frame (NULL: none yet) */
     int first;
+    uintptr_t msp;        /* the stack pointer of the next memo state to try */
 } fast_state;
 
-enum { FS_OK, FS_DONE, FS_MISS, FS_CALL };
+/* FS_END: the walk is over where the memo may record it (the outermost
+ * frame, a return address of 0); FS_MEMO: the state may be one of the
+ * memo's (its stack pointer reached msp). */
+enum { FS_OK, FS_DONE, FS_MISS, FS_CALL, FS_END, FS_MEMO };
+
+/* ------------------------------------------------------------------ */
+/* The walk memo (cfi.h)                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A step taken with a packed layout (base the stack or frame pointer, as
+ * nearly all are) is a function of: the state it starts from (pc, whether
+ * it is a return address, the stack pointer, the frame pointer when the
+ * CFA is based on it, which of the two are known), the layout (fixed by
+ * the pc and its image's cache tag), and the words it reads from the stack.
+ * Of those words, the frames that follow depend only on the return address
+ * (the next pc) and the frame pointer (when a later CFA is based on it
+ * before another step restores it); the other saved registers feed no CFA
+ * here. So when a walk reaches a state equal to state j of the memo (in
+ * every part the rest depends on), and for every step k >= j the image
+ * holding its pc has the tag it had, its slots lie in stack the
+ * environment vouches for, and its return-address slot (and frame-pointer
+ * slot, where used) holds what it held, then the walk from there is the
+ * memo's from j: the same frames, ending the same way (the outermost
+ * frame's layout, or a return address of 0). Each condition is checked as
+ * the full walk would have checked it, so the result is the one the walk
+ * gives without the memo (test_cfi_memo.c checks that against walks
+ * without, over stacks changed word by word). A check that fails leaves the
+ * walk to go on as it would have, and later states may still match.
+ *
+ * info[k], for state k: bits 0-31 the step's slots as w[2] of its packed
+ * layout gives them (bytes, words from the CFA: the return address, the
+ * frame pointer (-128: not restored), the lowest and the highest slot
+ * read); then the flags below.
+ */
+#define MI_ADJ ((uint64_t)1 << 32)      /* pc is a return address (looked up at pc - 1) */
+#define MI_BASE_FP ((uint64_t)1 << 33)  /* the step's CFA is based on the frame pointer */
+#define MI_FP_UNDEF ((uint64_t)1 << 34) /* the step makes the frame pointer unknown */
+#define MI_FP_LIVE ((uint64_t)1 << 35)  /* the rest depends on the state's frame pointer */
+#define MI_FP_OK ((uint64_t)1 << 36)    /* the state's frame pointer is known */
+#define MI_SP_OK ((uint64_t)1 << 37)    /* the state's stack pointer is known */
+#define MI_END0 ((uint64_t)1 << 38)     /* the end state: pc 0 (else the outermost frame) */
+#define MI_SAME_IMG ((uint64_t)1 << 39) /* the pc lies in the previous state's image */
+#define MI_FP_CHECK ((uint64_t)1 << 40) /* the step's frame-pointer slot is used later */
+
+
+static uint64_t mi_state(uintptr_t adj, uint64_t valid)
+{
+    return (adj ? MI_ADJ : 0) | ((valid >> BTP_CFI_FP & 1) ? MI_FP_OK : 0) |
+           ((valid >> BTP_CFI_SP & 1) ? MI_SP_OK : 0);
+}
+
+/* Record a state of this run: a step from it (info with its slots and
+ * flags), or the end (the ring's next place is left for the next step). */
+static inline void rec_state(walk *wk, unsigned at, uintptr_t pc, uintptr_t sp, uintptr_t fp,
+                             uint32_t tag, uint64_t info)
+{
+    wk->rec_pc[at] = pc;
+    wk->rec_sp[at] = sp;
+    wk->rec_fp[at] = fp;
+    wk->rec_tag[at] = tag;
+    wk->rec_info[at] = info;
+}
+
+#if BTP_CFI_MEMO
+static int8_t mi_off(uint64_t info, unsigned byte)
+{
+    return (int8_t)(uint8_t)(info >> (8 * byte));
+}
+
+/*
+ * Complete states m[from..q) (a run's steps put before state q): whether the
+ * frame pointer of each is used by the rest (and so whether a step's
+ * frame-pointer slot must be checked), the stack the rest reads. 0 if the
+ * states do not go up the stack or span more than 2 GiB (the memo is then
+ * dropped).
+ */
+static int memo_finish(btp_cfi_memo *m, unsigned from, unsigned q, int end)
+{
+    int live = (m->info[q] & MI_FP_LIVE) != 0;
+    uintptr_t lo = end ? UINTPTR_MAX : m->sp[q] + (uintptr_t)(intptr_t)m->span_lo[q];
+    uintptr_t hi = end ? 0 : m->sp[q] + (uintptr_t)(intptr_t)m->span_hi[q];
+    for (unsigned k = q; k-- > from;) {
+        uint64_t f = m->info[k] & ~(MI_FP_LIVE | MI_FP_CHECK);
+        uintptr_t cfa = m->sp[k + 1];
+        if (cfa <= m->sp[k])
+            return 0;
+        if (mi_off(f, 1) != -128 && live)
+            f |= MI_FP_CHECK; /* restored here, used later */
+        if ((f & MI_FP_UNDEF) || mi_off(f, 1) != -128)
+            live = 0;
+        if (f & MI_BASE_FP)
+            live = 1;
+        if (live)
+            f |= MI_FP_LIVE;
+        m->info[k] = f;
+        uintptr_t l = cfa + (uintptr_t)((intptr_t)mi_off(f, 2) * (intptr_t)W);
+        uintptr_t h = cfa + (uintptr_t)((intptr_t)mi_off(f, 3) * (intptr_t)W) + W;
+        lo = l < lo ? l : lo;
+        hi = h > hi ? h : hi;
+        intptr_t dl = (intptr_t)(lo - m->sp[k]), dh = (intptr_t)(hi - m->sp[k]);
+        if (dl < INT32_MIN || dl > INT32_MAX || dh < INT32_MIN || dh > INT32_MAX)
+            return 0;
+        m->span_lo[k] = (int32_t)dl;
+        m->span_hi[k] = (int32_t)dh;
+    }
+    return 1;
+}
+
+static void memo_put(btp_cfi_memo *m, unsigned at, const walk *wk, unsigned r)
+{
+    m->pc[at] = wk->rec_pc[r];
+    m->sp[at] = wk->rec_sp[r];
+    m->fp[at] = wk->rec_fp[r];
+    m->tag[at] = wk->rec_tag[r];
+    m->info[at] = wk->rec_info[r];
+}
+
+/*
+ * The memo after this walk: the last steps of its run, then the memo's
+ * own from state j on (j > E: none, the run ended the walk; its end state
+ * is in the ring's place after its last step). The end state is always at
+ * E = BTP_CFI_MEMO_N, so the memo's own stay where they are and the run's
+ * go before them (as many as there is room for).
+ */
+static void memo_save(walk *wk, unsigned j)
+{
+    const unsigned E = BTP_CFI_MEMO_N;
+    btp_cfi_memo *m = wk->memo;
+    unsigned q = wk->rec_n < j ? wk->rec_n : j;
+    if (j <= E) {
+        if (q > 0)
+            m->info[j] &= ~MI_SAME_IMG; /* its image was the old state's before it */
+    } else {
+        q = wk->rec_n < E ? wk->rec_n : E;
+        j = E;
+        memo_put(m, E, wk, wk->rec_n & BTP_CFI_MEMO_N);
+        m->info[E] &= ~MI_FP_LIVE; /* the end uses no register */
+        m->span_lo[E] = m->span_hi[E] = 0;
+        m->n = 0;
+    }
+    for (unsigned i = 0; i < q; i++)
+        memo_put(m, j - q + i, wk, (wk->rec_n - q + i) & BTP_CFI_MEMO_N);
+    m->n = memo_finish(m, j - q, j, m->n == 0) ? E - (j - q) : 0;
+}
+#endif
 
 /* An image no pc lies in. */
 static const seen no_image;
@@ -1108,9 +1264,15 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
     fast_state *s, walk *wk, btp_collector *c, const btp_cfi_env *env, btp_cfi_regs *cur,
     const int may_call)
 {
-    uintptr_t look = s->pc - (may_call ? s->adj : 1);
+    const uintptr_t adj = may_call ? s->adj : 1;
+    /* (the other copy does not look: it makes progress after a miss) */
+    if (BTP_CFI_MEMO && !may_call && s->sp >= s->msp)
+        return FS_MEMO;
+    uintptr_t look = s->pc - adj;
     const seen *sn = s->sn;
+    uint64_t same_img = MI_SAME_IMG;
     if (look - sn->img.lo >= sn->img.hi - sn->img.lo) {
+        same_img = 0;
         /* another image this walk has seen (no call), or a new one */
         unsigned i = 0;
         while (i < wk->n_img && look - wk->img[i].img.lo >= wk->img[i].img.hi - wk->img[i].img.lo)
@@ -1157,8 +1319,13 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&slot->seq, memory_order_relaxed) != seq || (uint32_t)w1 != sn->tag)
         return FS_MISS;
-    if (w1 >> 55 & 1)
-        return FS_DONE; /* the outermost frame */
+    if (w1 >> 55 & 1) {
+        /* the outermost frame */
+        if (BTP_CFI_MEMO && wk->memo)
+            rec_state(wk, wk->rec_n & BTP_CFI_MEMO_N, s->pc, s->sp, s->fp, sn->tag,
+                      mi_state(adj, s->valid) | same_img);
+        return FS_END;
+    }
     unsigned base = (unsigned)(w1 >> 32) & 0xff;
     if (!(s->valid >> base & 1))
         return FS_DONE; /* apply() fails the step too */
@@ -1207,6 +1374,17 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
         }
     }
     cur->r[(w1 >> 40) & 0xff] = pc;
+    if (BTP_CFI_MEMO && wk->memo) {
+        if (base == BTP_CFI_SP || base == BTP_CFI_FP) {
+            rec_state(wk, wk->rec_n & BTP_CFI_MEMO_N, s->pc, s->sp, s->fp, sn->tag,
+                      (uint32_t)(w2 >> 32) | mi_state(adj, s->valid) | same_img |
+                          (base == BTP_CFI_FP ? MI_BASE_FP : 0) |
+                          ((w3 >> BTP_CFI_FP & 1) ? 0 : MI_FP_UNDEF));
+            wk->rec_n++;
+        } else {
+            wk->rec_n = 0; /* a CFA the memo cannot vouch for: a run starts after it */
+        }
+    }
     s->valid = (s->valid | w3 >> 32) & w3;
     s->pc = pc;
     s->sp = cfa;
@@ -1215,8 +1393,12 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
         s->adj = 1;
         s->first = 0;
     }
-    if (pc == 0)
-        return FS_DONE;
+    if (pc == 0) {
+        if (BTP_CFI_MEMO && wk->memo)
+            rec_state(wk, wk->rec_n & BTP_CFI_MEMO_N, 0, cfa, fp, 0,
+                      MI_END0 | mi_state(1, s->valid));
+        return FS_END;
+    }
     if (may_call) {
         if (!btp_collector_cfa(c, cfa, 0) || !btp_collector_add(c, pc))
             return FS_DONE;
@@ -1245,6 +1427,112 @@ __attribute__((no_sanitize_address, noinline, aligned(64))) static int fast_run(
     return st;
 }
 
+#if BTP_CFI_MEMO
+/* The stack pointer of the memo's next state to try (none: the highest
+ * address, never reached: fast_one() checks only in its copy that calls
+ * nothing, and the other copy moves on). */
+static uintptr_t memo_next(const walk *wk)
+{
+    return wk->mi < BTP_CFI_MEMO_N ? wk->memo->sp[wk->mi] : UINTPTR_MAX;
+}
+
+/*
+ * The walk is at state s: if it is one of the memo's and the rest of the
+ * memo still holds (see "The walk memo"), push the rest's frames, make the
+ * memo this walk's and return 1 (the walk is over). Else 0, with s->msp
+ * moved past s (and past the step that failed).
+ */
+__attribute__((no_sanitize_address, noinline)) static int memo_try(fast_state *s, walk *wk,
+                                                         btp_collector *c,
+                                                         const btp_cfi_env *env)
+{
+    const unsigned n = BTP_CFI_MEMO_N; /* the end state */
+    btp_cfi_memo *m = wk->memo;
+    unsigned j = wk->mi, k;
+    while (j < n && m->sp[j] < s->sp)
+        j++;
+    k = j;
+    if (j >= n || m->sp[j] != s->sp) {
+        /* no state here: the next one up may still come */
+        wk->mi = j;
+        s->msp = memo_next(wk);
+        return 0;
+    }
+    uint64_t f = m->info[j];
+    uint64_t want = mi_state(s->adj, s->valid) | (f & MI_FP_LIVE);
+    if (m->pc[j] != s->pc || (f & (MI_ADJ | MI_FP_OK | MI_SP_OK | MI_FP_LIVE)) != want ||
+        ((f & MI_FP_LIVE) && m->fp[j] != s->fp))
+        goto fail;
+    /* Every slot the rest reads lies in stack vouched for (so each step's
+     * does, as the step checks). */
+    uintptr_t lo = m->sp[j] + (uintptr_t)(intptr_t)m->span_lo[j];
+    uintptr_t hi = m->sp[j] + (uintptr_t)(intptr_t)m->span_hi[j];
+    if (lo < wk->rlo || hi > wk->rhi) {
+        btp_stack_bounds b;
+        if (!env->region || !env->region(env->ctx, lo, &b) || lo < b.lo || hi > b.hi)
+            goto fail;
+        wk->rlo = b.lo;
+        wk->rhi = b.hi;
+    }
+    const seen *sn = s->sn;
+    for (;; k++) {
+        f = m->info[k];
+        if (k == n && (f & MI_END0))
+            break;
+        /* The image holding the pc has the tag the layout had (a state
+         * whose pc lay in the image of the state before, also checked here,
+         * lies in it again: the tag covers the image's range). */
+        if (k == j || !(f & MI_SAME_IMG)) {
+            uintptr_t look = m->pc[k] - ((f & MI_ADJ) ? 1 : 0);
+            if (look - sn->img.lo >= sn->img.hi - sn->img.lo &&
+                (m->pc[k] == 0 || !(sn = seen_image(wk, env, look))))
+                goto fail;
+            if (sn->tag != m->tag[k])
+                goto fail;
+        }
+        if (k == n)
+            break; /* the outermost frame: its layout says so */
+        /* the slots used: unchanged */
+        uintptr_t cfa = m->sp[k + 1];
+        if (peek(cfa + (uintptr_t)((intptr_t)mi_off(f, 0) * (intptr_t)W)) != m->pc[k + 1])
+            goto fail;
+        if ((f & MI_FP_CHECK) &&
+            peek(cfa + (uintptr_t)((intptr_t)mi_off(f, 1) * (intptr_t)W)) != m->fp[k + 1])
+            goto fail;
+    }
+    s->sn = sn;
+    /* The frames, each checked by the collector as the step would (it may
+     * end the walk there: full, or a CFA that does not go up); the usual
+     * case, every frame straight into the head above the CFAs so far (the
+     * memo's rise), at once. */
+    size_t cnt = n - j - ((m->info[n] & MI_END0) ? 1 : 0);
+    if (c->n_seg == 1 && c->head_n <= c->fast_end && c->fast_end - c->head_n >= cnt &&
+        (cnt == 0 || m->sp[j + 1] > c->seg_hi[0])) {
+        btp_frame *out = c->out + c->head_n;
+        for (size_t i = 0; i < cnt; i++) {
+            out[i].value = (uint64_t)m->pc[j + 1 + i];
+            out[i].kind = BTP_FRAME_RA;
+        }
+        c->head_n += cnt;
+        if (cnt)
+            c->seg_hi[0] = m->sp[j + cnt];
+    } else {
+        for (k = j; k < n && m->pc[k + 1] != 0; k++)
+            if (!btp_collector_cfa(c, m->sp[k + 1], 0) || !btp_collector_add(c, m->pc[k + 1]))
+                break;
+    }
+    memo_save(wk, j);
+    m->used++;
+    return 1;
+fail:
+    /* no state up to the one that failed can match (the rest from each
+     * holds the step that failed) */
+    wk->mi = k + 1 < n ? k + 1 : n;
+    s->msp = memo_next(wk);
+    return 0;
+}
+#endif
+
 /*
  * Frames whose layouts are cached, one after the other, from cur (its pc
  * pushed already; *exact_io: it is not a return address): each is unwound
@@ -1262,23 +1550,39 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
     int *first_io)
 {
     fast_state s = {cur->pc,    cur->r[BTP_CFI_SP], cur->r[BTP_CFI_FP], cur->valid,
-                    !*exact_io, &no_image,          *first_io};
+                    !*exact_io, &no_image,          *first_io, UINTPTR_MAX};
     int st;
+#if BTP_CFI_MEMO
+    wk->rec_n = 0; /* a run of cached steps starts here */
+    if (wk->memo)
+        s.msp = memo_next(wk);
+#endif
     for (;;) {
         /* as many frames as need no call, then one that may */
         st = fast_run(&s, wk, c, env, cur);
+#if BTP_CFI_MEMO
+        if (st == FS_MEMO) {
+            if (memo_try(&s, wk, c, env))
+                return FAST_DONE;
+            st = FS_CALL; /* this frame by the other copy */
+        }
+#endif
         if (st == FS_CALL)
             st = fast_one(&s, wk, c, env, cur, 1);
         if (st != FS_OK)
             break;
     }
+#if BTP_CFI_MEMO
+    if (st == FS_END && wk->memo)
+        memo_save(wk, BTP_CFI_MEMO_N + 1);
+#endif
     cur->pc = s.pc;
     cur->r[BTP_CFI_SP] = s.sp;
     cur->r[BTP_CFI_FP] = s.fp;
     cur->valid = s.valid;
     *exact_io = !s.adj;
     *first_io = s.first;
-    return st == FS_DONE ? FAST_DONE : FAST_MISS;
+    return st == FS_DONE || st == FS_END ? FAST_DONE : FAST_MISS;
 }
 
 /* Apply row rw to cur, giving the caller's registers. */
@@ -1507,9 +1811,13 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
     wk.next_slot = 0;
     wk.n_img = wk.next_img = 0;
     wk.rlo = wk.rhi = 0;
+    wk.memo = NULL;
     if (env->cache) {
         wk.slots = env->cache->slot;
         wk.mask = env->cache->mask;
+        if (BTP_CFI_MEMO && env->region)
+            wk.memo = env->memo;
+        wk.mi = wk.memo ? BTP_CFI_MEMO_N - wk.memo->n : 0;
     }
     btp_cfi_regs cur = *start, next;
     int exact = 1, first = 1;

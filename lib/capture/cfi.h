@@ -53,9 +53,45 @@ typedef struct btp_cfi_image {
     uintptr_t text_lo, text_hi; /* code may be read in [text_lo, text_hi) */
     uintptr_t dbase;            /* base of DW_EH_PE_datarel in FDEs (i386); 0: none */
     uintptr_t id;               /* the loader's record of it (0: none); part of its cache tag */
+    uint32_t tag;               /* its cache tag if the environment has it from
+                                   btp_cfi_image_tag() already; 0: the walker computes it */
 } btp_cfi_image;
 
+/* What ties cached layouts to an image (cfi.c): never 0. Reads the
+ * image's search table. */
+uint32_t btp_cfi_image_tag(const btp_cfi_image *img);
+
 struct btp_cfi_cache;
+
+/*
+ * A thread's memo of its last walk (cfi.c, "The walk memo"): the frames a
+ * walk unwound with cached layouts on its way to the outermost frame, each
+ * with what its step depended on (the pc, stack and frame pointer it
+ * started from, its image's cache tag, the stack slots it read the return
+ * address and frame pointer from). A later walk that reaches one of those
+ * frames in the same state takes the rest from the memo once every slot the
+ * rest read still holds what it held and every image still has its tag:
+ * one load and compare a frame instead of a layout lookup. Only x86 (where
+ * a frame's rule needs nothing the memo does not keep). Owned by one walk
+ * at a time: the environment's owner sees to that (cfi_self.c: a
+ * per-thread memo, left alone by a walk that interrupts another on its
+ * thread).
+ */
+#define BTP_CFI_MEMO_N 31 /* (with the end state, a power of two) */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(BTP_CFI_NO_MEMO)
+#define BTP_CFI_MEMO 1
+#else
+#define BTP_CFI_MEMO 0
+#endif
+typedef struct btp_cfi_memo {
+    unsigned n; /* steps: states 0..n-1 are unwound, state n ends the walk; 0: empty */
+    unsigned long used; /* walks that took their end from it (for tests and benchmarks) */
+    uintptr_t pc[BTP_CFI_MEMO_N + 1], sp[BTP_CFI_MEMO_N + 1], fp[BTP_CFI_MEMO_N + 1];
+    uint32_t tag[BTP_CFI_MEMO_N + 1];
+    /* the stack the steps from each state on read, from sp (bytes) */
+    int32_t span_lo[BTP_CFI_MEMO_N + 1], span_hi[BTP_CFI_MEMO_N + 1];
+    uint64_t info[BTP_CFI_MEMO_N + 1]; /* the step from each state (cfi.c) */
+} btp_cfi_memo;
 
 typedef struct btp_cfi_env {
     /* The image whose text holds `pc`; 1 if there is one. */
@@ -77,6 +113,9 @@ typedef struct btp_cfi_env {
      * walk), and the images' unwind tables must not change while they are
      * loaded. */
     struct btp_cfi_cache *cache;
+    /* Optional (NULL: none; used only with a cache and `region`): the memo
+     * of the walk before, read and rewritten by this one. */
+    btp_cfi_memo *memo;
     void *ctx;
 } btp_cfi_env;
 

@@ -11,14 +11,15 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #if BTP_HAVE_DL_FIND_OBJECT
 
-static int self_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
+static int dlfo(uintptr_t pc, btp_cfi_image *out)
 {
-    (void)ctx;
     struct dl_find_object d;
     if (_dl_find_object((void *)pc, &d) != 0)
         return 0;
@@ -31,6 +32,57 @@ static int self_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
     out->dbase = (uintptr_t)d.dlfo_eh_dbase;
 #endif
     return out->hi > out->lo;
+}
+
+/*
+ * Images that stay loaded as long as this code runs: this library's own
+ * (its code is running) and the main program's (never unloaded: the image
+ * holding the program headers the auxiliary vector names; when the loader
+ * was run as a command, its own, never unloaded either). Each is asked for
+ * and tagged once per process instead of once per walk. Lock-free: the one
+ * that claims an entry fills it and publishes it; a signal handler that
+ * interrupts that, or a fork child of a process caught in the middle,
+ * finds it claimed and asks the loader as before.
+ */
+enum { PERM_UNKNOWN, PERM_BUSY, PERM_READY, PERM_NONE };
+typedef struct perm_image {
+    _Atomic int state;
+    btp_cfi_image img;
+} perm_image;
+static perm_image g_perm[2];
+
+static int perm_ready(perm_image *p, int which)
+{
+    int st = atomic_load_explicit(&p->state, memory_order_acquire);
+    if (st != PERM_UNKNOWN)
+        return st == PERM_READY;
+    int expect = PERM_UNKNOWN;
+    if (!atomic_compare_exchange_strong_explicit(&p->state, &expect, PERM_BUSY,
+                                                 memory_order_acquire, memory_order_relaxed))
+        return 0;
+    uintptr_t at = which == 0 ? (uintptr_t)&dlfo : (uintptr_t)getauxval(AT_PHDR);
+    btp_cfi_image img;
+    if (!at || !dlfo(at, &img)) {
+        atomic_store_explicit(&p->state, PERM_NONE, memory_order_release);
+        return 0;
+    }
+    img.tag = btp_cfi_image_tag(&img);
+    p->img = img;
+    atomic_store_explicit(&p->state, PERM_READY, memory_order_release);
+    return 1;
+}
+
+static int self_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
+{
+    (void)ctx;
+    for (int i = 0; i < 2; i++) {
+        perm_image *p = &g_perm[i];
+        if (perm_ready(p, i) && pc - p->img.lo < p->img.hi - p->img.lo) {
+            *out = p->img;
+            return 1;
+        }
+    }
+    return dlfo(pc, out);
 }
 
 #else
@@ -129,8 +181,18 @@ void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_boun
     env->code_ok = self_code_ok;
     env->region = self_region;
     env->cache = btp_cfi_cache_global();
+    env->memo = NULL;
     env->ctx = self;
 }
+
+#if BTP_CFI_MEMO
+/* The thread's memo of its last walk (cfi.h), and whether a walk owns it
+ * now: a capture in a signal handler that interrupted one on this thread
+ * walks without it (it neither reads a memo half rewritten nor writes one
+ * under the interrupted walk). Initial-exec: no allocation on first use. */
+static __thread btp_cfi_memo t_memo __attribute__((tls_model("initial-exec")));
+static __thread int t_memo_busy __attribute__((tls_model("initial-exec")));
+#endif
 
 btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
                                 const btp_capture_options *opt)
@@ -142,7 +204,23 @@ btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
      * it: what the first question about it would find anyway. */
     if (!self.given && btp_capture_known_stack(regs->r[BTP_CFI_SP], &self.stack[0]))
         self.n_stack = 1;
+#if BTP_CFI_MEMO
+    /* Walks of the thread's own stack only: with bounds from the caller
+     * the stack may be another one (the memo keeps to the thread's). */
+    int own = !self.given && !t_memo_busy;
+    if (own) {
+        t_memo_busy = 1;
+        atomic_signal_fence(memory_order_seq_cst);
+        env.memo = &t_memo;
+    }
+#endif
     btp_status st = btp_cfi_walk(c, regs, &env);
+#if BTP_CFI_MEMO
+    if (own) {
+        atomic_signal_fence(memory_order_seq_cst);
+        t_memo_busy = 0;
+    }
+#endif
     return st == BTP_E_UNSUPPORTED ? BTP_E_NO_METHOD : st;
 }
 

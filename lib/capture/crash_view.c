@@ -382,5 +382,6 @@ void btp_crash_view_env(btp_crash_view *v, btp_cfi_env *env)
     env->code_ok = view_code_ok;
     env->region = NULL;
     env->cache = NULL; /* the crash handler walks with nothing but the maps */
+    env->memo = NULL;
     env->ctx = v;
 }
