@@ -36,9 +36,12 @@ static int dlfo(uintptr_t pc, btp_cfi_image *out)
 
 /*
  * Images that stay loaded as long as this code runs: this library's own
- * (its code is running) and the main program's (never unloaded: the image
+ * (its code is running), the main program's (never unloaded: the image
  * holding the program headers the auxiliary vector names; when the loader
- * was run as a command, its own, never unloaded either). Each is asked for
+ * was run as a command, its own, never unloaded either) and the one
+ * holding getauxval, the C library, which the image holding this code
+ * needs and so keeps loaded (or, where the program took getauxval's address
+ * itself, the program's stub for it: the program again). Each is asked for
  * and tagged once per process instead of once per walk. Lock-free: the one
  * that claims an entry fills it and publishes it; a signal handler that
  * interrupts that, or a fork child of a process caught in the middle,
@@ -49,7 +52,8 @@ typedef struct perm_image {
     _Atomic int state;
     btp_cfi_image img;
 } perm_image;
-static perm_image g_perm[2];
+#define N_PERM 3
+static perm_image g_perm[N_PERM];
 
 static int perm_ready(perm_image *p, int which)
 {
@@ -60,7 +64,9 @@ static int perm_ready(perm_image *p, int which)
     if (!atomic_compare_exchange_strong_explicit(&p->state, &expect, PERM_BUSY,
                                                  memory_order_acquire, memory_order_relaxed))
         return 0;
-    uintptr_t at = which == 0 ? (uintptr_t)&dlfo : (uintptr_t)getauxval(AT_PHDR);
+    uintptr_t at = which == 0   ? (uintptr_t)&dlfo
+                   : which == 1 ? (uintptr_t)getauxval(AT_PHDR)
+                                : (uintptr_t)&getauxval;
     btp_cfi_image img;
     if (!at || !dlfo(at, &img)) {
         atomic_store_explicit(&p->state, PERM_NONE, memory_order_release);
@@ -75,7 +81,7 @@ static int perm_ready(perm_image *p, int which)
 static int self_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
 {
     (void)ctx;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < N_PERM; i++) {
         perm_image *p = &g_perm[i];
         if (perm_ready(p, i) && pc - p->img.lo < p->img.hi - p->img.lo) {
             *out = p->img;
