@@ -25,6 +25,7 @@
 #include <time.h>
 
 #define CAP 64
+#include "signal_capture.h" /* uses CAP */
 
 /* ------------------------------------------------------------------ */
 /* The real stack                                                       */
@@ -196,27 +197,7 @@ static void replaced_image(void)
 /* Threads and signals                                                  */
 /* ------------------------------------------------------------------ */
 
-static volatile sig_atomic_t in_handler_ok = 1;
-static _Atomic unsigned long handler_walks;
 static _Atomic int stop;
-
-static void on_signal(int sig, siginfo_t *si, void *uc)
-{
-    (void)sig;
-    (void)si;
-    /* A capture on top of whatever the interrupted code was doing (maybe
-     * writing a slot): the interrupted pc first, then its callers. */
-    btp_capture_options o = {0};
-    o.method = BTP_CAPTURE_CFI;
-    o.flags = BTP_CAPTURE_ASYNC_SIGNAL_SAFE;
-    btp_frame f[CAP];
-    size_t n = 0;
-    btp_regs regs;
-    if (btp_capture_context(&o, uc, f, CAP, &n) != BTP_OK || n < 2 ||
-        btp_regs_from_context(uc, &regs) != BTP_OK || f[0].value != regs.pc)
-        in_handler_ok = 0;
-    handler_walks++;
-}
 
 #define MIN_ROUNDS 2000
 #define SIGNAL_ROUNDS 400
@@ -249,11 +230,7 @@ static void *hammer(void *arg)
 
 static void threads_and_signals(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigaction(SIGUSR1, &sa, NULL);
+    catch_sigusr1();
     enum { T = 4 };
     pthread_t t[T];
     uint64_t bad[T] = {0};
@@ -280,7 +257,7 @@ static void threads_and_signals(void)
     }
     CHECK(total == 0, "%llu of %llu concurrent walks differed from the uncached one",
           (unsigned long long)total, (unsigned long long)made);
-    CHECK(in_handler_ok, "a capture in a signal handler lost the interrupted pc");
+    CHECK(!handler_bad, "a capture in a signal handler lost the interrupted pc");
     CHECK(handler_walks > 0, "no signal came");
     printf("threads: %d threads, %llu walks; %lu captures in signal handlers\n", T,
            (unsigned long long)made,

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #define CAP 64
+#include "signal_capture.h" /* uses CAP */
 
 /* The copy-image parts need walks the memo records (ending at a return
  * address of 0 after cached steps); an AddressSanitizer build's own code
@@ -353,25 +354,7 @@ static void real_stack(void)
 /* Threads and signals (the per-thread memo of btp_capture)             */
 /* ------------------------------------------------------------------ */
 
-static volatile sig_atomic_t handler_bad;
-static _Atomic unsigned long handler_walks;
 static _Atomic int stop;
-
-static void on_signal(int sig, siginfo_t *si, void *uc)
-{
-    (void)sig;
-    (void)si;
-    btp_capture_options o = {0};
-    o.method = BTP_CAPTURE_CFI;
-    o.flags = BTP_CAPTURE_ASYNC_SIGNAL_SAFE;
-    btp_frame f[CAP];
-    size_t n = 0;
-    btp_regs regs;
-    if (btp_capture_context(&o, uc, f, CAP, &n) != BTP_OK || n < 2 ||
-        btp_regs_from_context(uc, &regs) != BTP_OK || f[0].value != regs.pc)
-        handler_bad = 1;
-    handler_walks++;
-}
 
 static NOINL size_t capture_cfi(btp_frame *f)
 {
@@ -432,11 +415,7 @@ static void *hammer(void *arg)
 
 static void threads_and_signals(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigaction(SIGUSR1, &sa, NULL);
+    catch_sigusr1();
     enum { T = 3 };
     pthread_t t[T];
     job jobs[T];
