@@ -14,6 +14,7 @@
  */
 #include "../cbf_testutil.h"
 #include "../check.h"
+#include "../test_rng.h"
 #include "chain.h"
 
 #include "image_copy.h"
@@ -50,10 +51,7 @@
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next_rand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return test_rng(&rng);
 }
 
 static int same_frames(const btp_frame *a, size_t na, const btp_frame *b, size_t nb)
