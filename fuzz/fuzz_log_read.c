@@ -56,6 +56,8 @@ static int log_error(btp_status st)
     case BTP_E_BAD_LOG_VERSION:
     case BTP_E_NO_ZLIB:
     case BTP_E_ZLIB:
+    case BTP_E_NO_LZMA:
+    case BTP_E_LZMA:
     case BTP_E_OUT_OF_MEMORY:
     case BTP_E_RECORDS_LOST:
     case BTP_E_NODES_LIMIT:

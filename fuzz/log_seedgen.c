@@ -3,7 +3,9 @@
  * test): writes a small trace log of the synthetic allocation stream of
  * tests/log/log_synth.h with the library's own writer.
  *
- *   log_seedgen OUT SEED WORD_BITS RECORDS BLOCK_BYTES MAX_NODES ZLIB(0|1)
+ *   log_seedgen OUT SEED WORD_BITS RECORDS BLOCK_BYTES MAX_NODES PACK
+ *
+ * PACK: 0 stored blocks, 1 zlib, 2 LZMA2 (stored where the build lacks it).
  *
  * Small blocks and a small dictionary cap give several blocks and segments
  * in a few hundred bytes, so the fuzzer starts from every block kind.
@@ -22,7 +24,7 @@ static btp_status to_file(void *ctx, const void *data, size_t len)
 int main(int argc, char **argv)
 {
     if (argc != 8) {
-        fprintf(stderr, "usage: %s OUT SEED WORD_BITS RECORDS BLOCK_BYTES MAX_NODES ZLIB\n",
+        fprintf(stderr, "usage: %s OUT SEED WORD_BITS RECORDS BLOCK_BYTES MAX_NODES PACK\n",
                 argv[0]);
         return 2;
     }
@@ -33,7 +35,10 @@ int main(int argc, char **argv)
     opt.block_bytes = (size_t)atol(argv[5]);
     opt.flush_interval_ms = 0; /* the same seeds every time */
     opt.max_nodes = (uint32_t)atol(argv[6]);
-    if (atoi(argv[7]) == 0 || !btp_log_have_zlib())
+    int pack = atoi(argv[7]);
+    if (pack == 2 && btp_log_have_lzma())
+        opt.flags |= BTP_LOG_WRITE_LZMA;
+    else if (pack != 1 || !btp_log_have_zlib())
         opt.flags |= BTP_LOG_WRITE_NO_ZLIB;
     FILE *f = fopen(argv[1], "wb");
     if (!f) {

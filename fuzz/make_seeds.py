@@ -336,7 +336,7 @@ def swift_seeds():
 # blocks and segments in a few hundred bytes.
 LOGS = [(1, 64, 30, 256, 64, 1), (2, 32, 40, 200, 32, 0), (3, 16, 20, 128, 1 << 20, 0),
         (4, 64, 60, 300, 40, 1), (5, 64, 5, 4096, 1 << 20, 1), (6, 32, 80, 512, 64, 1),
-        (7, 64, 25, 160, 40, 0)]
+        (7, 64, 25, 160, 40, 0), (8, 64, 60, 300, 40, 2), (9, 32, 80, 2048, 64, 2)]
 
 
 def log_seeds(build):
@@ -346,9 +346,9 @@ def log_seeds(build):
         return []
     c = Corpus("log")
     tmp = os.path.join(tempfile.mkdtemp(), "log")
-    for seed, word, records, block, nodes, zlib in LOGS:
+    for seed, word, records, block, nodes, pack in LOGS:
         subprocess.run([gen, tmp, str(seed), str(word), str(records), str(block), str(nodes),
-                        str(zlib)], check=True)
+                        str(pack)], check=True)
         with open(tmp, "rb") as f:
             log = f.read()
         os.unlink(tmp)
@@ -360,11 +360,12 @@ def log_seeds(build):
     btpack = os.path.join(build, "tools", "btpack")
     with lzma.open(os.path.join(DATA, "log", "heap6000.trace.xz")) as f:
         lines = f.read().splitlines(keepends=True)
-    for first, count, block in ((1, 400, 1024), (3000, 300, 4096)):
+    for first, count, block, pack in ((1, 400, 1024, "zlib"), (3000, 300, 4096, "zlib"),
+                                      (5000, 300, 4096, "lzma")):
         with open(tmp + ".trace", "wb") as f:
             f.write(lines[0] + b"".join(lines[first:first + count]))
         subprocess.run([btpack, "convert", "--from", "trace", "--to", "log", "--block-size",
-                        str(block), "-o", tmp, tmp + ".trace"], check=True)
+                        str(block), "--compress", pack, "-o", tmp, tmp + ".trace"], check=True)
         with open(tmp, "rb") as f:
             log = f.read()
         os.unlink(tmp)

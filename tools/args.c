@@ -15,9 +15,9 @@ const char cli_log_limits_help[] =
     "                    (from log) what reading a log may cost: call-tree nodes\n"
     "                    per segment and live allocations (default 1048576 each,\n"
     "                    what the writer uses), and tree nodes, records and frames\n"
-    "                    per byte of log (default 1024, real logs need under 30;\n"
-    "                    0: no limit); a log built to explode stops with an error\n"
-    "                    naming the limit\n";
+    "                    per byte of log (default 8192: zlib logs need under 30,\n"
+    "                    LZMA2 heap logs a few thousand; 0: no limit); a log\n"
+    "                    built to explode stops with an error naming the limit\n";
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {

@@ -45,7 +45,7 @@ static void usage(FILE *f)
 /* The versions, then what this build has, one fact per line for scripts:
  * each optional library, + when built in and - when not (the build's
  * `Features` summary lists the same): zlib (compressed trace logs), liblzma
- * (.xz input), libunwind (a capture method), libdw (symbolize in-process),
+ * (.xz input, LZMA2 trace logs), libunwind (a capture method), libdw (symbolize in-process),
  * libstdc++ (C++ names demangled); and the capture methods. */
 static void version(void)
 {
@@ -54,8 +54,10 @@ static void version(void)
            btp_log_have_zlib() ? '+' : '-', BTP_CLI_HAVE_LZMA ? '+' : '-',
            btp_capture_method_available(BTP_CAPTURE_LIBUNWIND) ? '+' : '-',
            BTP_CLI_HAVE_LIBDW ? '+' : '-', BTP_CLI_HAVE_CXA_DEMANGLE ? '+' : '-');
-    printf("log compression: %s\n",
-           btp_log_have_zlib() ? "zlib" : "none (built without zlib)");
+    printf("log compression: %s%s%s\n", btp_log_have_zlib() ? "zlib" : "",
+           btp_log_have_zlib() && btp_log_have_lzma() ? " " : "",
+           btp_log_have_lzma() ? "lzma"
+           : btp_log_have_zlib() ? "" : "none (built without zlib and liblzma)");
     fputs("capture methods:", stdout);
     static const btp_capture_method methods[] = {BTP_CAPTURE_FP, BTP_CAPTURE_LIBGCC,
                                                  BTP_CAPTURE_LIBUNWIND, BTP_CAPTURE_GLIBC};

@@ -45,7 +45,10 @@ static const char convert_help_output[] =
     "                    process, so that addresses can be symbolized later;\n"
     "                    without it the image maps the input carries (Swift\n"
     "                    JSON, crash records and logs, logs) are stored\n"
-    "  --no-zlib         (to log) store blocks uncompressed\n"
+    "  --compress lzma|zlib|none\n"
+    "                    (to log) how blocks are compressed: LZMA2 (default;\n"
+    "                    zlib in a build without liblzma), zlib, or stored\n"
+    "  --no-zlib         (to log) the same as --compress none\n"
     "  --block-size N    (to log) flush a block when its records take N bytes\n"
     "                    before compression (1..2097152; default 2097152 with\n"
     "                    no flush interval, as for a file, else 131072): larger\n"
@@ -214,6 +217,7 @@ int cmd_convert(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"maps", required_argument, NULL, 'M'},
         {"no-zlib", no_argument, NULL, 'Z'},
+        {"compress", required_argument, NULL, 'C'},
         {"block-size", required_argument, NULL, 'B'},
         {"force", no_argument, NULL, 'F'},
         {"keep-partial", no_argument, NULL, 'P'},
@@ -261,7 +265,18 @@ int cmd_convert(int argc, char **argv)
             opt.maps_path = optarg;
             break;
         case 'Z':
-            opt.no_zlib = 1;
+            opt.log_compress = CLI_COMPRESS_NONE;
+            break;
+        case 'C':
+            if (strcmp(optarg, "lzma") == 0)
+                opt.log_compress = CLI_COMPRESS_LZMA;
+            else if (strcmp(optarg, "zlib") == 0)
+                opt.log_compress = CLI_COMPRESS_ZLIB;
+            else if (strcmp(optarg, "none") == 0)
+                opt.log_compress = CLI_COMPRESS_NONE;
+            else
+                return cli_usage_error("convert", "--compress takes lzma, zlib or none, not `%s`",
+                                       optarg);
             break;
         case 'B':
             if (cli_count_arg("convert", "--block-size", optarg, &opt.log_block_bytes) < 0)

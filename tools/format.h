@@ -16,6 +16,10 @@
 #include "strbuf.h"
 #include "trace.h"
 
+/* --compress: a log's blocks with LZMA2 (the default where liblzma is built
+ * in, else zlib), zlib, or stored (--no-zlib). */
+enum { CLI_COMPRESS_DEFAULT, CLI_COMPRESS_LZMA, CLI_COMPRESS_ZLIB, CLI_COMPRESS_NONE };
+
 /* Options shared by the subcommands. */
 typedef struct cli_options {
     unsigned word_bits;  /* --word-bits, for formats that do not carry it (default 64) */
@@ -24,7 +28,7 @@ typedef struct cli_options {
     size_t max_frames;   /* --max-frames: frames per trace after expanding runs */
     /* Allocation logs: */
     const char *maps_path; /* --maps: /proc/PID/maps text to store in a log */
-    int no_zlib;           /* --no-zlib: store log blocks uncompressed */
+    int log_compress;      /* --compress (CLI_COMPRESS_*): how log blocks are packed */
     size_t log_block_bytes; /* --block-size: a log's raw block payload (0: 2 MiB when
                               the input is all there, no flush interval; else the
                               library's default) */

@@ -98,6 +98,8 @@ typedef enum btp_status {
     BTP_E_TRUNCATED_FILE = 64,  /* the file ends inside a block */
     BTP_E_NO_ZLIB = 65,         /* compressed block, but this build has no zlib */
     BTP_E_ZLIB = 66,            /* zlib reported an error */
+    BTP_E_NO_LZMA = 67,         /* LZMA-compressed block, but this build has no liblzma */
+    BTP_E_LZMA = 68,            /* liblzma reported an error (a block does not decode) */
 
     /* capture */
     BTP_E_NO_METHOD = 80, /* the requested unwinder is not built in or failed to start */

@@ -45,6 +45,8 @@ static const struct status_text texts[] = {
     {BTP_E_TRUNCATED_FILE, "truncated_file", "file ends inside a block"},
     {BTP_E_NO_ZLIB, "no_zlib", "compressed block, but this build has no zlib"},
     {BTP_E_ZLIB, "zlib", "zlib error"},
+    {BTP_E_NO_LZMA, "no_lzma", "LZMA-compressed block, but this build has no liblzma"},
+    {BTP_E_LZMA, "lzma", "liblzma error"},
     {BTP_E_NO_METHOD, "no_method", "stack capture method not available"},
     {BTP_E_CIF_TRUNCATED, "cif_truncated", "image map ends inside a field"},
     {BTP_E_CIF_BAD_VERSION, "cif_bad_version", "unsupported image map (CIF) version"},

@@ -32,7 +32,10 @@ enum {
                                        range-coded (log_rc.h) */
     LOG_BF_MODEL3 = 1u << 3,        /* RECORDS, with MODEL2: the next-chunk bin field
                                        and relative free ranks */
-    LOG_BF_KNOWN = LOG_BF_ZLIB | LOG_BF_SEGMENT_START | LOG_BF_MODEL2 | LOG_BF_MODEL3
+    LOG_BF_LZMA = 1u << 6,          /* payload is a raw LZMA2 stream (version 2 only) */
+    LOG_BF_PACKED = LOG_BF_ZLIB | LOG_BF_LZMA, /* either compression: at most one */
+    LOG_BF_KNOWN = LOG_BF_ZLIB | LOG_BF_SEGMENT_START | LOG_BF_MODEL2 | LOG_BF_MODEL3 |
+                   LOG_BF_LZMA
 };
 
 #define LOG_M3_BIN_DEPTH 120u /* MODEL3: freed pointers remembered per size class */
@@ -190,5 +193,14 @@ static inline int log_rd_byte(log_rd *r)
 /* zlib wrappers (BTP_E_NO_ZLIB / BTP_E_UNSUPPORTED without zlib). */
 btp_status log_deflate(const uint8_t *in, size_t len, int level, log_buf *out);
 btp_status log_inflate(const uint8_t *in, size_t len, uint8_t *out, size_t raw_len);
+
+/* LZMA2 (spec/log.md "Block header"): log_lzma_pack compresses at preset
+ * level 1..9 into out and returns BTP_OK with out->len = 0 when the result
+ * would not be smaller than the input (the block is then stored);
+ * log_lzma_unpack decodes a stream that must give exactly raw_len bytes and
+ * end exactly at len (else BTP_E_LZMA). BTP_E_UNSUPPORTED / BTP_E_NO_LZMA
+ * without liblzma. */
+btp_status log_lzma_pack(const uint8_t *in, size_t len, int level, log_buf *out);
+btp_status log_lzma_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t raw_len);
 
 #endif

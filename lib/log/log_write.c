@@ -216,8 +216,8 @@ static btp_status emit(btp_log_writer *w, const void *data, size_t len)
     return st;
 }
 
-/* Pack one block and send it: header then payload (raw, or deflated when
- * smaller). h has every field but those set here. */
+/* Pack one block and send it: header then payload (raw, or deflated or
+ * LZMA2-compressed when smaller). h has every field but those set here. */
 static btp_status pack_block(btp_log_sink_fn sink, void *ctx, unsigned flags, int zlib_level,
                              log_buf *packed, log_block_header *h, const uint8_t *raw,
                              size_t raw_len)
@@ -225,13 +225,15 @@ static btp_status pack_block(btp_log_sink_fn sink, void *ctx, unsigned flags, in
     const uint8_t *stored = raw;
     size_t stored_len = raw_len;
     if (!(flags & BTP_LOG_WRITE_NO_ZLIB) && raw_len > 0) {
-        btp_status st = log_deflate(raw, raw_len, zlib_level, packed);
+        int lzma = (flags & BTP_LOG_WRITE_LZMA) != 0;
+        btp_status st = lzma ? log_lzma_pack(raw, raw_len, zlib_level, packed)
+                             : log_deflate(raw, raw_len, zlib_level, packed);
         if (st != BTP_OK)
             return st;
-        if (packed->len < raw_len) {
+        if (packed->len > 0 && packed->len < raw_len) {
             stored = packed->p;
             stored_len = packed->len;
-            h->flags |= LOG_BF_ZLIB;
+            h->flags |= lzma ? LOG_BF_LZMA : LOG_BF_ZLIB;
         }
     }
     h->stored_len = (uint32_t)stored_len;
@@ -409,9 +411,13 @@ static btp_status writer_open(btp_log_writer **out, btp_log_sink_fn sink, void *
         o.max_live > BTP_LOG_MAX_LIVE_LIMIT || o.max_nodes < 2 ||
         o.max_nodes > BTP_LOG_MAX_NODES_LIMIT || o.block_bytes == 0 ||
         o.block_bytes > BTP_LOG_MAX_BLOCK / 2 || o.zlib_level < 1 || o.zlib_level > 9 ||
-        (o.flags & ~(unsigned)(BTP_LOG_WRITE_NO_ZLIB | BTP_LOG_WRITE_HOLD)))
+        (o.flags & ~(unsigned)(BTP_LOG_WRITE_NO_ZLIB | BTP_LOG_WRITE_HOLD |
+                               BTP_LOG_WRITE_LZMA)) ||
+        (o.flags & (BTP_LOG_WRITE_NO_ZLIB | BTP_LOG_WRITE_LZMA)) ==
+            (BTP_LOG_WRITE_NO_ZLIB | BTP_LOG_WRITE_LZMA))
         return BTP_E_INVALID_ARGUMENT;
-    if (!BTP_HAVE_ZLIB && !(o.flags & BTP_LOG_WRITE_NO_ZLIB))
+    if (!(o.flags & BTP_LOG_WRITE_NO_ZLIB) &&
+        !((o.flags & BTP_LOG_WRITE_LZMA) ? BTP_HAVE_LZMA : BTP_HAVE_ZLIB))
         return BTP_E_UNSUPPORTED;
     btp_log_writer *w = calloc(1, sizeof *w);
     if (!w)

@@ -40,7 +40,7 @@ static synth_rec want[N_RECORDS];
 /* Block layout as spec/log.md gives it, found by walking the headers. */
 typedef struct blk {
     size_t off, end;
-    unsigned kind;
+    unsigned kind, flags;
     uint32_t records;
     uint64_t first;
 } blk;
@@ -61,6 +61,7 @@ static void find_blocks(const membuf *log)
         blk *b = &blocks[n_blocks++];
         b->off = off;
         b->kind = log->p[off + 4];
+        b->flags = log->p[off + 5];
         b->records = le32(log->p + off + 20);
         b->first = le32(log->p + off + 32) | (uint64_t)le32(log->p + off + 36) << 32;
         b->end = off + hs + le32(log->p + off + 8);
@@ -489,6 +490,27 @@ int main(int argc, char **argv)
                 fclose(f);
             }
         }
+    }
+    if (btp_log_have_lzma()) {
+        /* LZMA2 blocks: cut anywhere and flipped bits are found as in the
+         * others (a bad stream is BTP_E_LZMA, then the block is skipped) */
+        make_log(&log, BTP_LOG_WRITE_LZMA, 1u << 20, 1u << 20);
+        size_t lz = 0;
+        for (size_t i = 0; i < n_blocks; i++)
+            lz += (blocks[i].flags & 0x40) != 0;
+        CHECK(lz > 0, "no LZMA2 block among %zu", n_blocks);
+        o = read_all(&log, 0);
+        CHECK(o.exact == N_RECORDS && o.last == BTP_END, "lzma: %s, %llu exact",
+              btp_status_name(o.last), (unsigned long long)o.exact);
+        test_truncation(&log, "lzma");
+        test_flips(&log);
+    } else {
+        btp_log_writer_options opt;
+        btp_log_writer_options_init(&opt, 64);
+        opt.flags = BTP_LOG_WRITE_LZMA;
+        btp_log_writer *w = NULL;
+        CHECK(btp_log_writer_open(&w, mb_sink, &log, &opt) == BTP_E_UNSUPPORTED && !w,
+              "LZMA2 asked for in a build without liblzma");
     }
     if (argc > 1)
         test_stored(argv[1]);

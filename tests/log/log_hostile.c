@@ -74,12 +74,15 @@ static int read_all(const unsigned char *p, size_t len, unsigned flags)
     return ok;
 }
 
-int main(void)
+/* A log of 1500 synthetic records in blocks of 500 bytes, compressed as
+ * flags say, then 4000 copies of it with 1 to 4 bytes changed and the
+ * checksums fixed: every read ends in BTP_END or an error status. */
+static void mutated(membuf *out, unsigned flags, const char *what)
 {
     membuf log = {0};
     btp_log_writer_options opt;
     btp_log_writer_options_init(&opt, 64);
-    opt.flags = BTP_LOG_WRITE_NO_ZLIB;
+    opt.flags = flags;
     opt.block_bytes = 500;
     opt.max_nodes = 400;
     opt.max_live = 100;
@@ -95,7 +98,7 @@ int main(void)
     }
     synth_free_all(&s);
     CHECK(btp_log_writer_close(w) == BTP_OK, "close");
-    CHECK(read_all(log.p, log.len, 0), "clean log");
+    CHECK(read_all(log.p, log.len, 0), "%s: clean log", what);
 
     synth_init(&mut, 99, 64, 0);
     unsigned char *m = malloc(log.len);
@@ -117,7 +120,70 @@ int main(void)
         if (!read_all(m, log.len, 0) || !read_all(m, log.len, BTP_LOG_KEEP_GOING))
             bad++;
     }
-    CHECK(bad == 0, "%lu of %d mutated logs misbehaved", bad, rounds);
+    CHECK(bad == 0, "%s: %lu of %d mutated logs misbehaved", what, bad, rounds);
+    free(m);
+    *out = log;
+}
+
+/* The first block whose flags have `flag`, or 0. */
+static size_t block_with(const membuf *log, unsigned flag)
+{
+    for (size_t off = 32; off + HS <= log->len; off += HS + le32(log->p + off + 8))
+        if (log->p[off + 5] & flag)
+            return off;
+    return 0;
+}
+
+/* Read a copy of log with the block at `at` changed by `edit`, its CRCs
+ * fixed: want is the status the reader must stop with. */
+static void expect_status(const membuf *log, size_t at, void (*edit)(unsigned char *blk),
+                          btp_status want, const char *what)
+{
+    unsigned char *m = malloc(log->len);
+    if (!m)
+        exit(2);
+    memcpy(m, log->p, log->len);
+    edit(m + at);
+    fix_crcs(m, log->len);
+    btp_log_reader *r;
+    btp_status st = btp_log_reader_open(&r, m, log->len, 0);
+    btp_log_record rec;
+    if (st == BTP_OK) {
+        while ((st = btp_log_reader_next(r, &rec)) == BTP_OK) {
+        }
+        btp_log_reader_close(r);
+    }
+    CHECK(st == want, "%s: %s, not %s", what, btp_status_name(st), btp_status_name(want));
+    free(m);
+}
+
+static void raw_len_up(unsigned char *b) { put32(b + 12, le32(b + 12) + 1); }
+static void raw_len_down(unsigned char *b) { put32(b + 12, le32(b + 12) - 1); }
+static void zlib_too(unsigned char *b) { b[5] |= 0x01; }
+static void lzma_flag_on_stored(unsigned char *b) { b[5] |= 0x40; }
+
+int main(void)
+{
+    membuf log;
+    mutated(&log, BTP_LOG_WRITE_NO_ZLIB, "stored");
+    if (btp_log_have_lzma()) {
+        membuf lz;
+        mutated(&lz, BTP_LOG_WRITE_LZMA, "lzma");
+        size_t at = block_with(&lz, 0x40);
+        CHECK(at != 0, "no LZMA2 block");
+        if (at) {
+            expect_status(&lz, at, raw_len_up, BTP_E_LZMA, "stream shorter than raw_len");
+            expect_status(&lz, at, raw_len_down, BTP_E_LZMA, "stream longer than raw_len");
+            expect_status(&lz, at, zlib_too, BTP_E_BAD_LOG_VERSION, "ZLIB and LZMA");
+        }
+        free(lz.p);
+    }
+    /* a stored block (the first, "maps") that claims to be LZMA2 is not a stream */
+    expect_status(&log, 32, lzma_flag_on_stored,
+                  btp_log_have_lzma() ? BTP_E_LZMA : BTP_E_NO_LZMA, "stored bytes as LZMA2");
+    unsigned char *m = malloc(log.len > 32 ? log.len : 32);
+    if (!m)
+        exit(2);
 
     /* hand-made: a file header claiming the largest limits, then nothing */
     memcpy(m, log.p, 32);

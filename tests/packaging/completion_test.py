@@ -39,7 +39,8 @@ ARG = {"--from": "hex", "--to": "json", "--word-bits": "32", "--max-frames": "10
        "--alloc-size": "1", "--top": "3", "--maps": "/dev/null", "-o": "/dev/null",
        "--output": "/dev/null", "--elf": "/dev/null", "--addr2line": "addr2line",
        "--backend": "addr2line", "--debug-dir": "/nonexistent", "--method": "fp",
-       "--zlib": "9", "--preload": "/dev/null", "--flush-interval": "0.5",
+       "--zlib": "9", "--lzma": "6", "--compress": "zlib", "--preload": "/dev/null",
+       "--flush-interval": "0.5",
        "--block-size": "65536",
        "--max-nodes": "1000", "--max-live": "1000", "--max-expansion": "0",
        "--thread": "all", "--max-warnings": "0"}

@@ -118,9 +118,13 @@ _btpack()
         COMPREPLY=($(compgen -W "16 32 64" -- "$cur"))
         return
         ;;
-    --max-frames | --top | --alloc-size | --zlib | --max-nodes | --max-live | --max-expansion | \
+    --max-frames | --top | --alloc-size | --zlib | --lzma | --max-nodes | --max-live | --max-expansion | \
         --flush-interval | --block-size | --max-warnings)
         return # a number
+        ;;
+    --compress)
+        COMPREPLY=($(compgen -W "lzma zlib none" -- "$cur"))
+        return
         ;;
     --method)
         COMPREPLY=($(compgen -W "fp cfi libgcc libunwind glibc" -- "$cur"))
