@@ -195,6 +195,7 @@ static uint64_t g_next;              /* next event number to write */
 static ring *g_last;                 /* ring that gave the last event */
 static uint64_t g_gap_seq = UINT64_MAX, g_gap_since;
 static uint64_t g_written, g_lost, g_last_flush, g_last_sample, g_t0;
+static uint64_t g_flushed;           /* g_written at the last flush */
 static uint64_t g_flush_ns = 5000000000u; /* BTPACK_HEAP_FLUSH_MS */
 static unsigned long long g_dl_adds = ~0ull, g_dl_subs = ~0ull;
 #define CLOCK_SAMPLES 128   /* (record, ns) pairs between flushes */
@@ -1094,6 +1095,7 @@ static void flush_clock(note_set *ns)
         note(ns, "clock", g_clock_text, n, NULL);
     g_n_clock = 0;
     g_last_flush = now_ns();
+    g_flushed = g_written; /* the notes go out after the pending records */
 }
 
 static void sample_clock(uint64_t now)
@@ -1198,7 +1200,12 @@ static void *writer_main(void *arg)
             uint64_t now = now_ns();
             if (now - g_last_sample >= CLOCK_EVERY)
                 sample_clock(now);
-            if (now - g_last_flush >= g_flush_ns) {
+            if (now - g_last_flush >= g_flush_ns && g_written == g_flushed) {
+                /* no record to flush: the samples wait for the next flush
+                 * or the end (an idle stretch stays two of them), rather
+                 * than a block every flush interval of an idle program */
+                g_last_flush = now;
+            } else if (now - g_last_flush >= g_flush_ns) {
                 note_set ns = {0};
                 note_objects(&ns);
                 flush_clock(&ns);

@@ -248,7 +248,7 @@ static void lose(btp_log_reader *r)
 }
 
 /* The next item of a metadata payload at rd: its key at *kpos (*klen
- * bytes) and data at *dpos (*dlen bytes), rd moved past it. BTP_CORRUPT
+ * bytes) and data at *dpos (*dlen bytes), rd moved past it. BTP_E_CORRUPT
  * unless it lies whole within the payload. */
 static btp_status meta_item_at(log_rd *rd, size_t *kpos, size_t *klen, size_t *dpos,
                                size_t *dlen)
