@@ -914,7 +914,7 @@ typedef struct note_set {
 /* Add an item (`owned`: data to free when written, or NULL). */
 static void note(note_set *ns, const char *key, const void *data, size_t len, void *owned)
 {
-    if (ns->n == NOTES_MAX) { /* not reached: at most 5 are gathered */
+    if (ns->n == NOTES_MAX) { /* not reached: at most 4 are gathered */
         free(owned);
         return;
     }
