@@ -332,9 +332,9 @@ def swift_seeds():
     return [cif, js, logs]
 
 
-# (seed, word bits, records, block bytes, dictionary cap, zlib[, items]): several
-# blocks and segments in a few hundred bytes; with items, blocks of several
-# metadata items and items in the end block.
+# (seed, word bits, records, block bytes, dictionary cap, pack (0 stored, 1 zlib,
+# 2 LZMA2)[, items]): several blocks and segments in a few hundred bytes; with
+# items, blocks of several metadata items and items in the end block.
 LOGS = [(1, 64, 30, 256, 64, 1), (2, 32, 40, 200, 32, 0), (3, 16, 20, 128, 1 << 20, 0),
         (4, 64, 60, 300, 40, 1), (5, 64, 5, 4096, 1 << 20, 1), (6, 32, 80, 512, 64, 1),
         (7, 64, 25, 160, 40, 0), (8, 64, 30, 256, 64, 1, 1), (9, 32, 20, 4096, 1 << 20, 0, 1),
