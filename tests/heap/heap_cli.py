@@ -8,6 +8,7 @@ signal handler that allocates, fork, exec, _exit, abort) and checks the
 report against what the program is known to do; reads seed-style CSV
 records and lws ~m# logs with known answers; checks the map outputs."""
 import json
+import lzma
 import os
 import struct
 import subprocess
@@ -64,6 +65,10 @@ def log_blocks(path):
         stored = struct.unpack_from("<I", d, pos + 8)[0]
         pl = d[pos + 80:pos + 80 + stored]
         raw = zlib.decompress(pl) if flags & 1 else pl
+        if flags & 0x40:  # LZMA: a raw LZMA2 stream, dictionary max(raw_len, 4096)
+            raw_len = struct.unpack_from("<I", d, pos + 12)[0]
+            raw = lzma.decompress(pl, format=lzma.FORMAT_RAW, filters=[
+                {"id": lzma.FILTER_LZMA2, "dict_size": max(raw_len, 4096)}])
         keys, p = [], 0
         if kind == 3:  # END: its counts, then items (flag ITEMS)
             p = varint(raw, varint(raw, 0)[1])[1] if flags & 0x80 else len(raw)
