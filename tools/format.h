@@ -16,8 +16,8 @@
 #include "strbuf.h"
 #include "trace.h"
 
-/* --compress: a log's blocks with LZMA2 (the default where liblzma is built
- * in, else zlib), zlib, or stored (--no-zlib). */
+/* --compress: a log's blocks with zlib (the default where zlib is built in,
+ * else stored), LZMA2, or stored (--no-zlib). */
 enum { CLI_COMPRESS_DEFAULT, CLI_COMPRESS_LZMA, CLI_COMPRESS_ZLIB, CLI_COMPRESS_NONE };
 
 /* Options shared by the subcommands. */

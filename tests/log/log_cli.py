@@ -50,6 +50,11 @@ def have_zlib():
     return b"log compression: zlib" in out
 
 
+def have_lzma():
+    rc, out, _ = run(["--version"])
+    return b"log compression:" in out and b"lzma" in out.split(b"log compression:")[1].split(b"\n")[0]
+
+
 def test_corpora(tmp):
     zlib = have_zlib()
     if not zlib:
@@ -78,6 +83,16 @@ def test_corpora(tmp):
         if zlib:
             check(os.path.getsize(log + ".raw") > size, "%s: --no-zlib stores more bytes" % name)
         os.unlink(log + ".raw")
+        if have_lzma():
+            rc, out, err = conv("trace", "log", "--compress", "lzma", "--maps", maps,
+                                "-o", log + ".xz", src)
+            rc2, back, err2 = conv("log", "trace", log + ".xz")
+            check(rc == 0 and rc2 == 0 and back == text, "%s: LZMA2 log -> trace: %s%s" %
+                  (name, err, err2))
+            check(not zlib or os.path.getsize(log + ".xz") < size,
+                  "%s: LZMA2 log (%d) smaller than zlib's (%d)" %
+                  (name, os.path.getsize(log + ".xz"), size))
+            os.unlink(log + ".xz")
         if name == "sqlite3_i386" and zlib:
             # A version 2 log written before MODEL2 (pointer deltas as LEB128,
             # stack numbers as they are): the first 1500 lines of this corpus
