@@ -78,6 +78,18 @@ static int perm_ready(perm_image *p, int which)
     return 1;
 }
 
+/* The images above that are known, for the walker to take without asking
+ * (env->keep); the count. */
+static unsigned perm_keep(const btp_cfi_image **out)
+{
+    _Static_assert(N_PERM <= BTP_CFI_KEEP_MAX, "env->keep holds every kept image");
+    unsigned n = 0;
+    for (int i = 0; i < N_PERM; i++)
+        if (perm_ready(&g_perm[i], i))
+            out[n++] = &g_perm[i].img;
+    return n;
+}
+
 static int self_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
 {
     (void)ctx;
@@ -122,6 +134,12 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *data)
         f->out->id ^= (uintptr_t)info->dlpi_subs * 0x9e3779b97f4a7c15ull;
     f->found = 1;
     return 1;
+}
+
+static unsigned perm_keep(const btp_cfi_image **out)
+{
+    (void)out;
+    return 0; /* dl_iterate_phdr's answers carry the loader's unload count */
 }
 
 static int self_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
@@ -188,6 +206,8 @@ void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_boun
     env->region = self_region;
     env->cache = btp_cfi_cache_global();
     env->memo = NULL;
+    env->keep = self->keep;
+    env->n_keep = perm_keep(self->keep);
     env->ctx = self;
 }
 
