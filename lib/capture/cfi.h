@@ -168,7 +168,8 @@ typedef struct btp_cfi_self {
     unsigned n_stack;
     unsigned flags;
     const btp_stack_bounds *given; /* opt->bounds */
-    const btp_cfi_image *keep[BTP_CFI_KEEP_MAX]; /* env->keep */
+    const btp_cfi_image *keep[BTP_CFI_KEEP_MAX]; /* env->keep, where not the process's list */
+    unsigned n_keep;                             /* env->n_keep */
 } btp_cfi_self;
 
 void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_bounds *given,
