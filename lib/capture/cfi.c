@@ -1324,16 +1324,18 @@ static const seen no_image;
  * same CFAs and slots relative to the start's stack pointer while the
  * CFAs are based on the stack pointer, or on a frame pointer at the same
  * place relative to it. The memo keeps those steps of the walk before
- * (from an exact start, packed layouts with a CFA based on the stack or
- * frame pointer, each taken by the copy of fast_one() that calls, i.e.
- * while the collector takes no frame inline: the library's frames above
- * the anchor and those snipped) and what they leave in the registers.
- * A walk that starts at the head's pc with the same registers known takes
- * the head from the memo once: every slot the head reads lies in one
- * stretch of stack the environment vouches for, the image holding each
- * pc is a kept one with the tag its layout had, each frame pointer a CFA
- * is based on is where it was, and each return-address slot holds the pc
- * of the next step. The steps are then the recorded ones, load for load:
+ * (at most BTP_CFI_HEAD_N from an exact start, each from a pc in a kept
+ * image with a packed layout whose CFA is based on the stack or frame
+ * pointer; a walk that records takes them all by the copy of fast_one()
+ * that calls) and what they leave in the registers. A walk that starts at
+ * the head's pc with the same registers known takes the head from the
+ * memo once: every slot the head reads lies in one stretch of stack the
+ * environment vouches for, the image holding each pc is a kept one with
+ * the tag its layout had, each frame pointer a CFA is based on is where it
+ * was, and each return-address slot but the last holds the pc of the next
+ * step (whose layout is the recorded one); the last gives the pc the walk
+ * goes on from, whatever it is (but 0, which ends the walk: the walk takes
+ * that step itself). The steps are then the recorded ones, load for load:
  * the frames go to the collector as each step would put them (its checks
  * may end the walk there), the registers take the values of the slots the
  * steps restored them from, and the walk goes on from the state after the
@@ -1389,9 +1391,12 @@ static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *
     if (k >= BTP_CFI_HEAD_N || (k == 0) != !s->adj || pc == 0 || !head_kept(wk, sn) ||
         (base != BTP_CFI_SP && base != BTP_CFI_FP) || lo == BTP_CFI_HEAD_NONE ||
         hi == BTP_CFI_HEAD_NONE || rcfa == BTP_CFI_HEAD_NONE ||
-        (base == BTP_CFI_FP && rfp == BTP_CFI_HEAD_NONE))
+        (base == BTP_CFI_FP && rfp == BTP_CFI_HEAD_NONE)) {
+        m->hend = 1; /* the head is as long as it gets */
         return;
+    }
     if (k == 0) {
+        m->hend = 0;
         m->hvalid0 = s->valid;
         m->hlo = INT32_MAX;
         m->hhi = INT32_MIN;
@@ -1439,26 +1444,33 @@ static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
     if ((m->hlo < 0 ? lo > sp0 : lo < sp0) || (m->hhi < 0 ? hi > sp0 : hi < sp0) ||
         hi < lo + W || !slots_ok(wk, env, lo, hi - W))
         return HEAD_NOT;
-    uintptr_t fp = s->fp;
+    uintptr_t fp = s->fp, pc = 0;
     const seen *sn = &no_image;
     for (unsigned k = 0; k < hn; k++) {
         uintptr_t look = m->hpc[k] - (k ? 1 : 0);
-        unsigned i = 0;
-        while (i < wk->n_keep && look - wk->img[i]->lo >= wk->img[i]->hi - wk->img[i]->lo)
-            i++;
-        if (i == wk->n_keep || wk->img[i]->tag != m->htag[k])
+        if (look - sn->lo >= sn->hi - sn->lo) {
+            unsigned i = 0;
+            while (i < wk->n_keep && look - wk->img[i]->lo >= wk->img[i]->hi - wk->img[i]->lo)
+                i++;
+            if (i == wk->n_keep)
+                return HEAD_NOT;
+            sn = wk->img[i];
+        }
+        if (sn->tag != m->htag[k])
             return HEAD_NOT;
-        sn = wk->img[i];
         if (m->hfp[k] != BTP_CFI_HEAD_NONE && fp - sp0 != (uintptr_t)(intptr_t)m->hfp[k])
             return HEAD_NOT;
-        if (peek(sp0 + (uintptr_t)(intptr_t)m->hra[k]) != m->hpc[k + 1])
+        /* (the last step's layout is the last one needed: its return
+         * address is the pc the walk goes on from) */
+        pc = peek(sp0 + (uintptr_t)(intptr_t)m->hra[k]);
+        if (k + 1 < hn ? pc != m->hpc[k + 1] : pc == 0)
             return HEAD_NOT;
         if (m->hfps[k] != BTP_CFI_HEAD_NONE)
             fp = peek(sp0 + (uintptr_t)(intptr_t)m->hfps[k]);
     }
     for (unsigned i = 0; i < m->hregn && i < BTP_CFI_NREG; i++)
         cur->r[m->hregi[i]] = peek(sp0 + (uintptr_t)(intptr_t)m->hreg[i]);
-    s->pc = m->hpc[hn];
+    s->pc = pc;
     s->sp = sp0 + (uintptr_t)(intptr_t)m->hcfa[hn - 1];
     s->fp = fp;
     s->valid = m->hvalid;
@@ -1468,7 +1480,7 @@ static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
     wk->memo->head_used++;
     for (unsigned k = 0; k < hn; k++)
         if (!btp_collector_cfa(c, sp0 + (uintptr_t)(intptr_t)m->hcfa[k], 0) ||
-            !btp_collector_add(c, m->hpc[k + 1]))
+            !btp_collector_add(c, k + 1 < hn ? m->hpc[k + 1] : pc))
             return HEAD_OVER;
     return HEAD_TAKEN;
 }
@@ -1785,13 +1797,16 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
     wk->hk = HEAD_OFF;
     if (wk->memo) {
         if (!s.adj && s.first) {
-            /* the walk's start: its head from the memo, else recorded */
+            /* the walk's start: its head from the memo, else recorded; a
+             * head that ended where a walk left the layouts cached (the
+             * first walks) or met the memo is recorded on from its end */
+            uintptr_t sp0 = s.sp;
             int h = head_take(wk, &s, c, env, cur);
             if (h == HEAD_OVER)
                 return FAST_DONE;
-            if (h == HEAD_NOT) {
-                wk->hk = 0;
-                wk->hsp0 = s.sp;
+            if (h == HEAD_NOT || (!wk->memo->hend && wk->memo->hn < BTP_CFI_HEAD_N)) {
+                wk->hk = h == HEAD_NOT ? 0 : wk->memo->hn;
+                wk->hsp0 = sp0;
             }
         }
         s.msp = memo_next(wk);
@@ -1800,13 +1815,13 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
     for (;;) {
         /* as many frames as need no call, then one that may; while the
          * collector takes no frame inline (it seeks its anchor, skips
-         * frames, or has no stretch of stack yet) every frame needs a call:
-         * the copy that calls */
-        if (s.adj && c->head_n < c->fast_end && c->n_seg == 1) {
-            wk->hk = HEAD_OFF; /* the head ends where the collector takes frames inline */
+         * frames, or has no stretch of stack yet) every frame needs a call,
+         * and while the head is recorded each is recorded: the copy that
+         * calls */
+        if (s.adj && c->head_n < c->fast_end && c->n_seg == 1 && wk->hk == HEAD_OFF)
             st = fast_run(&s, wk, c, env, cur);
-        } else
-            st = BTP_CFI_MEMO && memo_here(&s, wk) ? FS_MEMO : FS_CALL;
+        else /* (while the head is recorded, not from the memo) */
+            st = BTP_CFI_MEMO && wk->hk == HEAD_OFF && memo_here(&s, wk) ? FS_MEMO : FS_CALL;
 #if BTP_CFI_MEMO
         if (st == FS_MEMO) {
             if (memo_try(&s, wk, c, env))

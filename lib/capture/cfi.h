@@ -95,6 +95,7 @@ typedef struct btp_cfi_memo {
      * taken in images the environment keeps, relative to the start's stack
      * pointer, and what they leave in the registers. */
     unsigned hn;        /* steps (0: none) */
+    unsigned hend;      /* 1: the step after them could not be recorded */
     unsigned long head_used; /* walks that took their head from it */
     uint64_t hvalid0, hvalid; /* the registers known at the start, after the head */
     uintptr_t hpc[BTP_CFI_HEAD_N + 1];
