@@ -1359,17 +1359,10 @@ static int32_t head_rel(uintptr_t a, uintptr_t b)
 }
 
 /* Register r takes its value from the slot at `rel` after the head. */
-static void head_reg(btp_cfi_memo *m, unsigned r, int32_t rel)
+static void head_reg(btp_cfi_memo *m, unsigned *n, unsigned r, int32_t rel)
 {
-    unsigned i = 0;
-    while (i < m->hregn && m->hregi[i] != r)
-        i++;
-    if (i == m->hregn) {
-        if (i >= BTP_CFI_NREG)
-            return; /* cannot happen: one entry a register */
-        m->hregi[m->hregn++] = (uint8_t)r;
-    }
-    m->hreg[i] = rel;
+    m->hregi[*n] = (uint8_t)r;
+    m->hreg[(*n)++] = rel;
 }
 
 /* Step wk->hk of the head, just taken by fast_one() from state s with the
@@ -1387,8 +1380,9 @@ static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *
     int32_t lo = head_rel(cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 48) * (intptr_t)W), sp0);
     int32_t hi = head_rel(cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 56) * (intptr_t)W) + W, sp0);
     int32_t rcfa = head_rel(cfa, sp0), rfp = head_rel(s->fp, sp0);
+    unsigned nr = k ? m->hrn[k - 1] : 0, n = (unsigned)(w1 >> 48) & 0xf;
     wk->hk = HEAD_OFF;
-    if (k >= BTP_CFI_HEAD_N || (k == 0) != !s->adj || pc == 0 || !head_kept(wk, sn) ||
+    if (k >= BTP_CFI_HEAD_N || n > 8 || (k == 0) != !s->adj || pc == 0 || !head_kept(wk, sn) ||
         (base != BTP_CFI_SP && base != BTP_CFI_FP) || lo == BTP_CFI_HEAD_NONE ||
         hi == BTP_CFI_HEAD_NONE || rcfa == BTP_CFI_HEAD_NONE ||
         (base == BTP_CFI_FP && rfp == BTP_CFI_HEAD_NONE)) {
@@ -1400,7 +1394,6 @@ static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *
         m->hvalid0 = s->valid;
         m->hlo = INT32_MAX;
         m->hhi = INT32_MIN;
-        m->hregn = 0;
     }
     m->hn = 0; /* complete again below */
     m->hpc[k] = s->pc;
@@ -1412,27 +1405,28 @@ static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *
     m->hfp[k] = base == BTP_CFI_FP ? rfp : BTP_CFI_HEAD_NONE;
     m->hlo = lo < m->hlo ? lo : m->hlo;
     m->hhi = hi > m->hhi ? hi : m->hhi;
-    for (unsigned i = 0; i < ((w1 >> 48) & 0xf); i++) {
-        head_reg(m, regs & 0xff,
+    for (unsigned i = 0; i < n; i++) {
+        head_reg(m, &nr, regs & 0xff,
                  head_rel(cfa + (uintptr_t)((intptr_t)(int8_t)offs * (intptr_t)W), sp0));
         regs >>= 8;
         offs >>= 8;
     }
-    head_reg(m, (w1 >> 40) & 0xff, m->hra[k]);
+    head_reg(m, &nr, (w1 >> 40) & 0xff, m->hra[k]);
+    m->hrn[k] = (uint8_t)nr;
     m->hpc[k + 1] = pc;
-    m->hvalid = (s->valid | w3 >> 32) & w3;
+    m->hvalid[k] = (s->valid | w3 >> 32) & w3;
     m->hn = k + 1;
     wk->hk = k + 1;
 }
 
-/* The walk is at its start s (an exact pc): take the head from the memo if
- * it still holds (see above). HEAD_TAKEN (s, cur and the collector are
- * those after the head), HEAD_OVER (the collector ended the walk inside
- * it), or HEAD_NOT (nothing changed). */
+/* The walk is at its start s (an exact pc): take the head from the memo,
+ * as far as it holds (see above). HEAD_TAKEN (s, cur and the collector are
+ * those after the steps taken, *taken of them), HEAD_OVER (the collector
+ * ended the walk inside them), or HEAD_NOT (nothing changed). */
 #if BTP_CFI_MEMO
 enum { HEAD_NOT, HEAD_TAKEN, HEAD_OVER };
 static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
-                                  const btp_cfi_env *env, btp_cfi_regs *cur)
+                                  const btp_cfi_env *env, btp_cfi_regs *cur, unsigned *taken)
 {
     const btp_cfi_memo *m = wk->memo;
     const unsigned hn = m->hn;
@@ -1444,8 +1438,14 @@ static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
     if ((m->hlo < 0 ? lo > sp0 : lo < sp0) || (m->hhi < 0 ? hi > sp0 : hi < sp0) ||
         hi < lo + W || !slots_ok(wk, env, lo, hi - W))
         return HEAD_NOT;
+    /* Step k is taken when its pc is the recorded one (the start's, or
+     * the return address step k - 1 read) and its checks hold; its return
+     * address is the pc the walk goes on from unless it is the next
+     * step's. (A return address of 0 ends the walk: that step the walk
+     * takes itself.) */
     uintptr_t fp = s->fp, pc = 0;
-    const seen *sn = &no_image;
+    const seen *sn = &no_image, *last = &no_image;
+    unsigned steps = 0;
     for (unsigned k = 0; k < hn; k++) {
         uintptr_t look = m->hpc[k] - (k ? 1 : 0);
         if (look - sn->lo >= sn->hi - sn->lo) {
@@ -1453,34 +1453,39 @@ static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
             while (i < wk->n_keep && look - wk->img[i]->lo >= wk->img[i]->hi - wk->img[i]->lo)
                 i++;
             if (i == wk->n_keep)
-                return HEAD_NOT;
+                break;
             sn = wk->img[i];
         }
-        if (sn->tag != m->htag[k])
-            return HEAD_NOT;
-        if (m->hfp[k] != BTP_CFI_HEAD_NONE && fp - sp0 != (uintptr_t)(intptr_t)m->hfp[k])
-            return HEAD_NOT;
-        /* (the last step's layout is the last one needed: its return
-         * address is the pc the walk goes on from) */
-        pc = peek(sp0 + (uintptr_t)(intptr_t)m->hra[k]);
-        if (k + 1 < hn ? pc != m->hpc[k + 1] : pc == 0)
-            return HEAD_NOT;
+        if (sn->tag != m->htag[k] ||
+            (m->hfp[k] != BTP_CFI_HEAD_NONE && fp - sp0 != (uintptr_t)(intptr_t)m->hfp[k]))
+            break;
+        uintptr_t ra = peek(sp0 + (uintptr_t)(intptr_t)m->hra[k]);
+        if (ra == 0)
+            break;
+        steps = k + 1;
+        pc = ra;
+        last = sn;
         if (m->hfps[k] != BTP_CFI_HEAD_NONE)
             fp = peek(sp0 + (uintptr_t)(intptr_t)m->hfps[k]);
+        if (k + 1 == hn || ra != m->hpc[k + 1])
+            break;
     }
-    for (unsigned i = 0; i < m->hregn && i < BTP_CFI_NREG; i++)
+    if (steps == 0)
+        return HEAD_NOT;
+    for (unsigned i = 0; i < m->hrn[steps - 1] && i < BTP_CFI_HEAD_REGS; i++)
         cur->r[m->hregi[i]] = peek(sp0 + (uintptr_t)(intptr_t)m->hreg[i]);
     s->pc = pc;
-    s->sp = sp0 + (uintptr_t)(intptr_t)m->hcfa[hn - 1];
+    s->sp = sp0 + (uintptr_t)(intptr_t)m->hcfa[steps - 1];
     s->fp = fp;
-    s->valid = m->hvalid;
+    s->valid = m->hvalid[steps - 1];
     s->adj = 1;
     s->first = 0;
-    s->sn = sn; /* the image of the head's last pc */
+    s->sn = last; /* the image of the last step's pc */
+    *taken = steps;
     wk->memo->head_used++;
-    for (unsigned k = 0; k < hn; k++)
+    for (unsigned k = 0; k < steps; k++)
         if (!btp_collector_cfa(c, sp0 + (uintptr_t)(intptr_t)m->hcfa[k], 0) ||
-            !btp_collector_add(c, k + 1 < hn ? m->hpc[k + 1] : pc))
+            !btp_collector_add(c, k + 1 < steps ? m->hpc[k + 1] : pc))
             return HEAD_OVER;
     return HEAD_TAKEN;
 }
@@ -1801,10 +1806,12 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
              * head that ended where a walk left the layouts cached (the
              * first walks) or met the memo is recorded on from its end */
             uintptr_t sp0 = s.sp;
-            int h = head_take(wk, &s, c, env, cur);
+            unsigned taken = 0;
+            int h = head_take(wk, &s, c, env, cur, &taken);
             if (h == HEAD_OVER)
                 return FAST_DONE;
-            if (h == HEAD_NOT || (!wk->memo->hend && wk->memo->hn < BTP_CFI_HEAD_N)) {
+            if (h == HEAD_NOT ||
+                (taken == wk->memo->hn && !wk->memo->hend && taken < BTP_CFI_HEAD_N)) {
                 wk->hk = h == HEAD_NOT ? 0 : wk->memo->hn;
                 wk->hsp0 = sp0;
             }

@@ -79,6 +79,7 @@ struct btp_cfi_cache;
  */
 #define BTP_CFI_MEMO_N 31 /* (with the end state, a power of two) */
 #define BTP_CFI_HEAD_N 4
+#define BTP_CFI_HEAD_REGS (BTP_CFI_HEAD_N * 9) /* restores: 8 saved registers and the pc a step */
 #define BTP_CFI_HEAD_NONE INT32_MIN
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(BTP_CFI_NO_MEMO)
 #define BTP_CFI_MEMO 1
@@ -97,7 +98,8 @@ typedef struct btp_cfi_memo {
     unsigned hn;        /* steps (0: none) */
     unsigned hend;      /* 1: the step after them could not be recorded */
     unsigned long head_used; /* walks that took their head from it */
-    uint64_t hvalid0, hvalid; /* the registers known at the start, after the head */
+    uint64_t hvalid0;   /* the registers known at the start */
+    uint64_t hvalid[BTP_CFI_HEAD_N]; /* and after each step */
     uintptr_t hpc[BTP_CFI_HEAD_N + 1];
     uint32_t htag[BTP_CFI_HEAD_N];
     /* from the start's stack pointer (bytes): each step's CFA, return
@@ -105,11 +107,11 @@ typedef struct btp_cfi_memo {
      * on (BTP_CFI_HEAD_NONE: none); the slots all steps read, [hlo, hhi) */
     int32_t hcfa[BTP_CFI_HEAD_N], hra[BTP_CFI_HEAD_N], hfps[BTP_CFI_HEAD_N], hfp[BTP_CFI_HEAD_N];
     int32_t hlo, hhi;
-    /* the registers the head restores (hregn of them) and the slot each
-     * takes its value from */
-    unsigned hregn;
-    uint8_t hregi[BTP_CFI_NREG];
-    int32_t hreg[BTP_CFI_NREG];
+    /* the registers the steps restore, in order, and the slot each takes
+     * its value from (hrn[k]: those of steps 0..k) */
+    uint8_t hrn[BTP_CFI_HEAD_N];
+    uint8_t hregi[BTP_CFI_HEAD_REGS];
+    int32_t hreg[BTP_CFI_HEAD_REGS];
 } btp_cfi_memo;
 
 #define BTP_CFI_KEEP_MAX 4
