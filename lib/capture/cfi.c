@@ -1389,8 +1389,8 @@ static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *
         m->hend = 1; /* the head is as long as it gets */
         return;
     }
+    m->hend = 0;
     if (k == 0) {
-        m->hend = 0;
         m->hvalid0 = s->valid;
         m->hlo = INT32_MAX;
         m->hhi = INT32_MIN;
@@ -1413,6 +1413,19 @@ static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *
     }
     head_reg(m, &nr, (w1 >> 40) & 0xff, m->hra[k]);
     m->hrn[k] = (uint8_t)nr;
+    /* the last slot of each register, for a walk that takes all the steps */
+    m->hfn = 0;
+    for (unsigned i = 0; i < nr; i++) {
+        unsigned j = 0;
+        while (j < m->hfn && m->hfi[j] != m->hregi[i])
+            j++;
+        if (j == m->hfn) {
+            if (j == BTP_CFI_NREG || m->hregi[i] >= BTP_CFI_NREG)
+                continue; /* cannot happen: one entry a register */
+            m->hfi[m->hfn++] = m->hregi[i];
+        }
+        m->hf[j] = m->hreg[i];
+    }
     m->hpc[k + 1] = pc;
     m->hvalid[k] = (s->valid | w3 >> 32) & w3;
     m->hn = k + 1;
@@ -1472,8 +1485,13 @@ static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
     }
     if (steps == 0)
         return HEAD_NOT;
-    for (unsigned i = 0; i < m->hrn[steps - 1] && i < BTP_CFI_HEAD_REGS; i++)
-        cur->r[m->hregi[i]] = peek(sp0 + (uintptr_t)(intptr_t)m->hreg[i]);
+    if (steps == hn) {
+        for (unsigned i = 0; i < m->hfn && i < BTP_CFI_NREG; i++)
+            cur->r[m->hfi[i]] = peek(sp0 + (uintptr_t)(intptr_t)m->hf[i]);
+    } else {
+        for (unsigned i = 0; i < m->hrn[steps - 1] && i < BTP_CFI_HEAD_REGS; i++)
+            cur->r[m->hregi[i]] = peek(sp0 + (uintptr_t)(intptr_t)m->hreg[i]);
+    }
     s->pc = pc;
     s->sp = sp0 + (uintptr_t)(intptr_t)m->hcfa[steps - 1];
     s->fp = fp;
@@ -1802,17 +1820,18 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
     wk->hk = HEAD_OFF;
     if (wk->memo) {
         if (!s.adj && s.first) {
-            /* the walk's start: its head from the memo, else recorded; a
-             * head that ended where a walk left the layouts cached (the
-             * first walks) or met the memo is recorded on from its end */
+            /* the walk's start: its head from the memo as far as it holds,
+             * and recorded on from there where it did not hold to its end,
+             * or ended where a walk left the cached layouts (the first
+             * walks) */
             uintptr_t sp0 = s.sp;
             unsigned taken = 0;
             int h = head_take(wk, &s, c, env, cur, &taken);
             if (h == HEAD_OVER)
                 return FAST_DONE;
-            if (h == HEAD_NOT ||
-                (taken == wk->memo->hn && !wk->memo->hend && taken < BTP_CFI_HEAD_N)) {
-                wk->hk = h == HEAD_NOT ? 0 : wk->memo->hn;
+            if (h == HEAD_NOT || taken < wk->memo->hn ||
+                (!wk->memo->hend && taken < BTP_CFI_HEAD_N)) {
+                wk->hk = h == HEAD_NOT ? 0 : taken;
                 wk->hsp0 = sp0;
             }
         }

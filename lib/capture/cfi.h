@@ -108,10 +108,14 @@ typedef struct btp_cfi_memo {
     int32_t hcfa[BTP_CFI_HEAD_N], hra[BTP_CFI_HEAD_N], hfps[BTP_CFI_HEAD_N], hfp[BTP_CFI_HEAD_N];
     int32_t hlo, hhi;
     /* the registers the steps restore, in order, and the slot each takes
-     * its value from (hrn[k]: those of steps 0..k) */
+     * its value from (hrn[k]: those of steps 0..k); and the same for all
+     * hn steps with one entry a register (hfn of them) */
     uint8_t hrn[BTP_CFI_HEAD_N];
     uint8_t hregi[BTP_CFI_HEAD_REGS];
     int32_t hreg[BTP_CFI_HEAD_REGS];
+    unsigned hfn;
+    uint8_t hfi[BTP_CFI_NREG];
+    int32_t hf[BTP_CFI_NREG];
 } btp_cfi_memo;
 
 #define BTP_CFI_KEEP_MAX 4
