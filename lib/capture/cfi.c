@@ -1342,6 +1342,7 @@ static const seen no_image;
  * head as it would have. Else it walks the head and records it again.
  */
 #define HEAD_OFF (~0u)
+#define HEAD_STALE 16
 
 static int head_kept(const walk *wk, const seen *sn)
 {
@@ -1821,16 +1822,21 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
     if (wk->memo) {
         if (!s.adj && s.first) {
             /* the walk's start: its head from the memo as far as it holds,
-             * and recorded on from there where it did not hold to its end,
-             * or ended where a walk left the cached layouts (the first
-             * walks) */
+             * and recorded on from there where it has held only in part
+             * for HEAD_STALE walks in a row (a head recorded through a
+             * path the walks no longer take; not at every change, where
+             * walks alternate between entry points), or where it ended
+             * where a walk left the cached layouts (the first walks) */
             uintptr_t sp0 = s.sp;
             unsigned taken = 0;
             int h = head_take(wk, &s, c, env, cur, &taken);
             if (h == HEAD_OVER)
                 return FAST_DONE;
-            if (h == HEAD_NOT || taken < wk->memo->hn ||
-                (!wk->memo->hend && taken < BTP_CFI_HEAD_N)) {
+            btp_cfi_memo *m = wk->memo;
+            m->hpart = taken < m->hn ? m->hpart + 1 : 0;
+            if (h == HEAD_NOT || m->hpart >= HEAD_STALE ||
+                (taken == m->hn && !m->hend && taken < BTP_CFI_HEAD_N)) {
+                m->hpart = 0;
                 wk->hk = h == HEAD_NOT ? 0 : taken;
                 wk->hsp0 = sp0;
             }

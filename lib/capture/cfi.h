@@ -97,6 +97,7 @@ typedef struct btp_cfi_memo {
      * pointer, and what they leave in the registers. */
     unsigned hn;        /* steps (0: none) */
     unsigned hend;      /* 1: the step after them could not be recorded */
+    unsigned hpart;     /* walks in a row that took only a part of them */
     unsigned long head_used; /* walks that took their head from it */
     uint64_t hvalid0;   /* the registers known at the start */
     uint64_t hvalid[BTP_CFI_HEAD_N]; /* and after each step */
