@@ -32,7 +32,10 @@ enum {
                                        range-coded (log_rc.h) */
     LOG_BF_MODEL3 = 1u << 3,        /* RECORDS, with MODEL2: the next-chunk bin field
                                        and relative free ranks */
-    LOG_BF_KNOWN = LOG_BF_ZLIB | LOG_BF_SEGMENT_START | LOG_BF_MODEL2 | LOG_BF_MODEL3
+    LOG_BF_ITEMS = 1u << 7,         /* META: several metadata items; END: metadata items
+                                       after its counts (version 2) */
+    LOG_BF_KNOWN = LOG_BF_ZLIB | LOG_BF_SEGMENT_START | LOG_BF_MODEL2 | LOG_BF_MODEL3 |
+                   LOG_BF_ITEMS
 };
 
 #define LOG_M3_BIN_DEPTH 120u /* MODEL3: freed pointers remembered per size class */
