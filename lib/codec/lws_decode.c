@@ -110,30 +110,11 @@ static btp_status decode_careful(const uint8_t *p, size_t len, unsigned word_bit
 }
 
 #if !BTP_CODEC_SMALL
-/*
- * The fast path reads the blob from a copy of it followed by zeros, in a
- * buffer long enough for every look any record of at most 31 frames can
- * make, whatever its counts say: so no frame checks its position, only the
- * end position is checked, once. A frame takes at most 16 + 63 bits (a
- * delta; the count of a 32-bit word is checked only after the last frame,
- * so it may be any 6-bit count until then), so frame 30 starts before bit
- * 6 + 30 * 79 and the size field before bit 6 + 31 * 79 = 2455; each look
- * is 8 bytes from the byte of its first bit, and the last one starts 7
- * bits into the size field: bytes up to (2455 + 7) / 8 + 8 = 315.
- */
-/* The widest count the fast path takes on 64-bit words: a value then lies
- * in two looks at most. */
-#define LWS_WIDEST_64 56
-/* End of the looks of a record of depth d whose counts are checked to be at
- * most w (a delta is then at most 16 + w bits), or for 32-bit words, whose
- * counts are checked at the end, any 6-bit count (w = 63): the size field
- * starts before bit 6 + d * (16 + w); the last look starts 7 bits into it
- * and is 8 bytes long. */
-#define LWS_LOOK_END_OF(d, w) ((6 + (d) * (16 + (w)) + 7) / 8 + 8)
-/* The buffer: the looks of 31 frames, and the 32-byte step that zeroes
- * them may go 31 bytes past their end. */
-#define LWS_COPY (LWS_LOOK_END_OF(31, 63) + 31)
-_Static_assert(LWS_COPY >= BTP_LWS_BLOB_MAX, "the buffer holds the longest blob");
+/* The last bytes of a blob are read from a copy of them followed by zeros
+ * (LWS_TAIL bytes of the blob, LWS_PAD of zeros): every look starts at most
+ * 3 bytes past the blob (see decode_fast_w) and is 8 bytes long. */
+#define LWS_TAIL 16
+#define LWS_PAD 16
 
 /* The 64 bits of b from bit pos on, MSB first. */
 static inline uint64_t look(const uint8_t *b, size_t pos)
@@ -141,7 +122,7 @@ static inline uint64_t look(const uint8_t *b, size_t pos)
     return load_be64(b + (pos >> 3)) << (pos & 7);
 }
 
-/* The top n (0..63) bits of w (n = 0 too, which a plain shift by 64 - n
+/* The top n (0..57) bits of w (n = 0 too, which a plain shift by 64 - n
  * would not give). */
 static inline uint64_t top(uint64_t w, unsigned n)
 {
@@ -150,104 +131,180 @@ static inline uint64_t top(uint64_t w, unsigned n)
 
 /*
  * The same as decode_careful for blobs of at most BTP_LWS_BLOB_MAX bytes
- * that are well formed, straight into out[0..depth) (the caller has room
- * for the depth, which is the top 5 bits of byte 0), with every count in
- * 1..32 on 32-bit words and in 1..56 on 64-bit ones. Returns 1 when the
- * blob decoded cleanly, else 0 and the caller runs decode_careful, which
- * finds the fault and its offset; out[0..depth) may then have been written.
- *
- * Each frame is one 8-byte look at its first bit (a second one only for a
- * 64-bit value too long for the first) and no check of position (see
- * LWS_LOOK_END). A reference is checked before it is read; a 64-bit count
- * at once (it also picks the look); the counts of a 32-bit word are ORed
- * together as count - 1 (0 becomes all ones) and checked once at the end,
- * the shifts that use them meanwhile taken mod 64. The loop is bounded by
- * the 5-bit depth.
+ * that are well formed, with a value of up to 56 bits in every field,
+ * straight into out[0..depth) (the caller has room for the depth, which is
+ * the top 5 bits of byte 0). Each field is one 8-byte look with no check of
+ * length: the looks read the caller's blob itself up to the position `lim`
+ * from which a frame's looks could reach past it, and from there on a copy
+ * of the blob's last LWS_TAIL bytes padded with zeros (`tail`; positions
+ * then count from the copy's first byte). A
+ * frame starts only while the position is inside the blob, so no look
+ * starts more than 3 bytes past it (LWS_PAD covers that); fields may run
+ * into the trailer or past it, which the end position shows, and a bad
+ * reference or a count that is too wide stops it. Returns 1 when the blob
+ * decoded cleanly, else 0 and the caller runs decode_careful, which finds
+ * the fault and its offset; out[0..i) may then hold the frames before the
+ * one that stopped it. The loop is bounded by the 5-bit depth.
  */
 static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_frame *out,
                                           btp_lws_info *info, const unsigned word_bits)
 {
-    uint8_t b[LWS_COPY];
+    uint8_t tail[LWS_TAIL + LWS_PAD];
     if (len > BTP_LWS_BLOB_MAX)
         return 0;
-    const int wide = word_bits == 64;
     const uint64_t mask = btp_word_mask(word_bits);
-    const size_t depth = (size_t)(p[0] >> 3);
-    /* Zeros from the blob's last 16-byte block up to the end of this
-     * depth's looks, in 32-byte steps, then the blob over them: the looks
-     * read nothing else. */
-    const size_t look_end = LWS_LOOK_END_OF(depth, wide ? LWS_WIDEST_64 : 63);
-    for (size_t i = len & ~(size_t)15; i < look_end; i += 32) {
-        BTP_OPAQUE(i); /* stores, not a memset call */
-        memset(b + i, 0, 32);
+    /* Widest count taken here: the word's, and 56 so a value always lies in
+     * one look (at least 57 bits). */
+    const unsigned widest = word_bits < 56 ? word_bits : 56;
+    const int wide = word_bits == 64;
+    /* The blob's tail: its last LWS_TAIL bytes (all of it if shorter). */
+    memset(tail + LWS_TAIL, 0, LWS_PAD);
+    if (len >= LWS_TAIL) {
+        memcpy(tail, p + len - LWS_TAIL, LWS_TAIL);
+    } else {
+        memset(tail, 0, LWS_TAIL);
+        memcpy(tail, p, len);
     }
-    memcpy(b, p, len);
-    size_t pos = LWS_W_DEPTH + 1;
+    /* A frame at pos looks at most at bytes (pos + 30) / 8 .. + 8 (pos + 9
+     * on 32-bit words, whose frames take one look): in the blob while pos
+     * <= direct_lim. From the tail on, positions count from the tail's
+     * first byte, (len - LWS_TAIL) * 8 bits into the blob (0 for a blob
+     * shorter than the tail, read from it from the start), and stop at the
+     * trailer. The switch happens once at most: the values it needs are
+     * worked out there. */
+    const size_t reach = wide ? 31 : 10;
+    const uint8_t *b = p;
+    size_t lim;
+    if (len >= LWS_TAIL) {
+        lim = (len - 7) * 8 - reach;
+    } else {
+        b = tail;
+        lim = (len - 2) * 8;
+    }
+    size_t depth = (size_t)(p[0] >> 3), pos = LWS_W_DEPTH + 1;
     uint32_t suspect = 0;
-    /* bit 63: some frame is suspect (deltas test it with their own bits) */
+    /* bit 63: suspect != 0 (a delta tests it along with its own bits) */
     uint64_t any_suspect = 0;
-    unsigned counts = 0; /* 32-bit words: every count - 1, ORed */
-    char *const o = (char *)out;
-    /* Frames are addressed by byte offset: the reference of a delta is 16
-     * times its field, and one counter serves the loop, the store and the
-     * reference's check. */
+    /* 32-bit words: every count - 1, ORed (a count of 0 becomes all ones),
+     * checked once after the last frame; the shifts that use a count are
+     * taken mod 64 meanwhile. A frame then takes at most 16 + 63 bits, and
+     * its looks still start at most 9 bits past the blob or the tail's
+     * bitstream, checked at every frame. */
+    unsigned counts = 0;
+    /*
+     * The position is the chain every frame waits on: a frame's size comes
+     * from its header, and the next header lies that many bits on. So the
+     * header is never loaded at its own position: each frame looks at the
+     * bits from pos + 9 (a = the literal's value, or from bit 6 on the
+     * delta's magnitude) as soon as pos is known, and the next header is a
+     * shift of that look once the size is known, with a second look at pos
+     * + 30 for frames longer than 51 bits (wide words only): the load
+     * overlaps the work on the header instead of following it.
+     * Frames are addressed by byte offset (off = 16 i): the reference of a
+     * delta is 16 times its field at no cost, and one counter serves the
+     * loop, the store and the reference's check.
+     */
+    uint64_t w = look(b, pos); /* the header's bits at the top */
     const size_t end_off = depth * sizeof(btp_frame);
+    char *const o = (char *)out;
+    /* p9 = pos + 9, the position of each frame's first look (one addition
+     * less on the chain), and lim9 its limit. */
+    size_t p9 = pos + 9, lim9 = lim + 9;
     for (size_t off = 0; off != end_off; off += sizeof(btp_frame)) {
-        uint64_t a = look(b, pos), v;
-        if (!(a >> 63)) {
-            /* literal: kind 0|x, count cccccc|x, then the value from bit 9
-             * (in a for counts up to 48) */
-            unsigned n = (unsigned)(a >> 56) & 0x3f;
+        if (p9 > lim9) {
+            /* past the part read in place: on into the tail, or past the
+             * bitstream */
+            if (b == tail || p9 - 9 > (len - 2) * 8)
+                return 0;
+            b = tail;
+            p9 -= (len - LWS_TAIL) * 8;
+            lim9 = (LWS_TAIL - 2) * 8 + 9;
+        }
+        /* a = raw << k: the look's bytes and its shift within the byte,
+         * kept apart so that the next header comes from raw by one shift,
+         * by k + 1 + n or k + 7 + q, and the next position as p9 + 10 + n
+         * or p9 + 16 + q, each with the constant part added first, off the
+         * chain (BTP_OPAQUE keeps that order: the count is known last). */
+        uint64_t raw = load_be64(b + (p9 >> 3)), v;
+        unsigned k = (unsigned)(p9 & 7);
+        uint64_t a = raw << k;
+        if (!(w >> 63)) {
+            /* literal: kind 0|x, count cccccc|x, then the value; a count of
+             * 0 (which no encoder writes) goes the careful way, so the
+             * value is the top n bits of a by one shift */
+            unsigned n = (unsigned)(w >> 56) & 0x3f;
+            unsigned k1 = k + 1;
+            size_t p19 = p9 + 10;
+            BTP_OPAQUE(k1);
+            BTP_OPAQUE(p19);
             if (!wide) {
+                /* counts checked after the last frame (see counts) */
                 counts |= n - 1;
-                v = (a << 9) >> ((64 - n) & 63);
+                v = a >> ((64 - n) & 63);
+                w = raw << ((k1 + n) & 63);
             } else if (n - 1 < 32) {
-                v = (a << 9) >> (64 - n);
+                v = a >> (64 - n);
+                w = raw << (k1 + n);
             } else {
-                if (n - 1 >= 56)
+                if (n - 1 >= widest)
                     return 0;
-                v = n <= 48 ? (a << 9) >> (64 - n) : look(b, pos + 9) >> (64 - n);
+                v = a >> (64 - n);
                 /* The signature needs n >= 33 and, for n >= 41, the low 8
                  * bits of v >> 32 equal to those of v: a test that real
-                 * addresses (47 bits, low bits at random) pass once in 256.
-                 * A literal (below 2^63) never has the truncated form. */
+                 * addresses (47 bits, low bits at random) pass once in
+                 * 256. A literal (below 2^63) never has the truncated
+                 * form. */
                 if ((n <= 40 || !(((v >> 32) ^ v) & 0xff)) && lws_truncation_signature(v, n)) {
                     suspect |= 1u << (off / sizeof(btp_frame));
                     any_suspect = (uint64_t)1 << 63;
                 }
+                /* the next header: a holds at least 57 bits from pos + 9,
+                 * so it lies in raw when 10 + n <= 51 (always on 32-bit
+                 * words), else in a second look at pos + 30 */
+                w = n <= 41 ? raw << (k1 + n) : look(b, p9 + 21) << (n - 20);
             }
-            pos += 10 + n;
+            p9 = p19 + n;
         } else {
             /* delta: kind 1|x, ref rrr|x, sign s|x, count qqqqqq|x, then
-             * |d| from bit 15 (in a for counts up to 42); the reference
-             * 16 * (rrr + 1) bytes back */
-            size_t ref_off = (size_t)(a >> 55) & 0x70;
-            unsigned q = (unsigned)(a >> 50) & 0x3f;
+             * |d|; the reference 16 * (rrr + 1) bytes back */
+            size_t ref_off = (size_t)(w >> 55) & 0x70;
+            unsigned q = (unsigned)(w >> 50) & 0x3f;
             if (ref_off >= off)
                 return 0;
             const btp_frame *r = (const btp_frame *)(o + (off - ref_off)) - 1;
+            /* the sign bit as a mask: all ones for "reference - |d|" */
+            uint64_t neg = (uint64_t)((int64_t)(w << 6) >> 63);
+            /* the next header as for a literal, 16 + q bits on */
+            unsigned k7 = k + 7;
+            size_t p25 = p9 + 16;
+            BTP_OPAQUE(k7);
+            BTP_OPAQUE(p25);
             uint64_t d;
             if (!wide) {
                 counts |= q - 1;
-                d = (a << 15) >> ((64 - q) & 63);
-            } else if (q - 1 < 42) {
-                d = (a << 15) >> (64 - q);
+                d = (a << 6) >> ((64 - q) & 63);
+                w = raw << ((k7 + q) & 63);
+            } else if (q - 1 < 35) {
+                d = (a << 6) >> (64 - q);
+                w = raw << (k7 + q);
             } else {
-                if (q - 1 >= 56)
+                if (q - 1 >= widest)
                     return 0;
-                d = look(b, pos + 15) >> (64 - q);
+                d = (q <= 51 ? a << 6 : look(b, p9 + 6)) >> (64 - q);
+                w = look(b, p9 + 21) << (q - 14);
             }
-            v = ((a >> 57) & 1 ? r->value - d : r->value + d) & mask;
+            v = (r->value + ((d ^ neg) - neg)) & mask;
             /* One test first, which real deltas fail: no suspect frame
-             * yet, a count of at most 32 (the signature needs 33) and bit
-             * 63 clear (the truncated form has it set). */
+             * yet (bit 63 of any_suspect), a count of at most 32 (the
+             * signature needs 33: bit 6 of q + 31) and bit 63 clear (the
+             * truncated form has it set). */
             if (wide && (int64_t)(v | any_suspect | (uint64_t)(q + 31) << 57) < 0 &&
                 ((suspect >> (r - out) & 1) || lws_truncation_signature(d, q) ||
                  lws_truncated_form(v))) {
                 suspect |= 1u << (off / sizeof(btp_frame));
                 any_suspect = (uint64_t)1 << 63;
             }
-            pos += 16 + q;
+            p9 = p25 + q;
         }
         btp_frame *f = (btp_frame *)(o + off);
         f->value = v;
@@ -255,12 +312,25 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     }
     if (!wide && counts >= 32)
         return 0; /* a count of 0 or wider than the word */
-    /* size: count cccccc|x, then the value */
-    unsigned n = (unsigned)(look(b, pos) >> 58);
-    if (n > (wide ? 56u : 32u))
+    pos = p9 - 9;
+    lim = lim9 - 9;
+    /* The size field's two looks reach (pos + 7) / 8 + 8 at most: in the
+     * blob at the frames' limit, else from the tail. */
+    if (pos > lim) {
+        if (b == tail || pos > (len - 2) * 8)
+            return 0;
+        b = tail;
+        pos -= (len - LWS_TAIL) * 8;
+    }
+    /* size: count cccccc|x (at the top of w, as every header is), then
+     * the value */
+    unsigned n = (unsigned)(w >> 58);
+    if (n > widest)
         return 0;
     uint64_t size = top(look(b, pos + 7), n);
     pos += 8 + n;
+    if (b == tail && len >= LWS_TAIL)
+        pos += (len - LWS_TAIL) * 8;
     if (pos > (len - 2) * 8)
         return 0; /* a field ran past the bitstream */
     if (wide && (lws_truncation_signature(size, n) || lws_truncated_form(size)))
