@@ -152,7 +152,6 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     uint8_t tail[LWS_TAIL + LWS_PAD];
     if (len > BTP_LWS_BLOB_MAX)
         return 0;
-    const uint64_t mask = btp_word_mask(word_bits);
     /* Widest count taken here: the word's, and 56 so a value always lies in
      * one look (at least 57 bits). */
     const unsigned widest = word_bits < 56 ? word_bits : 56;
@@ -293,7 +292,9 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
                 d = (q <= 51 ? a << 6 : look(b, p9 + 6)) >> (64 - q);
                 w = look(b, p9 + 21) << (q - 14);
             }
-            v = (r->value + ((d ^ neg) - neg)) & mask;
+            /* (in 32 bits on 32-bit words: no masking after) */
+            v = wide ? r->value + ((d ^ neg) - neg)
+                     : (uint32_t)((uint32_t)r->value + (uint32_t)((d ^ neg) - neg));
             /* One test first, which real deltas fail: no suspect frame
              * yet (bit 63 of any_suspect), a count of at most 32 (the
              * signature needs 33: bit 6 of q + 31) and bit 63 clear (the
