@@ -278,32 +278,37 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             size_t p25 = p9 + 16;
             BTP_OPAQUE(k7);
             BTP_OPAQUE(p25);
-            uint64_t d;
+            const uint64_t ref = r->value;
             if (!wide) {
                 counts |= q - 1;
-                d = (a << 6) >> ((64 - q) & 63);
+                uint64_t d = (a << 6) >> ((64 - q) & 63);
                 w = raw << ((k7 + q) & 63);
-            } else if (q - 1 < 35) {
-                d = (a << 6) >> (64 - q);
+                /* in 32 bits: no masking after */
+                v = (uint32_t)((uint32_t)ref + (uint32_t)((d ^ neg) - neg));
+            } else if (q - 1 < 32) {
+                uint64_t d = (a << 6) >> (64 - q);
                 w = raw << (k7 + q);
+                v = ref + ((d ^ neg) - neg);
+                /* Suspect only with a suspect frame before it (bit 63 of
+                 * any_suspect) or bit 63 set (the truncated form): one
+                 * test that real deltas fail. A count of at most 32 has no
+                 * signature (it needs 33). */
+                if ((int64_t)(v | any_suspect) < 0 &&
+                    ((suspect >> (r - out) & 1) || lws_truncated_form(v))) {
+                    suspect |= 1u << (off / sizeof(btp_frame));
+                    any_suspect = (uint64_t)1 << 63;
+                }
             } else {
                 if (q - 1 >= widest)
                     return 0;
-                d = (q <= 51 ? a << 6 : look(b, p9 + 6)) >> (64 - q);
-                w = look(b, p9 + 21) << (q - 14);
-            }
-            /* (in 32 bits on 32-bit words: no masking after) */
-            v = wide ? r->value + ((d ^ neg) - neg)
-                     : (uint32_t)((uint32_t)r->value + (uint32_t)((d ^ neg) - neg));
-            /* One test first, which real deltas fail: no suspect frame
-             * yet (bit 63 of any_suspect), a count of at most 32 (the
-             * signature needs 33: bit 6 of q + 31) and bit 63 clear (the
-             * truncated form has it set). */
-            if (wide && (int64_t)(v | any_suspect | (uint64_t)(q + 31) << 57) < 0 &&
-                ((suspect >> (r - out) & 1) || lws_truncation_signature(d, q) ||
-                 lws_truncated_form(v))) {
-                suspect |= 1u << (off / sizeof(btp_frame));
-                any_suspect = (uint64_t)1 << 63;
+                uint64_t d = (q <= 51 ? a << 6 : look(b, p9 + 6)) >> (64 - q);
+                w = q <= 35 ? raw << (k7 + q) : look(b, p9 + 21) << (q - 14);
+                v = ref + ((d ^ neg) - neg);
+                if ((suspect >> (r - out) & 1) || lws_truncation_signature(d, q) ||
+                    lws_truncated_form(v)) {
+                    suspect |= 1u << (off / sizeof(btp_frame));
+                    any_suspect = (uint64_t)1 << 63;
+                }
             }
             p9 = p25 + q;
         }
