@@ -141,10 +141,12 @@ static inline uint64_t top(uint64_t w, unsigned n)
  * frame starts only while the position is inside the blob, so no look
  * starts more than 3 bytes past it (LWS_PAD covers that); fields may run
  * into the trailer or past it, which the end position shows, and a bad
- * reference or a count that is too wide stops it. Returns 1 when the blob
- * decoded cleanly, else 0 and the caller runs decode_careful, which finds
- * the fault and its offset; out[0..i) may then hold the frames before the
- * one that stopped it. The loop is bounded by the 5-bit depth.
+ * reference or (64-bit words) a count that is too wide stops it; the
+ * counts of a 32-bit word are checked after the last frame (see counts).
+ * Returns 1 when the blob decoded cleanly, else 0 and the caller runs
+ * decode_careful, which finds the fault and its offset; out[0..depth) may
+ * then have been written, the frames before the faulty one as decoded. The
+ * loop is bounded by the 5-bit depth.
  */
 static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_frame *out,
                                           btp_lws_info *info, const unsigned word_bits)
@@ -242,6 +244,7 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
                 v = a >> ((64 - n) & 63);
                 w = raw << ((k1 + n) & 63);
             } else if (n - 1 < 32) {
+                /* no signature below 33 bits; the next header in raw */
                 v = a >> (64 - n);
                 w = raw << (k1 + n);
             } else {
@@ -258,8 +261,8 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
                     any_suspect = (uint64_t)1 << 63;
                 }
                 /* the next header: a holds at least 57 bits from pos + 9,
-                 * so it lies in raw when 10 + n <= 51 (always on 32-bit
-                 * words), else in a second look at pos + 30 */
+                 * so it lies in raw when 10 + n <= 51, else in a second
+                 * look at pos + 30 */
                 w = n <= 41 ? raw << (k1 + n) : look(b, p9 + 21) << (n - 20);
             }
             p9 = p19 + n;
