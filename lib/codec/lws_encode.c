@@ -8,6 +8,16 @@
 #include "common/compiler.h"
 #include "lws_internal.h"
 
+/* The nearest reference by vector arithmetic on doubles (encode_simd):
+ * x86-64, with SSE2 (always there) or AVX2 (where the processor has it). */
+#if !BTP_CODEC_SMALL && defined(__x86_64__) && defined(__GNUC__)
+#define LWS_SIMD 1
+#include <cpuid.h>
+#include <immintrin.h>
+#else
+#define LWS_SIMD 0
+#endif
+
 /* How one frame is written. */
 typedef struct lws_choice {
     int delta;     /* 0: literal */
@@ -227,6 +237,19 @@ static BTP_ALWAYS_INLINE void put_record(bit_writer *w, uint64_t head, unsigned 
     }
 }
 
+/* The blob's end: the size (a count and value), zero padding to a byte
+ * (the writer leaves it), then the length. Returns the length. */
+static BTP_ALWAYS_INLINE size_t put_size(bit_writer *w, uint8_t *out, uint64_t alloc_size,
+                                         const unsigned word_bits)
+{
+    put_record(w, (uint64_t)lws_sigbits(alloc_size) << 1, 7, alloc_size, lws_sigbits(alloc_size),
+               word_bits);
+    size_t bytes = bw_bytes(w, out), total = bytes + LWS_TRAILER_BITS / 8;
+    out[bytes] = (uint8_t)(total >> 8);
+    out[bytes + 1] = (uint8_t)total;
+    return total;
+}
+
 /* One reference of the scan below: the frame j back from frame i, keyed by
  * |difference| << 3 with 8 - j in the low bits, so that the smallest key is
  * the nearest frame and, among equally near ones, the earliest (the
@@ -268,24 +291,24 @@ static BTP_ALWAYS_INLINE void put_frame_fast(bit_writer *w, const uint64_t *a, s
     uint64_t rec;
     unsigned n, head_bits;
     if (la >= lb + 5 && !(first && low + i == 8)) {
-        uint64_t d = best >> 3;
         n = lb - 2;
-        /* kind 1|0, reference j - 1 = 7 - low, sign, count */
-        uint64_t head = (uint64_t)(23 - low) << 10 | (uint64_t)(a_i <= a[i + low - 8]) << 8 |
-                        (uint64_t)n << 1;
+        /* kind 1|0, reference j - 1 = 7 - low (23 - low is 23 ^ low), sign,
+         * count: the 15 bits of the head but its last (the count's extra
+         * bit, 0), and then |d| << 1 = best >> 2 without its low bit. */
+        uint64_t head = ((uint64_t)(23 ^ low) << 2 | (a_i <= a[i + low - 8])) << 7 | n;
         head_bits = 15;
-        rec = d << 1 | (word_bits == 32 ? 0 : (n + 32) >> 6);
+        rec = (best >> 2 & ~(uint64_t)1) | (word_bits == 32 ? 0 : (n + 32) >> 6);
         if (word_bits == 32 || head_bits + n + 1 <= 57) {
-            rec |= head << (n + 1);
+            rec |= head << (n + 2);
         } else {
-            bw_put(w, head, head_bits);
+            bw_put(w, head << 1, head_bits);
             head_bits = 0;
         }
     } else {
-        uint64_t v = a_i >> 3;
         n = la - 2;
         head_bits = 9;
-        rec = v << 1 | (word_bits == 32 ? v >> 31 : (n + 32) >> 6);
+        /* value << 1 = a_i >> 2 without its low bit */
+        rec = (a_i >> 2 & ~(uint64_t)1) | (word_bits == 32 ? a_i >> 34 & 1 : (n + 32) >> 6);
         if (word_bits == 32 || head_bits + n + 1 <= 57) {
             rec |= (uint64_t)n << (n + 2);
         } else {
@@ -372,15 +395,197 @@ static BTP_ALWAYS_INLINE size_t encode_fast_w(const uint64_t *a, size_t n, uint6
         LWS_REF(1);
         put_frame_fast(&w, a, i, best, 0, word_bits);
     }
-    put_record(&w, (uint64_t)lws_sigbits(alloc_size) << 1, 7, alloc_size, lws_sigbits(alloc_size),
-               word_bits);
-    /* Zero padding to a byte (the writer leaves it), then the length. */
-    size_t bytes = bw_bytes(&w, out), total = bytes + LWS_TRAILER_BITS / 8;
-    out[bytes] = (uint8_t)(total >> 8);
-    out[bytes + 1] = (uint8_t)total;
-    return total;
+    return put_size(&w, out, alloc_size, word_bits);
 }
 #undef LWS_REF
+
+#if LWS_SIMD
+/*
+ * The nearest reference by vector arithmetic, for return addresses below
+ * 2^49: the frames' values << 3 (below 2^52) in the low bits of the double
+ * 2^52, i.e. the doubles 2^52 + (value << 3). The difference of two of them
+ * is exact (both lie in [2^52, 2^53), where doubles are the integers), and
+ * so is that magnitude plus a reference's age below 8: the keys of LWS_REF,
+ * computed and compared as doubles, and converted back exactly (below
+ * 2^53). The keys are made for four frames at once, one reference distance
+ * at a time (no sum across a vector), then the frames written one by one.
+ */
+#define LWS_E_BIAS UINT64_C(0x4330000000000000)
+#define LWS_E_VALUE (((uint64_t)1 << 52) - 1)
+/* Before frame 0 (and after the last): the double 0, whose key (2^52 +
+ * value << 3 + age, also exact) loses to any frame's (below 2^52) and, when
+ * no frame is there (frame 0), says "literal" (a key of 53 bits). */
+#define LWS_E_NONE 0
+
+/* Rounded up to the four frames of a step. */
+#define LWS_SIMD_FRAMES ((BTP_LWS_MAX_FRAMES + 3) & ~3)
+
+typedef struct lws_simd {
+    uint64_t a[LWS_SIMD_FRAMES];            /* frame k's value << 3 */
+    /* e[8 + k]: frame k's double (above); room for 4 past the last */
+    uint64_t e[LWS_REFS + BTP_LWS_MAX_FRAMES + 4];
+    double key[LWS_SIMD_FRAMES];            /* frame k's key of its nearest */
+} lws_simd;
+
+/* pass_avx2 reads two frames as one 32-byte vector. */
+_Static_assert(sizeof(btp_frame) == 16, "btp_frame is a value and a kind in 16 bytes");
+
+/* Fill s->a and s->e from frames[0..n). Returns 0 (nothing for the scan)
+ * when a frame is not a return address or above `limit`. */
+static BTP_ALWAYS_INLINE int simd_pass(const btp_frame *frames, size_t n, lws_simd *s,
+                                       uint64_t limit)
+{
+    uint64_t any = 0;
+    unsigned kinds = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a_i = frames[i].value << 3 & LWS_E_VALUE;
+        any |= frames[i].value;
+        kinds |= (unsigned)frames[i].kind ^ BTP_FRAME_RA;
+        s->a[i] = a_i;
+        s->e[i + LWS_REFS] = a_i | LWS_E_BIAS;
+    }
+    for (size_t m = 0; m < LWS_REFS; m++)
+        s->e[m] = LWS_E_NONE;
+    for (size_t i = n; i & 3; i++)
+        s->e[i + LWS_REFS] = LWS_E_NONE;
+    return !kinds && any <= limit;
+}
+
+/* simd_pass four frames a step: the last four again when n is not a
+ * multiple of 4 (the same entries rewritten; no read past frames[n - 1]). */
+__attribute__((target("avx2"))) static inline int pass_avx2(const btp_frame *frames, size_t n,
+                                                           lws_simd *s, uint64_t limit)
+{
+    if (n < 4)
+        return simd_pass(frames, n, s, limit);
+    const __m256i value = _mm256_set1_epi64x((long long)LWS_E_VALUE);
+    const __m256i bias = _mm256_set1_epi64x((long long)LWS_E_BIAS);
+    const __m256i ra = _mm256_set1_epi32(BTP_FRAME_RA);
+    __m256i any = _mm256_setzero_si256(), ra_all = _mm256_set1_epi32(-1);
+    for (size_t g = 0;; g += 4) {
+        if (g > n - 4)
+            g = n - 4;
+        /* value, kind (and 4 bytes of padding) of frames g..g+3 */
+        __m256i f01 = _mm256_loadu_si256((const __m256i *)(frames + g));
+        __m256i f23 = _mm256_loadu_si256((const __m256i *)(frames + g + 2));
+        __m256i v = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(f01, f23), 0xd8);
+        __m256i k = _mm256_unpackhi_epi64(f01, f23);
+        __m256i a = _mm256_and_si256(_mm256_slli_epi64(v, 3), value);
+        any = _mm256_or_si256(any, v);
+        ra_all = _mm256_and_si256(ra_all, _mm256_cmpeq_epi32(k, ra));
+        _mm256_storeu_si256((__m256i *)(s->a + g), a);
+        _mm256_storeu_si256((__m256i *)(s->e + LWS_REFS + g), _mm256_or_si256(a, bias));
+        if (g + 4 >= n)
+            break;
+    }
+    const __m256i none = _mm256_set1_epi64x(LWS_E_NONE);
+    _mm256_storeu_si256((__m256i *)s->e, none);
+    _mm256_storeu_si256((__m256i *)(s->e + 4), none);
+    _mm256_storeu_si256((__m256i *)(s->e + LWS_REFS + n), none);
+    /* the kinds are the low halves of k's 64-bit lanes */
+    return (_mm256_movemask_ps(_mm256_castsi256_ps(ra_all)) & 0x55) == 0x55 &&
+           _mm256_testz_si256(any, _mm256_set1_epi64x((long long)~limit));
+}
+
+/* s->key[0..n) from s->e, two frames a step. */
+static inline void keys_sse2(lws_simd *s, size_t n)
+{
+    const double *e = (const double *)s->e + LWS_REFS;
+    const __m128d abs = _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX));
+    for (size_t g = 0; g < n; g += 2) {
+        __m128d v = _mm_loadu_pd(e + g), best = _mm_set1_pd(0x1p60);
+        for (int j = LWS_REFS; j >= 1; j--) {
+            __m128d d = _mm_and_pd(_mm_sub_pd(v, _mm_loadu_pd(e + g - j)), abs);
+            best = _mm_min_pd(best, _mm_add_pd(d, _mm_set1_pd(LWS_REFS - j)));
+        }
+        _mm_storeu_pd(s->key + g, best);
+    }
+}
+
+/* The same, four frames a step. */
+__attribute__((target("avx2"))) static inline void keys_avx2(lws_simd *s, size_t n)
+{
+    const double *e = (const double *)s->e + LWS_REFS;
+    const __m256d abs = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
+    for (size_t g = 0; g < n; g += 4) {
+        __m256d v = _mm256_loadu_pd(e + g), best = _mm256_set1_pd(0x1p60);
+        for (int j = LWS_REFS; j >= 1; j--) {
+            __m256d d = _mm256_and_pd(_mm256_sub_pd(v, _mm256_loadu_pd(e + g - j)), abs);
+            best = _mm256_min_pd(best, _mm256_add_pd(d, _mm256_set1_pd(LWS_REFS - j)));
+        }
+        _mm256_storeu_pd(s->key + g, best);
+    }
+}
+
+/* encode_fast_w's writing from the keys (from frame 9 on without the test
+ * for frame 0 as the nearest). */
+static BTP_ALWAYS_INLINE size_t simd_write(const lws_simd *s, size_t n, uint64_t alloc_size,
+                                           uint8_t *out, const unsigned word_bits)
+{
+    bit_writer w;
+    bw_init(&w, out);
+    w.acc = (uint64_t)n << 1;
+    w.bits = LWS_W_DEPTH + 1;
+    size_t i = 0;
+    for (; i < n && i <= LWS_REFS; i++)
+        put_frame_fast(&w, s->a, i, (uint64_t)(int64_t)s->key[i], 1, word_bits);
+    for (; i < n; i++)
+        put_frame_fast(&w, s->a, i, (uint64_t)(int64_t)s->key[i], 0, word_bits);
+    return put_size(&w, out, alloc_size, word_bits);
+}
+
+/* encode_fast_w for return addresses below 2^49 within the word; 0 for
+ * other frames (the caller then goes another way). */
+static size_t encode_sse2(const btp_frame *frames, size_t n, uint64_t alloc_size, uint8_t *out,
+                          unsigned word_bits)
+{
+    lws_simd s;
+    if (!simd_pass(frames, n, &s, word_bits == 64 ? LWS_E_VALUE >> 3 : UINT32_MAX))
+        return 0;
+    keys_sse2(&s, n);
+    return word_bits == 64 ? simd_write(&s, n, alloc_size, out, 64)
+                           : simd_write(&s, n, alloc_size, out, 32);
+}
+
+/* The same with AVX2 and BMI2 (shifts by a register without the count in
+ * cl) as well. */
+__attribute__((target("avx2,bmi,bmi2"))) static size_t
+encode_avx2(const btp_frame *frames, size_t n, uint64_t alloc_size, uint8_t *out,
+            unsigned word_bits)
+{
+    lws_simd s;
+    if (!pass_avx2(frames, n, &s, word_bits == 64 ? LWS_E_VALUE >> 3 : UINT32_MAX))
+        return 0;
+    keys_avx2(&s, n);
+    return word_bits == 64 ? simd_write(&s, n, alloc_size, out, 64)
+                           : simd_write(&s, n, alloc_size, out, 32);
+}
+
+/* Whether the processor has AVX2, BMI1 and BMI2 and the kernel saves the
+ * 256-bit registers. Asked once: the answer is kept in a relaxed atomic
+ * (0 not asked yet, 1 no, 2 yes), so a signal handler that interrupts
+ * the first call asks again and stores the same. */
+static int lws_avx2(void)
+{
+    static int known;
+    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (!k) {
+        unsigned a, b, c, d, ok = 0;
+        if (__get_cpuid_max(0, NULL) >= 7) {
+            __cpuid(1, a, b, c, d);
+            if ((c & bit_OSXSAVE) && (c & bit_AVX)) {
+                unsigned lo, hi;
+                __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+                __cpuid_count(7, 0, a, b, c, d);
+                ok = (lo & 6) == 6 && (b & bit_AVX2) && (b & bit_BMI) && (b & bit_BMI2);
+            }
+        }
+        k = ok ? 2 : 1;
+        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+    }
+    return k == 2;
+}
+#endif
 #endif
 
 btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size,
@@ -409,6 +614,14 @@ btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size
      * within the word and below 2^60. One pass checks that and keeps
      * value << 3 for the scan; anything else goes the general way below,
      * which finds the fault (and the same frame) or encodes it. */
+#if LWS_SIMD
+    if (!(flags & BTP_LWS_ENC_OPTIMAL)) {
+        total = lws_avx2() ? encode_avx2(frames, n, alloc_size, out, word_bits)
+                           : encode_sse2(frames, n, alloc_size, out, word_bits);
+        if (total)
+            goto done;
+    }
+#endif
     uint64_t a[BTP_LWS_MAX_FRAMES], any = 0;
     unsigned kinds = 0;
     for (size_t i = 0; i < n; i++) {
