@@ -427,7 +427,7 @@ typedef struct lws_simd {
     double key[LWS_SIMD_FRAMES];            /* frame k's key of its nearest */
 } lws_simd;
 
-/* pass_avx2 reads two frames as one 32-byte vector. */
+/* pass4_avx2 reads two frames as one 32-byte vector. */
 _Static_assert(sizeof(btp_frame) == 16, "btp_frame is a value and a kind in 16 bytes");
 
 /* Fill s->a and s->e from frames[0..n). Returns 0 (nothing for the scan)
@@ -451,70 +451,93 @@ static BTP_ALWAYS_INLINE int simd_pass(const btp_frame *frames, size_t n, lws_si
     return !kinds && any <= limit;
 }
 
-/* simd_pass four frames a step: the last four again when n is not a
- * multiple of 4 (the same entries rewritten; no read past frames[n - 1]). */
-__attribute__((target("avx2"))) static inline int pass_avx2(const btp_frame *frames, size_t n,
-                                                           lws_simd *s, uint64_t limit)
-{
-    if (n < 4)
-        return simd_pass(frames, n, s, limit);
-    const __m256i value = _mm256_set1_epi64x((long long)LWS_E_VALUE);
-    const __m256i bias = _mm256_set1_epi64x((long long)LWS_E_BIAS);
-    const __m256i ra = _mm256_set1_epi32(BTP_FRAME_RA);
-    __m256i any = _mm256_setzero_si256(), ra_all = _mm256_set1_epi32(-1);
-    for (size_t g = 0;; g += 4) {
-        if (g > n - 4)
-            g = n - 4;
-        /* value, kind (and 4 bytes of padding) of frames g..g+3 */
-        __m256i f01 = _mm256_loadu_si256((const __m256i *)(frames + g));
-        __m256i f23 = _mm256_loadu_si256((const __m256i *)(frames + g + 2));
-        __m256i v = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(f01, f23), 0xd8);
-        __m256i k = _mm256_unpackhi_epi64(f01, f23);
-        __m256i a = _mm256_and_si256(_mm256_slli_epi64(v, 3), value);
-        any = _mm256_or_si256(any, v);
-        ra_all = _mm256_and_si256(ra_all, _mm256_cmpeq_epi32(k, ra));
-        _mm256_storeu_si256((__m256i *)(s->a + g), a);
-        _mm256_storeu_si256((__m256i *)(s->e + LWS_REFS + g), _mm256_or_si256(a, bias));
-        if (g + 4 >= n)
-            break;
-    }
-    const __m256i none = _mm256_set1_epi64x(LWS_E_NONE);
-    _mm256_storeu_si256((__m256i *)s->e, none);
-    _mm256_storeu_si256((__m256i *)(s->e + 4), none);
-    _mm256_storeu_si256((__m256i *)(s->e + LWS_REFS + n), none);
-    /* the kinds are the low halves of k's 64-bit lanes */
-    return (_mm256_movemask_ps(_mm256_castsi256_ps(ra_all)) & 0x55) == 0x55 &&
-           _mm256_testz_si256(any, _mm256_set1_epi64x((long long)~limit));
-}
+/* The ages a reference distance j adds to its keys (LWS_REF): 8 - j. */
+static const double lws_age[LWS_REFS][4] __attribute__((aligned(32))) = {
+    {0, 0, 0, 0}, {1, 1, 1, 1}, {2, 2, 2, 2}, {3, 3, 3, 3},
+    {4, 4, 4, 4}, {5, 5, 5, 5}, {6, 6, 6, 6}, {7, 7, 7, 7}};
 
-/* s->key[0..n) from s->e, two frames a step. */
+/* s->key[0..n) from s->e, two frames a step (keys past n: any). The ages
+ * are read from memory in the loop: kept in registers instead they cost
+ * more to load per call than they save on the few steps of a call. */
 static inline void keys_sse2(lws_simd *s, size_t n)
 {
     const double *e = (const double *)s->e + LWS_REFS;
     const __m128d abs = _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX));
     for (size_t g = 0; g < n; g += 2) {
-        __m128d v = _mm_loadu_pd(e + g), best = _mm_set1_pd(0x1p60);
-        for (int j = LWS_REFS; j >= 1; j--) {
+        const double(*age)[4] = lws_age;
+        BTP_OPAQUE(age);
+        __m128d v = _mm_loadu_pd(e + g), best = _mm_and_pd(_mm_sub_pd(v, _mm_loadu_pd(e + g - 8)), abs);
+        for (int j = LWS_REFS - 1; j >= 1; j--) {
             __m128d d = _mm_and_pd(_mm_sub_pd(v, _mm_loadu_pd(e + g - j)), abs);
-            best = _mm_min_pd(best, _mm_add_pd(d, _mm_set1_pd(LWS_REFS - j)));
+            best = _mm_min_pd(best, _mm_add_pd(d, _mm_load_pd(age[LWS_REFS - j])));
         }
         _mm_storeu_pd(s->key + g, best);
     }
 }
 
-/* The same, four frames a step. */
-__attribute__((target("avx2"))) static inline void keys_avx2(lws_simd *s, size_t n)
+/* The keys of frames g..g+3 from s->e (keys_sse2's step, four frames). */
+__attribute__((target("avx2"))) static inline void keys4_avx2(lws_simd *s, size_t g, __m256d v)
 {
-    const double *e = (const double *)s->e + LWS_REFS;
+    const double *e = (const double *)s->e + LWS_REFS + g;
     const __m256d abs = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
-    for (size_t g = 0; g < n; g += 4) {
-        __m256d v = _mm256_loadu_pd(e + g), best = _mm256_set1_pd(0x1p60);
-        for (int j = LWS_REFS; j >= 1; j--) {
-            __m256d d = _mm256_and_pd(_mm256_sub_pd(v, _mm256_loadu_pd(e + g - j)), abs);
-            best = _mm256_min_pd(best, _mm256_add_pd(d, _mm256_set1_pd(LWS_REFS - j)));
-        }
-        _mm256_storeu_pd(s->key + g, best);
+    const double(*age)[4] = lws_age;
+    BTP_OPAQUE(age);
+    __m256d best = _mm256_and_pd(_mm256_sub_pd(v, _mm256_loadu_pd(e - 8)), abs);
+    for (int j = LWS_REFS - 1; j >= 1; j--) {
+        __m256d d = _mm256_and_pd(_mm256_sub_pd(v, _mm256_loadu_pd(e - j)), abs);
+        best = _mm256_min_pd(best, _mm256_add_pd(d, _mm256_load_pd(age[LWS_REFS - j])));
     }
+    _mm256_storeu_pd(s->key + g, best);
+}
+
+/* simd_pass of frames g..g+3 (two frames a 32-byte load): their entries
+ * stored, *any and *ra (each kind == BTP_FRAME_RA in the low half of its
+ * 64-bit lane) updated. Returns frame g's double and the next three. */
+__attribute__((target("avx2"))) static inline __m256d pass4_avx2(const btp_frame *frames,
+                                                                size_t g, lws_simd *s,
+                                                                __m256i *any, __m256i *ra)
+{
+    __m256i f01 = _mm256_loadu_si256((const __m256i *)(frames + g));
+    __m256i f23 = _mm256_loadu_si256((const __m256i *)(frames + g + 2));
+    __m256i v = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(f01, f23), 0xd8);
+    __m256i k = _mm256_unpackhi_epi64(f01, f23);
+    __m256i a = _mm256_and_si256(_mm256_slli_epi64(v, 3), _mm256_set1_epi64x(LWS_E_VALUE));
+    __m256i e = _mm256_or_si256(a, _mm256_set1_epi64x((long long)LWS_E_BIAS));
+    *any = _mm256_or_si256(*any, v);
+    *ra = _mm256_and_si256(*ra, _mm256_cmpeq_epi32(k, _mm256_set1_epi32(BTP_FRAME_RA)));
+    _mm256_storeu_si256((__m256i *)(s->a + g), a);
+    _mm256_storeu_si256((__m256i *)(s->e + LWS_REFS + g), e);
+    return _mm256_castsi256_pd(e);
+}
+
+/*
+ * simd_pass and keys_sse2 in one, four frames a step. When n is not a
+ * multiple of 4, the last three or fewer are made with the frames before
+ * them (frames n-4..n-1 again: the same entries rewritten, nothing read
+ * past frames[n - 1]), then their keys.
+ */
+__attribute__((target("avx2"))) static inline int prep_avx2(const btp_frame *frames, size_t n,
+                                                           lws_simd *s, uint64_t limit)
+{
+    const __m256i none = _mm256_set1_epi64x(LWS_E_NONE);
+    __m256i any = _mm256_setzero_si256(), ra = _mm256_set1_epi32(-1);
+    _mm256_storeu_si256((__m256i *)s->e, none);
+    _mm256_storeu_si256((__m256i *)(s->e + 4), none);
+    size_t g = 0;
+    for (; g + 4 <= n; g += 4)
+        keys4_avx2(s, g, pass4_avx2(frames, g, s, &any, &ra));
+    if (n & 3) {
+        if (n < 4) {
+            if (!simd_pass(frames, n, s, limit))
+                return 0;
+        } else {
+            pass4_avx2(frames, n - 4, s, &any, &ra);
+        }
+        _mm256_storeu_si256((__m256i *)(s->e + LWS_REFS + n), none);
+        keys4_avx2(s, g, _mm256_loadu_pd((const double *)s->e + LWS_REFS + g));
+    }
+    return (_mm256_movemask_ps(_mm256_castsi256_ps(ra)) & 0x55) == 0x55 &&
+           _mm256_testz_si256(any, _mm256_set1_epi64x((long long)~limit));
 }
 
 /* encode_fast_w's writing from the keys (from frame 9 on without the test
@@ -526,8 +549,8 @@ static BTP_ALWAYS_INLINE size_t simd_write(const lws_simd *s, size_t n, uint64_t
     bw_init(&w, out);
     w.acc = (uint64_t)n << 1;
     w.bits = LWS_W_DEPTH + 1;
-    size_t i = 0;
-    for (; i < n && i <= LWS_REFS; i++)
+    size_t i = 0, first = n < LWS_REFS + 1 ? n : LWS_REFS + 1;
+    for (; i < first; i++)
         put_frame_fast(&w, s->a, i, (uint64_t)(int64_t)s->key[i], 1, word_bits);
     for (; i < n; i++)
         put_frame_fast(&w, s->a, i, (uint64_t)(int64_t)s->key[i], 0, word_bits);
@@ -554,9 +577,8 @@ encode_avx2(const btp_frame *frames, size_t n, uint64_t alloc_size, uint8_t *out
             unsigned word_bits)
 {
     lws_simd s;
-    if (!pass_avx2(frames, n, &s, word_bits == 64 ? LWS_E_VALUE >> 3 : UINT32_MAX))
+    if (!prep_avx2(frames, n, &s, word_bits == 64 ? LWS_E_VALUE >> 3 : UINT32_MAX))
         return 0;
-    keys_avx2(&s, n);
     return word_bits == 64 ? simd_write(&s, n, alloc_size, out, 64)
                            : simd_write(&s, n, alloc_size, out, 32);
 }
