@@ -610,6 +610,58 @@ static int lws_avx2(void)
 #endif
 #endif
 
+/*
+ * Encode what the vector path did not (btp_lws_encode's checks passed):
+ * return addresses below 2^60 by encode_fast_w, anything else the general
+ * way, which finds the fault (and the same frame) or encodes it. Sets
+ * *total; on a frame error *err_frame (may be NULL). Kept out of
+ * btp_lws_encode so that the vector path's call stays small.
+ */
+static BTP_NOINLINE btp_status encode_rest(const btp_frame *frames, size_t n, uint64_t alloc_size,
+                                           unsigned word_bits, unsigned flags, uint8_t *out,
+                                           size_t *total, size_t *err_frame)
+{
+    const uint64_t mask = btp_word_mask(word_bits);
+#if !BTP_CODEC_SMALL
+    /* One pass checks the frames and keeps value << 3 for the scan. */
+    uint64_t a[BTP_LWS_MAX_FRAMES], any = 0;
+    unsigned kinds = 0;
+    for (size_t i = 0; i < n; i++) {
+        any |= frames[i].value;
+        kinds |= (unsigned)frames[i].kind ^ BTP_FRAME_RA;
+        a[i] = frames[i].value << 3;
+    }
+    if (!(flags & BTP_LWS_ENC_OPTIMAL) && !kinds &&
+        any <= (word_bits == 64 ? mask >> 4 : mask)) {
+        *total = word_bits == 64 ? encode_fast_w(a, n, alloc_size, out, 64)
+                                 : encode_fast_w(a, n, alloc_size, out, 32);
+        return BTP_OK;
+    }
+#endif
+    for (size_t i = 0; i < n; i++) {
+        btp_frame_kind k = frames[i].kind;
+        int ok = k == BTP_FRAME_RA ||
+                 ((flags & BTP_LWS_ENC_ANY_ADDRESS) && (k == BTP_FRAME_PC || k == BTP_FRAME_ASYNC));
+        if (!ok || frames[i].value > mask) {
+            if (err_frame)
+                *err_frame = i;
+            return ok ? BTP_E_VALUE_TOO_WIDE : BTP_E_UNREPRESENTABLE;
+        }
+    }
+
+    size_t bad = 0;
+    /* One copy per word size, or in the small build one for both. */
+    *total = BTP_CODEC_SMALL   ? encode_w(frames, n, alloc_size, flags, out, &bad, word_bits)
+             : word_bits == 64 ? encode_w(frames, n, alloc_size, flags, out, &bad, 64)
+                               : encode_w(frames, n, alloc_size, flags, out, &bad, 32);
+    if (!*total) {
+        if (err_frame)
+            *err_frame = bad;
+        return BTP_E_UNREPRESENTABLE;
+    }
+    return BTP_OK;
+}
+
 btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size,
                           unsigned word_bits, unsigned flags, void *buf, size_t cap,
                           size_t *len_out, size_t *err_frame)
@@ -630,58 +682,19 @@ btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size
      * copied (by hand: no libc here). */
     uint8_t local[BTP_LWS_BLOB_MAX + 8];
     uint8_t *out = cap >= sizeof local ? (uint8_t *)buf : local;
-    size_t total;
-#if !BTP_CODEC_SMALL
-    /* The common case: libwebsockets' choices, return addresses only, all
-     * within the word and below 2^60. One pass checks that and keeps
-     * value << 3 for the scan; anything else goes the general way below,
-     * which finds the fault (and the same frame) or encodes it. */
+    size_t total = 0;
 #if LWS_SIMD
-    if (!(flags & BTP_LWS_ENC_OPTIMAL)) {
+    /* The common case: libwebsockets' choices, return addresses below 2^49
+     * within the word (0 if not). */
+    if (!(flags & BTP_LWS_ENC_OPTIMAL))
         total = lws_avx2() ? encode_avx2(frames, n, alloc_size, out, word_bits)
                            : encode_sse2(frames, n, alloc_size, out, word_bits);
-        if (total)
-            goto done;
-    }
 #endif
-    uint64_t a[BTP_LWS_MAX_FRAMES], any = 0;
-    unsigned kinds = 0;
-    for (size_t i = 0; i < n; i++) {
-        any |= frames[i].value;
-        kinds |= (unsigned)frames[i].kind ^ BTP_FRAME_RA;
-        a[i] = frames[i].value << 3;
-    }
-    if (!(flags & BTP_LWS_ENC_OPTIMAL) && !kinds &&
-        any <= (word_bits == 64 ? mask >> 4 : mask)) {
-        total = word_bits == 64 ? encode_fast_w(a, n, alloc_size, out, 64)
-                                : encode_fast_w(a, n, alloc_size, out, 32);
-        goto done;
-    }
-#endif
-    for (size_t i = 0; i < n; i++) {
-        btp_frame_kind k = frames[i].kind;
-        int ok = k == BTP_FRAME_RA ||
-                 ((flags & BTP_LWS_ENC_ANY_ADDRESS) && (k == BTP_FRAME_PC || k == BTP_FRAME_ASYNC));
-        if (!ok || frames[i].value > mask) {
-            if (err_frame)
-                *err_frame = i;
-            return ok ? BTP_E_VALUE_TOO_WIDE : BTP_E_UNREPRESENTABLE;
-        }
-    }
-
-    size_t bad = 0;
-    /* One copy per word size, or in the small build one for both. */
-    total = BTP_CODEC_SMALL   ? encode_w(frames, n, alloc_size, flags, out, &bad, word_bits)
-            : word_bits == 64 ? encode_w(frames, n, alloc_size, flags, out, &bad, 64)
-                              : encode_w(frames, n, alloc_size, flags, out, &bad, 32);
     if (!total) {
-        if (err_frame)
-            *err_frame = bad;
-        return BTP_E_UNREPRESENTABLE;
+        btp_status st = encode_rest(frames, n, alloc_size, word_bits, flags, out, &total, err_frame);
+        if (st != BTP_OK)
+            return st;
     }
-#if !BTP_CODEC_SMALL
-done:
-#endif
     if (len_out)
         *len_out = total;
     if (total > cap)
