@@ -8,8 +8,10 @@
 #include "common/compiler.h"
 #include "lws_internal.h"
 
-/* The nearest reference by vector arithmetic on doubles (encode_simd):
- * x86-64, with SSE2 (always there) or AVX2 (where the processor has it). */
+/* The nearest reference by vector arithmetic on doubles (encode_sse2,
+ * encode_avx2): x86-64, with SSE2 (always there) or AVX2 (where the
+ * processor has it). BTP_LWS_AVX2=0 leaves the AVX2 encoder out (the tests
+ * build such a copy to check the SSE2 one on processors with AVX2). */
 #if !BTP_CODEC_SMALL && defined(__x86_64__) && defined(__GNUC__)
 #define LWS_SIMD 1
 #include <cpuid.h>
@@ -17,6 +19,10 @@
 #else
 #define LWS_SIMD 0
 #endif
+#ifndef BTP_LWS_AVX2
+#define BTP_LWS_AVX2 1
+#endif
+#define LWS_AVX2 (LWS_SIMD && BTP_LWS_AVX2)
 
 /* How one frame is written. */
 typedef struct lws_choice {
@@ -475,16 +481,33 @@ static inline void keys_sse2(lws_simd *s, size_t n)
     }
 }
 
-/* The keys of frames g..g+3 from s->e (keys_sse2's step, four frames). */
-__attribute__((target("avx2"))) static inline void keys4_avx2(lws_simd *s, size_t g, __m256d v)
+#if LWS_AVX2
+/*
+ * The keys of frames g..g+3 (keys_sse2's step, four frames), from their
+ * doubles v and those of the four and eight frames before, p and pp. The
+ * references' vectors are made from these three by shuffles, not loaded
+ * from s->e: loads across the two 32-byte stores that just wrote them
+ * would wait for the stores (no forwarding from two stores to one load).
+ */
+__attribute__((target("avx2"))) static inline void keys4_avx2(lws_simd *s, size_t g, __m256d v,
+                                                             __m256d p, __m256d pp)
 {
-    const double *e = (const double *)s->e + LWS_REFS + g;
     const __m256d abs = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
     const double(*age)[4] = lws_age;
     BTP_OPAQUE(age);
-    __m256d best = _mm256_and_pd(_mm256_sub_pd(v, _mm256_loadu_pd(e - 8)), abs);
+    /* r[j]: the frames j back of frames g..g+3 */
+    __m256d r[LWS_REFS + 1];
+    r[8] = pp;
+    r[4] = p;
+    r[6] = _mm256_permute2f128_pd(pp, p, 0x21);
+    r[7] = _mm256_shuffle_pd(pp, r[6], 0x5);
+    r[5] = _mm256_shuffle_pd(r[6], p, 0x5);
+    r[2] = _mm256_permute2f128_pd(p, v, 0x21);
+    r[3] = _mm256_shuffle_pd(p, r[2], 0x5);
+    r[1] = _mm256_shuffle_pd(r[2], v, 0x5);
+    __m256d best = _mm256_and_pd(_mm256_sub_pd(v, r[8]), abs);
     for (int j = LWS_REFS - 1; j >= 1; j--) {
-        __m256d d = _mm256_and_pd(_mm256_sub_pd(v, _mm256_loadu_pd(e - j)), abs);
+        __m256d d = _mm256_and_pd(_mm256_sub_pd(v, r[j]), abs);
         best = _mm256_min_pd(best, _mm256_add_pd(d, _mm256_load_pd(age[LWS_REFS - j])));
     }
     _mm256_storeu_pd(s->key + g, best);
@@ -523,9 +546,14 @@ __attribute__((target("avx2"))) static inline int prep_avx2(const btp_frame *fra
     __m256i any = _mm256_setzero_si256(), ra = _mm256_set1_epi32(-1);
     _mm256_storeu_si256((__m256i *)s->e, none);
     _mm256_storeu_si256((__m256i *)(s->e + 4), none);
+    __m256d p = _mm256_castsi256_pd(none), pp = p;
     size_t g = 0;
-    for (; g + 4 <= n; g += 4)
-        keys4_avx2(s, g, pass4_avx2(frames, g, s, &any, &ra));
+    for (; g + 4 <= n; g += 4) {
+        __m256d v = pass4_avx2(frames, g, s, &any, &ra);
+        keys4_avx2(s, g, v, p, pp);
+        pp = p;
+        p = v;
+    }
     if (n & 3) {
         if (n < 4) {
             if (!simd_pass(frames, n, s, limit))
@@ -534,11 +562,13 @@ __attribute__((target("avx2"))) static inline int prep_avx2(const btp_frame *fra
             pass4_avx2(frames, n - 4, s, &any, &ra);
         }
         _mm256_storeu_si256((__m256i *)(s->e + LWS_REFS + n), none);
-        keys4_avx2(s, g, _mm256_loadu_pd((const double *)s->e + LWS_REFS + g));
+        keys4_avx2(s, g, _mm256_loadu_pd((const double *)s->e + LWS_REFS + g), p, pp);
     }
     return (_mm256_movemask_ps(_mm256_castsi256_ps(ra)) & 0x55) == 0x55 &&
            _mm256_testz_si256(any, _mm256_set1_epi64x((long long)~limit));
 }
+
+#endif
 
 /* encode_fast_w's writing from the keys (from frame 9 on without the test
  * for frame 0 as the nearest). */
@@ -570,6 +600,7 @@ static size_t encode_sse2(const btp_frame *frames, size_t n, uint64_t alloc_size
                            : simd_write(&s, n, alloc_size, out, 32);
 }
 
+#if LWS_AVX2
 /* The same with AVX2 and BMI2 (shifts by a register without the count in
  * cl) as well. */
 __attribute__((target("avx2,bmi,bmi2"))) static size_t
@@ -607,6 +638,7 @@ static int lws_avx2(void)
     }
     return k == 2;
 }
+#endif
 #endif
 #endif
 
@@ -687,8 +719,12 @@ btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size
     /* The common case: libwebsockets' choices, return addresses below 2^49
      * within the word (0 if not). */
     if (!(flags & BTP_LWS_ENC_OPTIMAL))
+#if LWS_AVX2
         total = lws_avx2() ? encode_avx2(frames, n, alloc_size, out, word_bits)
                            : encode_sse2(frames, n, alloc_size, out, word_bits);
+#else
+        total = encode_sse2(frames, n, alloc_size, out, word_bits);
+#endif
 #endif
     if (!total) {
         btp_status st = encode_rest(frames, n, alloc_size, word_bits, flags, out, &total, err_frame);
