@@ -481,94 +481,6 @@ static inline void keys_sse2(lws_simd *s, size_t n)
     }
 }
 
-#if LWS_AVX2
-/*
- * The keys of frames g..g+3 (keys_sse2's step, four frames), from their
- * doubles v and those of the four and eight frames before, p and pp. The
- * references' vectors are made from these three by shuffles, not loaded
- * from s->e: loads across the two 32-byte stores that just wrote them
- * would wait for the stores (no forwarding from two stores to one load).
- */
-__attribute__((target("avx2"))) static inline void keys4_avx2(lws_simd *s, size_t g, __m256d v,
-                                                             __m256d p, __m256d pp)
-{
-    const __m256d abs = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
-    const double(*age)[4] = lws_age;
-    BTP_OPAQUE(age);
-    /* r[j]: the frames j back of frames g..g+3 */
-    __m256d r[LWS_REFS + 1];
-    r[8] = pp;
-    r[4] = p;
-    r[6] = _mm256_permute2f128_pd(pp, p, 0x21);
-    r[7] = _mm256_shuffle_pd(pp, r[6], 0x5);
-    r[5] = _mm256_shuffle_pd(r[6], p, 0x5);
-    r[2] = _mm256_permute2f128_pd(p, v, 0x21);
-    r[3] = _mm256_shuffle_pd(p, r[2], 0x5);
-    r[1] = _mm256_shuffle_pd(r[2], v, 0x5);
-    __m256d best = _mm256_and_pd(_mm256_sub_pd(v, r[8]), abs);
-    for (int j = LWS_REFS - 1; j >= 1; j--) {
-        __m256d d = _mm256_and_pd(_mm256_sub_pd(v, r[j]), abs);
-        best = _mm256_min_pd(best, _mm256_add_pd(d, _mm256_load_pd(age[LWS_REFS - j])));
-    }
-    _mm256_storeu_pd(s->key + g, best);
-}
-
-/* simd_pass of frames g..g+3 (two frames a 32-byte load): their entries
- * stored, *any and *ra (each kind == BTP_FRAME_RA in the low half of its
- * 64-bit lane) updated. Returns frame g's double and the next three. */
-__attribute__((target("avx2"))) static inline __m256d pass4_avx2(const btp_frame *frames,
-                                                                size_t g, lws_simd *s,
-                                                                __m256i *any, __m256i *ra)
-{
-    __m256i f01 = _mm256_loadu_si256((const __m256i *)(frames + g));
-    __m256i f23 = _mm256_loadu_si256((const __m256i *)(frames + g + 2));
-    __m256i v = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(f01, f23), 0xd8);
-    __m256i k = _mm256_unpackhi_epi64(f01, f23);
-    __m256i a = _mm256_and_si256(_mm256_slli_epi64(v, 3), _mm256_set1_epi64x(LWS_E_VALUE));
-    __m256i e = _mm256_or_si256(a, _mm256_set1_epi64x((long long)LWS_E_BIAS));
-    *any = _mm256_or_si256(*any, v);
-    *ra = _mm256_and_si256(*ra, _mm256_cmpeq_epi32(k, _mm256_set1_epi32(BTP_FRAME_RA)));
-    _mm256_storeu_si256((__m256i *)(s->a + g), a);
-    _mm256_storeu_si256((__m256i *)(s->e + LWS_REFS + g), e);
-    return _mm256_castsi256_pd(e);
-}
-
-/*
- * simd_pass and keys_sse2 in one, four frames a step. When n is not a
- * multiple of 4, the last three or fewer are made with the frames before
- * them (frames n-4..n-1 again: the same entries rewritten, nothing read
- * past frames[n - 1]), then their keys.
- */
-__attribute__((target("avx2"))) static inline int prep_avx2(const btp_frame *frames, size_t n,
-                                                           lws_simd *s, uint64_t limit)
-{
-    const __m256i none = _mm256_set1_epi64x(LWS_E_NONE);
-    __m256i any = _mm256_setzero_si256(), ra = _mm256_set1_epi32(-1);
-    _mm256_storeu_si256((__m256i *)s->e, none);
-    _mm256_storeu_si256((__m256i *)(s->e + 4), none);
-    __m256d p = _mm256_castsi256_pd(none), pp = p;
-    size_t g = 0;
-    for (; g + 4 <= n; g += 4) {
-        __m256d v = pass4_avx2(frames, g, s, &any, &ra);
-        keys4_avx2(s, g, v, p, pp);
-        pp = p;
-        p = v;
-    }
-    if (n & 3) {
-        if (n < 4) {
-            if (!simd_pass(frames, n, s, limit))
-                return 0;
-        } else {
-            pass4_avx2(frames, n - 4, s, &any, &ra);
-        }
-        _mm256_storeu_si256((__m256i *)(s->e + LWS_REFS + n), none);
-        keys4_avx2(s, g, _mm256_loadu_pd((const double *)s->e + LWS_REFS + g), p, pp);
-    }
-    return (_mm256_movemask_ps(_mm256_castsi256_ps(ra)) & 0x55) == 0x55 &&
-           _mm256_testz_si256(any, _mm256_set1_epi64x((long long)~limit));
-}
-
-#endif
 
 /* encode_fast_w's writing from the keys (from frame 9 on without the test
  * for frame 0 as the nearest). */
@@ -601,17 +513,167 @@ static size_t encode_sse2(const btp_frame *frames, size_t n, uint64_t alloc_size
 }
 
 #if LWS_AVX2
-/* The same with AVX2 and BMI2 (shifts by a register without the count in
- * cl) as well. */
+/*
+ * The AVX2 encoder: four frames a step, each frame's record (its bits and
+ * their number) made in the vectors, then the records written one by one.
+ * Frame values v below 2^47 as the doubles X = 16v (exact). A reference
+ * of value r, j frames back, has the key
+ *     |(X - 1/2) - 16r| + 2 (8 - j) + 1/2 = 16 |v - r| + 2 (8 - j) + s,
+ * s = 1 when v <= r (the sign libwebsockets writes), else 0: all exact
+ * (below 2^51, halves at most), the nearest the smallest, on ties the
+ * earliest (largest j), as LWS_REF orders them, and the sign comes along.
+ * Before frame 0: -2^51, whose keys (2^51 and more, exact too) lose to any
+ * frame's and make frame 0 a literal.
+ */
+#define LWS_X_NONE (-0x1p51)
+/* 2 (8 - j) + 1/2 for j = 8..1 */
+static const double lws_age2[LWS_REFS][4] __attribute__((aligned(32))) = {
+    {0.5, 0.5, 0.5, 0.5},     {2.5, 2.5, 2.5, 2.5},     {4.5, 4.5, 4.5, 4.5},
+    {6.5, 6.5, 6.5, 6.5},     {8.5, 8.5, 8.5, 8.5},     {10.5, 10.5, 10.5, 10.5},
+    {12.5, 12.5, 12.5, 12.5}, {14.5, 14.5, 14.5, 14.5}};
+
+/* The values of f[0..3] in order (two frames a 32-byte load); *any and *ra
+ * (each kind == BTP_FRAME_RA in the low half of its 64-bit lane) updated. */
+__attribute__((target("avx2"))) static inline __m256i load4_avx2(const btp_frame *f, __m256i *any,
+                                                                __m256i *ra)
+{
+    __m256i f01 = _mm256_loadu_si256((const __m256i *)f);
+    __m256i f23 = _mm256_loadu_si256((const __m256i *)(f + 2));
+    __m256i v = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(f01, f23), 0xd8);
+    *any = _mm256_or_si256(*any, v);
+    *ra = _mm256_and_si256(
+        *ra, _mm256_cmpeq_epi32(_mm256_unpackhi_epi64(f01, f23), _mm256_set1_epi32(BTP_FRAME_RA)));
+    return v;
+}
+
+/*
+ * The records of frames g..g+3, values v, into rec[g..g+3] and len[g..g+3]
+ * (what put_frame_fast writes: libwebsockets' choice between a delta from
+ * the nearest of the 8 frames before and a literal). *p and *pp hold the
+ * doubles of the four and eight frames before (moved on here), *back
+ * 8 - (g..g+3): the age a frame-0 reference would have (then a literal).
+ * The references' vectors are shuffles of *pp, *p and the new ones, not
+ * loads: the frames' doubles are never stored.
+ */
+__attribute__((target("avx2"))) static BTP_ALWAYS_INLINE void
+records4_avx2(__m256i v, size_t g, __m256d *p, __m256d *pp, __m256i *back, uint64_t *rec,
+              uint64_t *len, const unsigned word_bits)
+{
+    const __m256i bias = _mm256_set1_epi64x((long long)LWS_E_BIAS);
+    const __m256d two52 = _mm256_castsi256_pd(bias);
+    const __m256d abs = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
+    const __m256d sixteen = _mm256_set1_pd(16);
+    __m256d x = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_slli_epi64(v, 4), bias)),
+                              two52);
+    /* r[j]: the doubles of the frames j back */
+    __m256d r[LWS_REFS + 1];
+    r[8] = *pp;
+    r[4] = *p;
+    r[6] = _mm256_permute2f128_pd(*pp, *p, 0x21);
+    r[7] = _mm256_shuffle_pd(*pp, r[6], 0x5);
+    r[5] = _mm256_shuffle_pd(r[6], *p, 0x5);
+    r[2] = _mm256_permute2f128_pd(*p, x, 0x21);
+    r[3] = _mm256_shuffle_pd(*p, r[2], 0x5);
+    r[1] = _mm256_shuffle_pd(r[2], x, 0x5);
+    *pp = *p;
+    *p = x;
+    const double(*age)[4] = lws_age2;
+    BTP_OPAQUE(age);
+    __m256d xh = _mm256_sub_pd(x, _mm256_set1_pd(0.5)), best = _mm256_set1_pd(0x1p60);
+    for (int j = LWS_REFS; j >= 1; j--) {
+        __m256d d = _mm256_and_pd(_mm256_sub_pd(xh, r[j]), abs);
+        best = _mm256_min_pd(best, _mm256_add_pd(d, _mm256_load_pd(age[LWS_REFS - j])));
+    }
+    /* 1023 + 3 + sigbits(v) and 1023 + 3 + sigbits(|d|): exponents */
+    __m256i la = _mm256_srli_epi64(_mm256_castpd_si256(_mm256_max_pd(x, sixteen)), 52);
+    __m256i lb = _mm256_srli_epi64(_mm256_castpd_si256(_mm256_max_pd(best, sixteen)), 52);
+    /* the key's bits (below 2^51 but before frame 0: any then) */
+    __m256i k = _mm256_castpd_si256(
+        _mm256_add_pd(_mm256_min_pd(best, _mm256_set1_pd(0x1p51)), two52));
+    __m256i age8 = _mm256_and_si256(_mm256_srli_epi64(k, 1), _mm256_set1_epi64x(7));
+    /* a literal unless sigbits(v) >= sigbits(|d|) + 5 and the nearest is not frame 0 */
+    __m256i lit = _mm256_or_si256(
+        _mm256_cmpgt_epi64(_mm256_add_epi64(lb, _mm256_set1_epi64x(5)), la),
+        _mm256_cmpeq_epi64(age8, *back));
+    *back = _mm256_sub_epi64(*back, _mm256_set1_epi64x(4));
+    __m256i n = _mm256_sub_epi64(_mm256_blendv_epi8(lb, la, lit), _mm256_set1_epi64x(1026));
+    /* value << 1 or |d| << 1, and the extra bit */
+    __m256i val = _mm256_blendv_epi8(
+        _mm256_and_si256(_mm256_srli_epi64(k, 3), _mm256_set1_epi64x(((int64_t)1 << 48) - 2)),
+        _mm256_add_epi64(v, v), lit);
+    __m256i extra = word_bits == 32
+                        ? _mm256_and_si256(_mm256_srli_epi64(v, 31), lit)
+                        : _mm256_srli_epi64(_mm256_add_epi64(n, _mm256_set1_epi64x(32)), 6);
+    /* the head but its last bit (0): a delta's kind, reference 7 - age
+     * (23 ^ age), sign and count; a literal's count */
+    __m256i head = _mm256_or_si256(
+        _mm256_slli_epi64(_mm256_xor_si256(age8, _mm256_set1_epi64x(23)), 9),
+        _mm256_slli_epi64(_mm256_and_si256(k, _mm256_set1_epi64x(1)), 7));
+    head = _mm256_or_si256(_mm256_andnot_si256(lit, head), n);
+    __m256i rec4 = _mm256_or_si256(
+        _mm256_sllv_epi64(head, _mm256_add_epi64(n, _mm256_set1_epi64x(2))),
+        _mm256_or_si256(val, extra));
+    /* 16 + n bits for a delta, 10 + n for a literal */
+    __m256i len4 = _mm256_sub_epi64(_mm256_add_epi64(n, _mm256_set1_epi64x(16)),
+                                    _mm256_and_si256(lit, _mm256_set1_epi64x(6)));
+    _mm256_storeu_si256((__m256i *)(rec + g), rec4);
+    _mm256_storeu_si256((__m256i *)(len + g), len4);
+}
+
+/* encode_fast_w for return addresses below 2^47 within the word, with the
+ * records made four at a time (records4_avx2); 0 for other frames. */
+__attribute__((target("avx2,bmi,bmi2"))) static BTP_ALWAYS_INLINE size_t
+encode_avx2_w(const btp_frame *frames, size_t n, uint64_t alloc_size, uint8_t *out,
+              const unsigned word_bits)
+{
+    uint64_t rec[LWS_SIMD_FRAMES], len[LWS_SIMD_FRAMES];
+    __m256i any = _mm256_setzero_si256(), ra = _mm256_set1_epi32(-1);
+    __m256i back = _mm256_setr_epi64x(8, 7, 6, 5);
+    __m256d p = _mm256_set1_pd(LWS_X_NONE), pp = p;
+    size_t g = 0;
+    for (; g + 4 <= n; g += 4)
+        records4_avx2(load4_avx2(frames + g, &any, &ra), g, &p, &pp, &back, rec, len, word_bits);
+    if (n & 3) {
+        /* Frames g..n-1: from the last four frames when there are four
+         * (nothing read past frames[n - 1]), else from a copy. */
+        __m256i v;
+        if (n >= 4) {
+            v = load4_avx2(frames + n - 4, &any, &ra);
+            v = (n & 3) == 1   ? _mm256_permute4x64_epi64(v, 0x93)
+                : (n & 3) == 2 ? _mm256_permute4x64_epi64(v, 0x4e)
+                               : _mm256_permute4x64_epi64(v, 0x39);
+        } else {
+            btp_frame f[4] = {{0, BTP_FRAME_RA}, {0, BTP_FRAME_RA}, {0, BTP_FRAME_RA},
+                              {0, BTP_FRAME_RA}};
+            for (size_t i = 0; i < n; i++)
+                f[i] = frames[i];
+            v = load4_avx2(f, &any, &ra);
+        }
+        records4_avx2(v, g, &p, &pp, &back, rec, len, word_bits);
+    }
+    uint64_t limit = word_bits == 64 ? ((uint64_t)1 << 47) - 1 : UINT32_MAX;
+    if ((_mm256_movemask_ps(_mm256_castsi256_ps(ra)) & 0x55) != 0x55 ||
+        !_mm256_testz_si256(any, _mm256_set1_epi64x((long long)~limit)))
+        return 0;
+    bit_writer w;
+    bw_init(&w, out);
+    w.acc = (uint64_t)n << 1;
+    w.bits = LWS_W_DEPTH + 1;
+    for (size_t i = 0; i < n; i++) {
+        if (word_bits == 32)
+            bw_put(&w, rec[i], (unsigned)len[i]);
+        else
+            bw_put64(&w, rec[i], (unsigned)len[i]);
+    }
+    return put_size(&w, out, alloc_size, word_bits);
+}
+
 __attribute__((target("avx2,bmi,bmi2"))) static size_t
 encode_avx2(const btp_frame *frames, size_t n, uint64_t alloc_size, uint8_t *out,
             unsigned word_bits)
 {
-    lws_simd s;
-    if (!prep_avx2(frames, n, &s, word_bits == 64 ? LWS_E_VALUE >> 3 : UINT32_MAX))
-        return 0;
-    return word_bits == 64 ? simd_write(&s, n, alloc_size, out, 64)
-                           : simd_write(&s, n, alloc_size, out, 32);
+    return word_bits == 64 ? encode_avx2_w(frames, n, alloc_size, out, 64)
+                           : encode_avx2_w(frames, n, alloc_size, out, 32);
 }
 
 /* Whether the processor has AVX2, BMI1 and BMI2 and the kernel saves the
