@@ -526,23 +526,74 @@ static size_t encode_sse2(const btp_frame *frames, size_t n, uint64_t alloc_size
  * frame's and make frame 0 a literal.
  */
 #define LWS_X_NONE (-0x1p51)
-/* 2 (8 - j) + 1/2 for j = 8..1 */
-static const double lws_age2[LWS_REFS][4] __attribute__((aligned(32))) = {
-    {0.5, 0.5, 0.5, 0.5},     {2.5, 2.5, 2.5, 2.5},     {4.5, 4.5, 4.5, 4.5},
-    {6.5, 6.5, 6.5, 6.5},     {8.5, 8.5, 8.5, 8.5},     {10.5, 10.5, 10.5, 10.5},
-    {12.5, 12.5, 12.5, 12.5}, {14.5, 14.5, 14.5, 14.5}};
+
+/* The constants of records4_avx2, each in four lanes (doubles by their
+ * bits): read from memory where they are used (in registers they were
+ * loaded, spilled and reloaded each call, for the few steps of a call). */
+enum {
+    LWS_K_AGE = 0, /* 8 rows: 2 (8 - j) + 1/2 for j = 8..1 */
+    LWS_K_BIAS = LWS_REFS, /* 2^52 */
+    LWS_K_ABS,     /* all but the sign */
+    LWS_K_HALF,    /* 1/2 */
+    LWS_K_SIXTEEN, /* 16.0 */
+    LWS_K_HUGE,    /* 2^60 */
+    LWS_K_TWO51,   /* 2^51 */
+    LWS_K_7,
+    LWS_K_5,
+    LWS_K_4,
+    LWS_K_1026,
+    LWS_K_DELTA,   /* 2^48 - 2 */
+    LWS_K_32,
+    LWS_K_23,
+    LWS_K_1,
+    LWS_K_2,
+    LWS_K_16,
+    LWS_K_6,
+    LWS_K_RA,      /* BTP_FRAME_RA in each 32-bit lane */
+    LWS_K_N
+};
+#define LWS_K4(x) {x, x, x, x}
+static const uint64_t lws_k[LWS_K_N][4] __attribute__((aligned(32))) = {
+    LWS_K4(UINT64_C(0x3fe0000000000000)), LWS_K4(UINT64_C(0x4004000000000000)),
+    LWS_K4(UINT64_C(0x4012000000000000)), LWS_K4(UINT64_C(0x401a000000000000)),
+    LWS_K4(UINT64_C(0x4021000000000000)), LWS_K4(UINT64_C(0x4025000000000000)),
+    LWS_K4(UINT64_C(0x4029000000000000)), LWS_K4(UINT64_C(0x402d000000000000)),
+    LWS_K4(LWS_E_BIAS),
+    LWS_K4(UINT64_C(0x7fffffffffffffff)),
+    LWS_K4(UINT64_C(0x3fe0000000000000)),
+    LWS_K4(UINT64_C(0x4030000000000000)),
+    LWS_K4(UINT64_C(0x43b0000000000000)),
+    LWS_K4(UINT64_C(0x4320000000000000)),
+    LWS_K4(7),
+    LWS_K4(5),
+    LWS_K4(4),
+    LWS_K4(1026),
+    LWS_K4(((uint64_t)1 << 48) - 2),
+    LWS_K4(32),
+    LWS_K4(23),
+    LWS_K4(1),
+    LWS_K4(2),
+    LWS_K4(16),
+    LWS_K4(6),
+    LWS_K4((uint64_t)BTP_FRAME_RA << 32 | BTP_FRAME_RA)};
+#undef LWS_K4
+
+/* Constant row i of lws_k, as integers or as doubles. */
+#define LWS_KI(i) _mm256_load_si256((const __m256i *)k[i])
+#define LWS_KD(i) _mm256_load_pd((const double *)k[i])
 
 /* The values of f[0..3] in order (two frames a 32-byte load); *any and *ra
  * (each kind == BTP_FRAME_RA in the low half of its 64-bit lane) updated. */
 __attribute__((target("avx2"))) static inline __m256i load4_avx2(const btp_frame *f, __m256i *any,
-                                                                __m256i *ra)
+                                                                __m256i *ra,
+                                                                const uint64_t (*k)[4])
 {
     __m256i f01 = _mm256_loadu_si256((const __m256i *)f);
     __m256i f23 = _mm256_loadu_si256((const __m256i *)(f + 2));
     __m256i v = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(f01, f23), 0xd8);
     *any = _mm256_or_si256(*any, v);
-    *ra = _mm256_and_si256(
-        *ra, _mm256_cmpeq_epi32(_mm256_unpackhi_epi64(f01, f23), _mm256_set1_epi32(BTP_FRAME_RA)));
+    *ra = _mm256_and_si256(*ra,
+                           _mm256_cmpeq_epi32(_mm256_unpackhi_epi64(f01, f23), LWS_KI(LWS_K_RA)));
     return v;
 }
 
@@ -553,18 +604,15 @@ __attribute__((target("avx2"))) static inline __m256i load4_avx2(const btp_frame
  * doubles of the four and eight frames before (moved on here), *back
  * 8 - (g..g+3): the age a frame-0 reference would have (then a literal).
  * The references' vectors are shuffles of *pp, *p and the new ones, not
- * loads: the frames' doubles are never stored.
+ * loads: the frames' doubles are never stored. k: lws_k.
  */
 __attribute__((target("avx2"))) static BTP_ALWAYS_INLINE void
 records4_avx2(__m256i v, size_t g, __m256d *p, __m256d *pp, __m256i *back, uint64_t *rec,
-              uint64_t *len, const unsigned word_bits)
+              uint64_t *len, const uint64_t (*k)[4], const unsigned word_bits)
 {
-    const __m256i bias = _mm256_set1_epi64x((long long)LWS_E_BIAS);
-    const __m256d two52 = _mm256_castsi256_pd(bias);
-    const __m256d abs = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
-    const __m256d sixteen = _mm256_set1_pd(16);
-    __m256d x = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_slli_epi64(v, 4), bias)),
-                              two52);
+    __m256d x = _mm256_sub_pd(
+        _mm256_castsi256_pd(_mm256_or_si256(_mm256_slli_epi64(v, 4), LWS_KI(LWS_K_BIAS))),
+        LWS_KD(LWS_K_BIAS));
     /* r[j]: the doubles of the frames j back */
     __m256d r[LWS_REFS + 1];
     r[8] = *pp;
@@ -577,48 +625,50 @@ records4_avx2(__m256i v, size_t g, __m256d *p, __m256d *pp, __m256i *back, uint6
     r[1] = _mm256_shuffle_pd(r[2], x, 0x5);
     *pp = *p;
     *p = x;
-    const double(*age)[4] = lws_age2;
-    BTP_OPAQUE(age);
-    __m256d xh = _mm256_sub_pd(x, _mm256_set1_pd(0.5)), best = _mm256_set1_pd(0x1p60);
+    __m256d xh = _mm256_sub_pd(x, LWS_KD(LWS_K_HALF)), best = LWS_KD(LWS_K_HUGE);
     for (int j = LWS_REFS; j >= 1; j--) {
-        __m256d d = _mm256_and_pd(_mm256_sub_pd(xh, r[j]), abs);
-        best = _mm256_min_pd(best, _mm256_add_pd(d, _mm256_load_pd(age[LWS_REFS - j])));
+        __m256d d = _mm256_and_pd(_mm256_sub_pd(xh, r[j]), LWS_KD(LWS_K_ABS));
+        best = _mm256_min_pd(best, _mm256_add_pd(d, LWS_KD(LWS_K_AGE + LWS_REFS - j)));
     }
     /* 1023 + 3 + sigbits(v) and 1023 + 3 + sigbits(|d|): exponents */
-    __m256i la = _mm256_srli_epi64(_mm256_castpd_si256(_mm256_max_pd(x, sixteen)), 52);
-    __m256i lb = _mm256_srli_epi64(_mm256_castpd_si256(_mm256_max_pd(best, sixteen)), 52);
+    __m256i la =
+        _mm256_srli_epi64(_mm256_castpd_si256(_mm256_max_pd(x, LWS_KD(LWS_K_SIXTEEN))), 52);
+    __m256i lb =
+        _mm256_srli_epi64(_mm256_castpd_si256(_mm256_max_pd(best, LWS_KD(LWS_K_SIXTEEN))), 52);
     /* the key's bits (below 2^51 but before frame 0: any then) */
-    __m256i k = _mm256_castpd_si256(
-        _mm256_add_pd(_mm256_min_pd(best, _mm256_set1_pd(0x1p51)), two52));
-    __m256i age8 = _mm256_and_si256(_mm256_srli_epi64(k, 1), _mm256_set1_epi64x(7));
-    /* a literal unless sigbits(v) >= sigbits(|d|) + 5 and the nearest is not frame 0 */
-    __m256i lit = _mm256_or_si256(
-        _mm256_cmpgt_epi64(_mm256_add_epi64(lb, _mm256_set1_epi64x(5)), la),
-        _mm256_cmpeq_epi64(age8, *back));
-    *back = _mm256_sub_epi64(*back, _mm256_set1_epi64x(4));
-    __m256i n = _mm256_sub_epi64(_mm256_blendv_epi8(lb, la, lit), _mm256_set1_epi64x(1026));
+    __m256i key = _mm256_castpd_si256(
+        _mm256_add_pd(_mm256_min_pd(best, LWS_KD(LWS_K_TWO51)), LWS_KD(LWS_K_BIAS)));
+    __m256i age = _mm256_and_si256(_mm256_srli_epi64(key, 1), LWS_KI(LWS_K_7));
+    /* a literal unless sigbits(v) >= sigbits(|d|) + 5 and the nearest is
+     * not frame 0 */
+    __m256i lit = _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_add_epi64(lb, LWS_KI(LWS_K_5)), la),
+                                  _mm256_cmpeq_epi64(age, *back));
+    *back = _mm256_sub_epi64(*back, LWS_KI(LWS_K_4));
+    __m256i n = _mm256_sub_epi64(_mm256_blendv_epi8(lb, la, lit), LWS_KI(LWS_K_1026));
     /* value << 1 or |d| << 1, and the extra bit */
-    __m256i val = _mm256_blendv_epi8(
-        _mm256_and_si256(_mm256_srli_epi64(k, 3), _mm256_set1_epi64x(((int64_t)1 << 48) - 2)),
-        _mm256_add_epi64(v, v), lit);
+    __m256i val =
+        _mm256_blendv_epi8(_mm256_and_si256(_mm256_srli_epi64(key, 3), LWS_KI(LWS_K_DELTA)),
+                           _mm256_add_epi64(v, v), lit);
     __m256i extra = word_bits == 32
                         ? _mm256_and_si256(_mm256_srli_epi64(v, 31), lit)
-                        : _mm256_srli_epi64(_mm256_add_epi64(n, _mm256_set1_epi64x(32)), 6);
+                        : _mm256_srli_epi64(_mm256_add_epi64(n, LWS_KI(LWS_K_32)), 6);
     /* the head but its last bit (0): a delta's kind, reference 7 - age
      * (23 ^ age), sign and count; a literal's count */
-    __m256i head = _mm256_or_si256(
-        _mm256_slli_epi64(_mm256_xor_si256(age8, _mm256_set1_epi64x(23)), 9),
-        _mm256_slli_epi64(_mm256_and_si256(k, _mm256_set1_epi64x(1)), 7));
+    __m256i head =
+        _mm256_or_si256(_mm256_slli_epi64(_mm256_xor_si256(age, LWS_KI(LWS_K_23)), 9),
+                        _mm256_slli_epi64(_mm256_and_si256(key, LWS_KI(LWS_K_1)), 7));
     head = _mm256_or_si256(_mm256_andnot_si256(lit, head), n);
-    __m256i rec4 = _mm256_or_si256(
-        _mm256_sllv_epi64(head, _mm256_add_epi64(n, _mm256_set1_epi64x(2))),
-        _mm256_or_si256(val, extra));
+    __m256i rec4 =
+        _mm256_or_si256(_mm256_sllv_epi64(head, _mm256_add_epi64(n, LWS_KI(LWS_K_2))),
+                        _mm256_or_si256(val, extra));
     /* 16 + n bits for a delta, 10 + n for a literal */
-    __m256i len4 = _mm256_sub_epi64(_mm256_add_epi64(n, _mm256_set1_epi64x(16)),
-                                    _mm256_and_si256(lit, _mm256_set1_epi64x(6)));
+    __m256i len4 = _mm256_sub_epi64(_mm256_add_epi64(n, LWS_KI(LWS_K_16)),
+                                    _mm256_and_si256(lit, LWS_KI(LWS_K_6)));
     _mm256_storeu_si256((__m256i *)(rec + g), rec4);
     _mm256_storeu_si256((__m256i *)(len + g), len4);
 }
+#undef LWS_KI
+#undef LWS_KD
 
 /* encode_fast_w for return addresses below 2^47 within the word, with the
  * records made four at a time (records4_avx2); 0 for other frames. */
@@ -631,14 +681,20 @@ encode_avx2_w(const btp_frame *frames, size_t n, uint64_t alloc_size, uint8_t *o
     __m256i back = _mm256_setr_epi64x(8, 7, 6, 5);
     __m256d p = _mm256_set1_pd(LWS_X_NONE), pp = p;
     size_t g = 0;
-    for (; g + 4 <= n; g += 4)
-        records4_avx2(load4_avx2(frames + g, &any, &ra), g, &p, &pp, &back, rec, len, word_bits);
+    for (; g + 4 <= n; g += 4) {
+        const uint64_t(*k)[4] = lws_k;
+        __asm__ volatile("" : "+r"(k)); /* (no copy of the constants in registers) */
+        records4_avx2(load4_avx2(frames + g, &any, &ra, k), g, &p, &pp, &back, rec, len, k,
+                      word_bits);
+    }
     if (n & 3) {
         /* Frames g..n-1: from the last four frames when there are four
          * (nothing read past frames[n - 1]), else from a copy. */
+        const uint64_t(*k)[4] = lws_k;
+        __asm__ volatile("" : "+r"(k));
         __m256i v;
         if (n >= 4) {
-            v = load4_avx2(frames + n - 4, &any, &ra);
+            v = load4_avx2(frames + n - 4, &any, &ra, k);
             v = (n & 3) == 1   ? _mm256_permute4x64_epi64(v, 0x93)
                 : (n & 3) == 2 ? _mm256_permute4x64_epi64(v, 0x4e)
                                : _mm256_permute4x64_epi64(v, 0x39);
@@ -647,9 +703,9 @@ encode_avx2_w(const btp_frame *frames, size_t n, uint64_t alloc_size, uint8_t *o
                               {0, BTP_FRAME_RA}};
             for (size_t i = 0; i < n; i++)
                 f[i] = frames[i];
-            v = load4_avx2(f, &any, &ra);
+            v = load4_avx2(f, &any, &ra, k);
         }
-        records4_avx2(v, g, &p, &pp, &back, rec, len, word_bits);
+        records4_avx2(v, g, &p, &pp, &back, rec, len, k, word_bits);
     }
     uint64_t limit = word_bits == 64 ? ((uint64_t)1 << 47) - 1 : UINT32_MAX;
     if ((_mm256_movemask_ps(_mm256_castsi256_ps(ra)) & 0x55) != 0x55 ||
