@@ -536,7 +536,6 @@ enum {
     LWS_K_ABS,     /* all but the sign */
     LWS_K_HALF,    /* 1/2 */
     LWS_K_SIXTEEN, /* 16.0 */
-    LWS_K_HUGE,    /* 2^60 */
     LWS_K_TWO51,   /* 2^51 */
     LWS_K_7,
     LWS_K_5,
@@ -562,7 +561,6 @@ static const uint64_t lws_k[LWS_K_N][4] __attribute__((aligned(32))) = {
     LWS_K4(UINT64_C(0x7fffffffffffffff)),
     LWS_K4(UINT64_C(0x3fe0000000000000)),
     LWS_K4(UINT64_C(0x4030000000000000)),
-    LWS_K4(UINT64_C(0x43b0000000000000)),
     LWS_K4(UINT64_C(0x4320000000000000)),
     LWS_K4(7),
     LWS_K4(5),
@@ -625,11 +623,16 @@ records4_avx2(__m256i v, size_t g, __m256d *p, __m256d *pp, __m256i *back, uint6
     r[1] = _mm256_shuffle_pd(r[2], x, 0x5);
     *pp = *p;
     *p = x;
-    __m256d xh = _mm256_sub_pd(x, LWS_KD(LWS_K_HALF)), best = LWS_KD(LWS_K_HUGE);
-    for (int j = LWS_REFS; j >= 1; j--) {
-        __m256d d = _mm256_and_pd(_mm256_sub_pd(xh, r[j]), LWS_KD(LWS_K_ABS));
-        best = _mm256_min_pd(best, _mm256_add_pd(d, LWS_KD(LWS_K_AGE + LWS_REFS - j)));
-    }
+    __m256d xh = _mm256_sub_pd(x, LWS_KD(LWS_K_HALF)), key8[LWS_REFS + 1];
+    for (int j = LWS_REFS; j >= 1; j--)
+        key8[j] = _mm256_add_pd(_mm256_and_pd(_mm256_sub_pd(xh, r[j]), LWS_KD(LWS_K_ABS)),
+                                LWS_KD(LWS_K_AGE + LWS_REFS - j));
+    /* the smallest as a tree (the keys differ: any order gives it), not a
+     * chain of 8 minimums */
+    __m256d best = _mm256_min_pd(_mm256_min_pd(_mm256_min_pd(key8[1], key8[2]),
+                                               _mm256_min_pd(key8[3], key8[4])),
+                                 _mm256_min_pd(_mm256_min_pd(key8[5], key8[6]),
+                                               _mm256_min_pd(key8[7], key8[8])));
     /* 1023 + 3 + sigbits(v) and 1023 + 3 + sigbits(|d|): exponents */
     __m256i la =
         _mm256_srli_epi64(_mm256_castpd_si256(_mm256_max_pd(x, LWS_KD(LWS_K_SIXTEEN))), 52);
