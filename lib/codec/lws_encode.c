@@ -407,14 +407,15 @@ static BTP_ALWAYS_INLINE size_t encode_fast_w(const uint64_t *a, size_t n, uint6
 
 #if LWS_SIMD
 /*
- * The nearest reference by vector arithmetic, for return addresses below
- * 2^49: the frames' values << 3 (below 2^52) in the low bits of the double
- * 2^52, i.e. the doubles 2^52 + (value << 3). The difference of two of them
- * is exact (both lie in [2^52, 2^53), where doubles are the integers), and
- * so is that magnitude plus a reference's age below 8: the keys of LWS_REF,
- * computed and compared as doubles, and converted back exactly (below
- * 2^53). The keys are made for four frames at once, one reference distance
- * at a time (no sum across a vector), then the frames written one by one.
+ * The SSE2 encoder: the nearest reference by vector arithmetic, for return
+ * addresses below 2^49: the frames' values << 3 (below 2^52) in the low
+ * bits of the double 2^52, i.e. the doubles 2^52 + (value << 3). The
+ * difference of two of them is exact (both lie in [2^52, 2^53), where
+ * doubles are the integers), and so is that magnitude plus a reference's
+ * age below 8: the keys of LWS_REF, computed and compared as doubles, and
+ * converted back exactly (below 2^53). The keys are made for two frames at
+ * once, one reference distance at a time (no minimum across a vector), then
+ * the frames written one by one.
  */
 #define LWS_E_BIAS UINT64_C(0x4330000000000000)
 #define LWS_E_VALUE (((uint64_t)1 << 52) - 1)
@@ -423,7 +424,7 @@ static BTP_ALWAYS_INLINE size_t encode_fast_w(const uint64_t *a, size_t n, uint6
  * no frame is there (frame 0), says "literal" (a key of 53 bits). */
 #define LWS_E_NONE 0
 
-/* Rounded up to the four frames of a step. */
+/* Rounded up to the four frames of a step (of the AVX2 encoder). */
 #define LWS_SIMD_FRAMES ((BTP_LWS_MAX_FRAMES + 3) & ~3)
 
 typedef struct lws_simd {
@@ -433,7 +434,7 @@ typedef struct lws_simd {
     double key[LWS_SIMD_FRAMES];            /* frame k's key of its nearest */
 } lws_simd;
 
-/* pass4_avx2 reads two frames as one 32-byte vector. */
+/* load4_avx2 reads two frames as one 32-byte vector. */
 _Static_assert(sizeof(btp_frame) == 16, "btp_frame is a value and a kind in 16 bytes");
 
 /* Fill s->a and s->e from frames[0..n). Returns 0 (nothing for the scan)
@@ -463,8 +464,8 @@ static const double lws_age[LWS_REFS][4] __attribute__((aligned(32))) = {
     {4, 4, 4, 4}, {5, 5, 5, 5}, {6, 6, 6, 6}, {7, 7, 7, 7}};
 
 /* s->key[0..n) from s->e, two frames a step (keys past n: any). The ages
- * are read from memory in the loop: kept in registers instead they cost
- * more to load per call than they save on the few steps of a call. */
+ * are read from memory in the loop: kept in registers they cost more to
+ * load per call than they save on the few steps of a call. */
 static inline void keys_sse2(lws_simd *s, size_t n)
 {
     const double *e = (const double *)s->e + LWS_REFS;
@@ -472,7 +473,8 @@ static inline void keys_sse2(lws_simd *s, size_t n)
     for (size_t g = 0; g < n; g += 2) {
         const double(*age)[4] = lws_age;
         BTP_OPAQUE(age);
-        __m128d v = _mm_loadu_pd(e + g), best = _mm_and_pd(_mm_sub_pd(v, _mm_loadu_pd(e + g - 8)), abs);
+        __m128d v = _mm_loadu_pd(e + g);
+        __m128d best = _mm_and_pd(_mm_sub_pd(v, _mm_loadu_pd(e + g - 8)), abs);
         for (int j = LWS_REFS - 1; j >= 1; j--) {
             __m128d d = _mm_and_pd(_mm_sub_pd(v, _mm_loadu_pd(e + g - j)), abs);
             best = _mm_min_pd(best, _mm_add_pd(d, _mm_load_pd(age[LWS_REFS - j])));
@@ -480,7 +482,6 @@ static inline void keys_sse2(lws_simd *s, size_t n)
         _mm_storeu_pd(s->key + g, best);
     }
 }
-
 
 /* encode_fast_w's writing from the keys (from frame 9 on without the test
  * for frame 0 as the nearest). */
@@ -500,7 +501,7 @@ static BTP_ALWAYS_INLINE size_t simd_write(const lws_simd *s, size_t n, uint64_t
 }
 
 /* encode_fast_w for return addresses below 2^49 within the word; 0 for
- * other frames (the caller then goes another way). */
+ * other frames (the caller then goes another way). No AVX2 or BMI needed. */
 static size_t encode_sse2(const btp_frame *frames, size_t n, uint64_t alloc_size, uint8_t *out,
                           unsigned word_bits)
 {
@@ -837,8 +838,8 @@ btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size
     uint8_t *out = cap >= sizeof local ? (uint8_t *)buf : local;
     size_t total = 0;
 #if LWS_SIMD
-    /* The common case: libwebsockets' choices, return addresses below 2^49
-     * within the word (0 if not). */
+    /* The common case: libwebsockets' choices, return addresses below 2^47
+     * (AVX2) or 2^49 (SSE2) within the word; 0 if not. */
     if (!(flags & BTP_LWS_ENC_OPTIMAL))
 #if LWS_AVX2
         total = lws_avx2() ? encode_avx2(frames, n, alloc_size, out, word_bits)
@@ -848,7 +849,8 @@ btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size
 #endif
 #endif
     if (!total) {
-        btp_status st = encode_rest(frames, n, alloc_size, word_bits, flags, out, &total, err_frame);
+        btp_status st =
+            encode_rest(frames, n, alloc_size, word_bits, flags, out, &total, err_frame);
         if (st != BTP_OK)
             return st;
     }
