@@ -243,6 +243,15 @@ static BTP_ALWAYS_INLINE void put_record(bit_writer *w, uint64_t head, unsigned 
     }
 }
 
+/* The blob's start: the depth n (6 bits, extra bit 0) left pending in w
+ * for the first frame's write. */
+static BTP_ALWAYS_INLINE void start_blob(bit_writer *w, uint8_t *out, size_t n)
+{
+    bw_init(w, out);
+    w->acc = (uint64_t)n << 1;
+    w->bits = LWS_W_DEPTH + 1;
+}
+
 /* The blob's end: the size (a count and value), zero padding to a byte
  * (the writer leaves it), then the length. Returns the length. */
 static BTP_ALWAYS_INLINE size_t put_size(bit_writer *w, uint8_t *out, uint64_t alloc_size,
@@ -353,10 +362,7 @@ static BTP_ALWAYS_INLINE size_t encode_fast_w(const uint64_t *a, size_t n, uint6
                                               uint8_t *out, const unsigned word_bits)
 {
     bit_writer w;
-    bw_init(&w, out);
-    /* The depth (6 bits, extra bit 0) stays pending for the first write. */
-    w.acc = (uint64_t)n << 1;
-    w.bits = LWS_W_DEPTH + 1;
+    start_blob(&w, out, n);
     /* Frames 0 to 8, each with its own straight-line scan of the frames
      * before it (no dispatch on how many there are). */
     do {
@@ -489,9 +495,7 @@ static BTP_ALWAYS_INLINE size_t simd_write(const lws_simd *s, size_t n, uint64_t
                                            uint8_t *out, const unsigned word_bits)
 {
     bit_writer w;
-    bw_init(&w, out);
-    w.acc = (uint64_t)n << 1;
-    w.bits = LWS_W_DEPTH + 1;
+    start_blob(&w, out, n);
     size_t i = 0, first = n < LWS_REFS + 1 ? n : LWS_REFS + 1;
     for (; i < first; i++)
         put_frame_fast(&w, s->a, i, (uint64_t)(int64_t)s->key[i], 1, word_bits);
@@ -716,9 +720,7 @@ encode_avx2_w(const btp_frame *frames, size_t n, uint64_t alloc_size, uint8_t *o
         !_mm256_testz_si256(any, _mm256_set1_epi64x((long long)~limit)))
         return 0;
     bit_writer w;
-    bw_init(&w, out);
-    w.acc = (uint64_t)n << 1;
-    w.bits = LWS_W_DEPTH + 1;
+    start_blob(&w, out, n);
     for (size_t i = 0; i < n; i++) {
         if (word_bits == 32)
             bw_put(&w, rec[i], (unsigned)len[i]);
