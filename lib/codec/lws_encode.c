@@ -505,8 +505,10 @@ static BTP_ALWAYS_INLINE size_t simd_write(const lws_simd *s, size_t n, uint64_t
 }
 
 /* encode_fast_w for return addresses below 2^49 within the word; 0 for
- * other frames (the caller then goes another way). No AVX2 or BMI needed. */
-static size_t encode_sse2(const btp_frame *frames, size_t n, uint64_t alloc_size, uint8_t *out,
+ * other frames (the caller then goes another way). No AVX2 or BMI needed.
+ * Not inlined: its arrays stay off btp_lws_encode's stack on the other
+ * paths. */
+static BTP_NOINLINE size_t encode_sse2(const btp_frame *frames, size_t n, uint64_t alloc_size, uint8_t *out,
                           unsigned word_bits)
 {
     lws_simd s;
@@ -616,28 +618,25 @@ records4_avx2(__m256i v, size_t g, __m256d *p, __m256d *pp, __m256i *back, uint6
     __m256d x = _mm256_sub_pd(
         _mm256_castsi256_pd(_mm256_or_si256(_mm256_slli_epi64(v, 4), LWS_KI(LWS_K_BIAS))),
         LWS_KD(LWS_K_BIAS));
-    /* r[j]: the doubles of the frames j back */
-    __m256d r[LWS_REFS + 1];
-    r[8] = *pp;
-    r[4] = *p;
-    r[6] = _mm256_permute2f128_pd(*pp, *p, 0x21);
-    r[7] = _mm256_shuffle_pd(*pp, r[6], 0x5);
-    r[5] = _mm256_shuffle_pd(r[6], *p, 0x5);
-    r[2] = _mm256_permute2f128_pd(*p, x, 0x21);
-    r[3] = _mm256_shuffle_pd(*p, r[2], 0x5);
-    r[1] = _mm256_shuffle_pd(r[2], x, 0x5);
-    *pp = *p;
+    /* rJ: the doubles of the frames J back */
+    __m256d r8 = *pp, r4 = *p;
+    __m256d r6 = _mm256_permute2f128_pd(r8, r4, 0x21), r2 = _mm256_permute2f128_pd(r4, x, 0x21);
+    __m256d r7 = _mm256_shuffle_pd(r8, r6, 0x5), r5 = _mm256_shuffle_pd(r6, r4, 0x5);
+    __m256d r3 = _mm256_shuffle_pd(r4, r2, 0x5), r1 = _mm256_shuffle_pd(r2, x, 0x5);
+    *pp = r4;
     *p = x;
-    __m256d xh = _mm256_sub_pd(x, LWS_KD(LWS_K_HALF)), key8[LWS_REFS + 1];
-    for (int j = LWS_REFS; j >= 1; j--)
-        key8[j] = _mm256_add_pd(_mm256_and_pd(_mm256_sub_pd(xh, r[j]), LWS_KD(LWS_K_ABS)),
-                                LWS_KD(LWS_K_AGE + LWS_REFS - j));
+    __m256d xh = _mm256_sub_pd(x, LWS_KD(LWS_K_HALF));
+#define LWS_KEY(j)                                                                               \
+    _mm256_add_pd(_mm256_and_pd(_mm256_sub_pd(xh, r##j), LWS_KD(LWS_K_ABS)),                     \
+                  LWS_KD(LWS_K_AGE + LWS_REFS - j))
     /* the smallest as a tree (the keys differ: any order gives it), not a
      * chain of 8 minimums */
-    __m256d best = _mm256_min_pd(_mm256_min_pd(_mm256_min_pd(key8[1], key8[2]),
-                                               _mm256_min_pd(key8[3], key8[4])),
-                                 _mm256_min_pd(_mm256_min_pd(key8[5], key8[6]),
-                                               _mm256_min_pd(key8[7], key8[8])));
+    __m256d best =
+        _mm256_min_pd(_mm256_min_pd(_mm256_min_pd(LWS_KEY(1), LWS_KEY(2)),
+                                    _mm256_min_pd(LWS_KEY(3), LWS_KEY(4))),
+                      _mm256_min_pd(_mm256_min_pd(LWS_KEY(5), LWS_KEY(6)),
+                                    _mm256_min_pd(LWS_KEY(7), LWS_KEY(8))));
+#undef LWS_KEY
     /* 1023 + 3 + sigbits(v) and 1023 + 3 + sigbits(|d|): exponents */
     __m256i la =
         _mm256_srli_epi64(_mm256_castpd_si256(_mm256_max_pd(x, LWS_KD(LWS_K_SIXTEEN))), 52);
