@@ -13,8 +13,10 @@
  * at the word size. Frames decoded from the format are return addresses
  * (BTP_FRAME_RA): the format stores no frame kinds.
  *
- * All functions are reentrant and keep no state outside their arguments;
- * none allocates. The encoder and the two formatters are async-signal-safe.
+ * All functions are reentrant and keep no state outside their arguments
+ * (but that the encoder, on x86-64, asks the processor once whether it has
+ * AVX2 and keeps the answer); none allocates. The encoder and the two
+ * formatters are async-signal-safe.
  */
 #ifndef BTPACK_LWS_H
 #define BTPACK_LWS_H
