@@ -386,17 +386,21 @@ btp_status btp_cbf_encode_chain32(const uint32_t *addrs, size_t n, int truncated
 /*
  * What an address instruction of each kind looks like for t, the index of
  * the top bit of its operand's sign edge (below), whose operand has
- * (t >> 3) + 1 bytes: the opcode (relative), the left shift that puts the
- * operand at the top of a big-endian word, and the instruction's length.
- * Tables, as the fast paths need all three a frame: each is one load from
- * the kind's base indexed by t, with no arithmetic on t first. The length
- * is a 64-bit word so that the output pointer takes it in one `add` from
- * memory (a byte would need its own load first).
+ * (t >> 3) + 1 bytes, relative (t) or absolute (64 + t): the opcode, the
+ * power of two that moves the operand to the top of a big-endian word,
+ * and the instruction's length. Tables, as the fast
+ * paths need these a frame: each is one load from the kind's base indexed
+ * by t, with no arithmetic on t first. The length and the power are
+ * 64-bit words so that each is an operand from memory: the output pointer
+ * takes the length in one `add`, and the operand is moved by one
+ * multiplication (a shift by a count from a table needs the count loaded
+ * into cl first, and the register shuffling that cl's being taken
+ * brings).
  */
 typedef struct cbf_shapes {
-    uint64_t step[64];
-    uint8_t op[64];
-    uint8_t shift[64];
+    uint64_t step[128];
+    uint64_t scale[128];
+    uint8_t op[128];
 } cbf_shapes;
 /* x(bytes) for each t: bytes = (t >> 3) + 1, eight times each. */
 #define CBF_BYTES8(x, bytes) x(bytes), x(bytes), x(bytes), x(bytes), x(bytes), x(bytes), x(bytes), x(bytes)
@@ -404,19 +408,28 @@ typedef struct cbf_shapes {
     CBF_BYTES8(x, 1), CBF_BYTES8(x, 2), CBF_BYTES8(x, 3), CBF_BYTES8(x, 4), CBF_BYTES8(x, 5),      \
         CBF_BYTES8(x, 6), CBF_BYTES8(x, 7), CBF_BYTES8(x, 8)
 #define CBF_STEP(bytes) (bytes) + 1
-#define CBF_SHIFT(bytes) 64 - 8 * (bytes)
-#define CBF_OP_PC_(bytes) CBF_OP_PC + (bytes) - 1
-#define CBF_OP_RA_(bytes) CBF_OP_RA + (bytes) - 1
-#define CBF_OP_ASYNC_(bytes) CBF_OP_ASYNC + (bytes) - 1
-#define CBF_KIND_SHAPES(op) {{CBF_BYTES64(CBF_STEP)}, {CBF_BYTES64(op)}, {CBF_BYTES64(CBF_SHIFT)}}
-static const cbf_shapes cbf_kind_shapes[3] = {CBF_KIND_SHAPES(CBF_OP_PC_),
-                                              CBF_KIND_SHAPES(CBF_OP_RA_),
-                                              CBF_KIND_SHAPES(CBF_OP_ASYNC_)};
+#define CBF_SCALE(bytes) (uint64_t)1 << (64 - 8 * (bytes))
+#define CBF_PC(bytes) CBF_OP_PC + (bytes) - 1
+#define CBF_RA(bytes) CBF_OP_RA + (bytes) - 1
+#define CBF_ASYNC(bytes) CBF_OP_ASYNC + (bytes) - 1
+#define CBF_PC_ABS(bytes) CBF_OP_PC + CBF_OP_ABSOLUTE + (bytes) - 1
+#define CBF_RA_ABS(bytes) CBF_OP_RA + CBF_OP_ABSOLUTE + (bytes) - 1
+#define CBF_ASYNC_ABS(bytes) CBF_OP_ASYNC + CBF_OP_ABSOLUTE + (bytes) - 1
+#define CBF_KIND_SHAPES(rel, abs)                                                                 \
+    {{CBF_BYTES64(CBF_STEP), CBF_BYTES64(CBF_STEP)},                                              \
+     {CBF_BYTES64(CBF_SCALE), CBF_BYTES64(CBF_SCALE)},                                            \
+     {CBF_BYTES64(rel), CBF_BYTES64(abs)}}
+static const cbf_shapes cbf_kind_shapes[3] = {CBF_KIND_SHAPES(CBF_PC, CBF_PC_ABS),
+                                              CBF_KIND_SHAPES(CBF_RA, CBF_RA_ABS),
+                                              CBF_KIND_SHAPES(CBF_ASYNC, CBF_ASYNC_ABS)};
 #undef CBF_KIND_SHAPES
-#undef CBF_OP_ASYNC_
-#undef CBF_OP_RA_
-#undef CBF_OP_PC_
-#undef CBF_SHIFT
+#undef CBF_ASYNC_ABS
+#undef CBF_RA_ABS
+#undef CBF_PC_ABS
+#undef CBF_ASYNC
+#undef CBF_RA
+#undef CBF_PC
+#undef CBF_SCALE
 #undef CBF_STEP
 #undef CBF_BYTES64
 #undef CBF_BYTES8
@@ -428,13 +441,16 @@ static const cbf_shapes cbf_kind_shapes[3] = {CBF_KIND_SHAPES(CBF_OP_PC_),
  * the processor makes it wait for the register's last value: with a
  * register of the compiler's choice that was the shift count loaded for
  * the frame before, a chain through every frame (measured: 40 % more time
- * a frame on a 64-bit corpus). Here the destination is x's own register,
- * whose value it depends on anyway. */
+ * a frame on a 64-bit corpus). Zeroing it first (an idiom the processor
+ * resolves without executing) cuts that. (`bsr` of a register into
+ * itself, which depends only on x, measured slower still: the btp_frame
+ * path 1.50 -> 2.2 ns a frame on py311_regrtest.) */
 static BTP_ALWAYS_INLINE uint64_t top_bit(uint64_t x)
 {
 #if defined(__GNUC__) && defined(__x86_64__)
-    __asm__("bsrq %0, %0" : "+r"(x));
-    return x;
+    uint64_t t = 0;
+    __asm__("bsrq %1, %0" : "+r"(t) : "rm"(x));
+    return t;
 #else
     return 63 ^ (uint64_t)btp_clz64(x);
 #endif
@@ -444,23 +460,57 @@ static BTP_ALWAYS_INLINE uint64_t top_bit(uint64_t x)
 static BTP_ALWAYS_INLINE uint64_t top_bit32(uint32_t x)
 {
 #if defined(__GNUC__) && defined(__x86_64__)
-    uint64_t t = x; /* bsrl writes it whole (x is not 0): no zero extension */
-    __asm__("bsrl %k0, %k0" : "+r"(t));
+    uint64_t t = 0; /* a 32-bit write clears the upper half */
+    __asm__("bsrl %1, %k0" : "+r"(t) : "rm"(x));
     return t;
 #else
     return top_bit(x);
 #endif
 }
 
-/* Write the instruction of kind shapes and shape t for operand v at p
- * (room for CBF_MAX_INSTR bytes); returns its end. All 8 operand bytes
- * are stored at once; those past the instruction are overwritten by the
- * next one or lie beyond the stream's length. */
-static BTP_ALWAYS_INLINE uint8_t *put_shape(uint8_t *p, const cbf_shapes *shapes, uint64_t t,
-                                            unsigned absolute, uint64_t v)
+/* top_bit32 by a `bsr` of x's register into itself: one instruction
+ * fewer, for the 32-bit address loop, where it measured as fast as the
+ * zeroed form (unlike the btp_frame loop, see top_bit). */
+static BTP_ALWAYS_INLINE uint64_t top_bit32_in_place(uint32_t x)
 {
-    *p = (uint8_t)(shapes->op[t] | absolute);
-    store_be64(p + 1, v << shapes->shift[t]);
+#if defined(__GNUC__) && defined(__x86_64__)
+    uint64_t t = x; /* bsrl writes it whole (x is not 0) */
+    __asm__("bsrl %k0, %k0" : "+r"(t));
+    return t;
+#else
+    return top_bit32(x);
+#endif
+}
+
+/* Write v big-endian to p[0..4). */
+static BTP_ALWAYS_INLINE void store_be32(uint8_t *p, uint32_t v)
+{
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap32(v);
+    __builtin_memcpy(p, &v, 4);
+#else
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+#endif
+}
+
+/* Write the instruction of kind shapes and shape t (relative or absolute)
+ * for operand v at p
+ * (room for CBF_MAX_INSTR bytes); returns its end. All 8 operand bytes
+ * (4 on 32-bit words) are stored at once; those past the instruction are
+ * overwritten by the next one or lie beyond the stream's length. On
+ * 32-bit words the operand is moved in 32 bits, by the high half of the
+ * power of two (2^(32 - 8 * bytes)): no zero extension of v first. */
+static BTP_ALWAYS_INLINE uint8_t *put_shape(uint8_t *p, const cbf_shapes *shapes, uint64_t t,
+                                            uint64_t v, const unsigned word_bits)
+{
+    *p = shapes->op[t];
+    if (word_bits == 32)
+        store_be32(p + 1, (uint32_t)v * (uint32_t)(shapes->scale[t] >> 32));
+    else
+        store_be64(p + 1, v * shapes->scale[t]);
     return p + shapes->step[t];
 }
 
@@ -484,8 +534,8 @@ static BTP_ALWAYS_INLINE int is_zero(uint64_t delta, const unsigned word_bits)
 
 /*
  * Write the instruction for the address `value` at p, `delta` (reduced
- * to the word; not 0 when `nonzero`) after the address before it; p has room for
- * CBF_MAX_INSTR bytes, shapes is cbf_kind_shapes[kind] for its kind (pc,
+ * to the word; not 0 when `nonzero`) after the address before it; p has
+ * room for CBF_MAX_INSTR bytes, shapes is cbf_kind_shapes[kind] for its kind (pc,
  * ra or async). Returns the end of the instruction. Makes the same choice
  * as address_instr for every address after the first (relative unless
  * absolute is strictly shorter; for the first see first_absolute), so the
@@ -493,11 +543,10 @@ static BTP_ALWAYS_INLINE int is_zero(uint64_t delta, const unsigned word_bits)
  * operand comes from its sign edge, x ^ (x << 1) in the word: its top set
  * bit is the highest bit the operand must keep below its sign bit (none
  * for 0 and -1, hence the | 1, for a delta only where the caller does not
- * know it is not 0); its index t gives the bytes. The absolute form is sized only when its
- * edge is below the delta's, which on real traces is rare (so the branch
- * is well predicted). The caller computes the delta, as it tests it for a
- * repeat (0) anyway. word_bits is a constant in each inlined copy, so the
- * masking of 64-bit words disappears.
+ * know it is not 0); its index t gives the bytes. The absolute form is
+ * sized only when its edge is below the delta's. The caller computes the
+ * delta, as it tests it for a repeat (0) anyway. word_bits is a constant
+ * in each inlined copy, so the masking of 64-bit words disappears.
  */
 static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, uint64_t delta,
                                               const cbf_shapes *shapes, const int nonzero,
@@ -520,12 +569,18 @@ static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, uint64
         abs_shorter = abs_edge < rel_edge;
         t = top_bit(rel_edge);
     }
+    /* Branches, well predicted where the program is mapped high (its
+     * absolute addresses longer than most deltas). Where it is mapped low
+     * they are not (a quarter of gcc12_cc1_sqlite3's frames), but a
+     * choice by conditional moves made every corpus slower: it puts a
+     * load and the moves on the way from each value to the output
+     * pointer's step. */
     if (abs_shorter) {
         uint64_t ta = top_bit(abs_edge | 1);
         if ((ta >> 3) < (t >> 3))
-            return put_shape(p, shapes, ta, CBF_OP_ABSOLUTE, value);
+            return put_shape(p, shapes, 64 + ta, value, word_bits);
     }
-    return put_shape(p, shapes, t, 0, delta);
+    return put_shape(p, shapes, t, delta, word_bits);
 }
 
 /*
@@ -547,7 +602,7 @@ static BTP_ALWAYS_INLINE int put_address_fast(uint8_t **pp, uint64_t value, uint
         if (value - 0x800000u >= 0xff000000u)
             return 0;
         uint32_t d = (uint32_t)delta;
-        *pp = put_shape(*pp, shapes, top_bit32(d ^ (d << 1)), 0, delta);
+        *pp = put_shape(*pp, shapes, top_bit32_in_place(d ^ (d << 1)), d, 32);
         return 1;
     }
     if (word_bits < 64 && value > btp_word_mask(word_bits))
