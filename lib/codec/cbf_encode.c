@@ -807,25 +807,75 @@ static btp_status encode_rest(frame_src src, int addrs, size_t i, size_t n, int 
 /*
  * btp_cbf_encode for the usual call, a buffer of at least BTP_CBF_BOUND(n)
  * bytes: no instruction can reach its end, so there is no encoder struct
- * at all, only registers. Writes the information byte and the leading run
- * of plain, non-repeating addresses of src's n frames, then the
- * terminator; at the first other frame it hands over to encode_rest.
+ * at all, only registers. Writes the information byte and the leading
+ * address frames of src's n frames (runs of repeats as one rep each, as
+ * add() writes them), then the terminator; at an omit, an invalid frame, a
+ * value too wide or a run that may need more than one rep it hands over to
+ * encode_rest. A loop of its own rather than put_addresses' (which the
+ * streaming encoder and capture share): the frame before's kind selects
+ * the shapes once per change of kind, not once a frame, and the usual
+ * frame takes put_address_fast (on 32-bit words one compare of the value
+ * instead of its sign edge and a test of its width). Same choices and
+ * bytes as add().
  */
 static BTP_ALWAYS_INLINE btp_status encode_whole_w(frame_src src, size_t n, int truncated,
                                                    unsigned flags, uint8_t *buf, size_t cap,
                                                    size_t *len_out, size_t *needed_out,
-                                                   const int addrs, const unsigned word_bits)
+                                                   const unsigned word_bits)
 {
+    const uint64_t mask = btp_word_mask(word_bits);
     uint8_t *p = buf;
     *p++ = cbf_info_byte(word_bits);
-    /* No frame before the first: prev 0 and a kind no address has. */
-    uint64_t prev = 0;
-    unsigned kind = BTP_FRAME_OMIT;
-    size_t i = put_addresses(&p, &prev, &kind, src, 0, n, word_bits, addrs);
-    if (i)
-        first_absolute(buf + 1, flags);
+    size_t i = 0;
+    if (n) {
+        /* No frame before the first: prev 0 and a kind other than the
+         * first frame's (whatever that holds), so the first frame takes
+         * the slow branch, which sets shapes. After it last_kind is always
+         * an address's. */
+        const btp_frame *q = src.frames, *const end = q + n;
+        uint64_t prev = 0;
+        unsigned last_kind = (unsigned)q->kind + 1;
+        const cbf_shapes *shapes = cbf_kind_shapes;
+        do {
+            uint64_t v = q->value, d = word_delta(v, prev, word_bits);
+            unsigned kind = (unsigned)q->kind;
+            /* Rare: a change of kind (the first frame, a return address
+             * after the pc), a delta of 0 (a repeat, the same address of
+             * another kind, or on narrower words a value too wide). */
+            if (kind != last_kind || is_zero(d, word_bits)) {
+                if (kind > BTP_FRAME_ASYNC || v > mask)
+                    break; /* an omit, an invalid frame or a value too wide: add() */
+                if (kind == last_kind && v == prev) {
+                    /* A run of repeats from q on: one rep, as add() writes
+                     * it; a run that reaches the end or needs several
+                     * reps goes to add(). */
+                    size_t r = 1, left = (size_t)(end - q);
+                    while (r < left && q[r].value == prev && (unsigned)q[r].kind == kind)
+                        r++;
+                    if (r == left || r >= mask)
+                        break;
+                    p = put_rep(p, r);
+                    q += r - 1; /* the loop's step takes it past the run */
+                    continue;
+                }
+                if (kind != last_kind) {
+                    shapes = &cbf_kind_shapes[kind];
+                    last_kind = kind;
+                }
+                p = put_address(p, v, d, shapes, 0, word_bits);
+            } else if (!put_address_fast(&p, v, d, shapes, word_bits)) {
+                if (v > mask)
+                    break;
+                p = put_address(p, v, d, shapes, 1, word_bits);
+            }
+            prev = v;
+        } while (++q != end);
+        i = (size_t)(q - src.frames);
+        if (i)
+            first_absolute(buf + 1, flags);
+    }
     if (i < n)
-        return encode_rest(src, addrs, i, n, truncated, word_bits, flags, buf, p, cap, len_out,
+        return encode_rest(src, 0, i, n, truncated, word_bits, flags, buf, p, cap, len_out,
                            needed_out);
     *p++ = truncated ? CBF_OP_TRUNC : CBF_OP_END;
     if (len_out)
@@ -1014,7 +1064,7 @@ btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsi
     if (buf && frames && btp_word_bits_valid(word_bits) && n <= (SIZE_MAX - 2) / 9 &&
         cap >= BTP_CBF_BOUND(n))
         return CBF_BY_WORD_BITS(word_bits, encode_whole_w, src, n, truncated, flags, buf, cap,
-                                len_out, needed_out, 0);
+                                len_out, needed_out);
 #endif
     return encode_rest(src, 0, 0, n, truncated, word_bits, flags, buf, buf, cap, len_out,
                        needed_out);
