@@ -459,36 +459,6 @@ static BTP_ALWAYS_INLINE uint32_t load_le32(const uint8_t *p)
     return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | (uint32_t)p[0];
 }
 
-static BTP_ALWAYS_INLINE uint32_t byte_swap32(uint32_t v)
-{
-#if defined(__GNUC__)
-    return __builtin_bswap32(v);
-#else
-    return v << 24 | (v & 0xff00u) << 8 | (v >> 8 & 0xff00u) | v >> 24;
-#endif
-}
-
-/* x shifted right by c mod 32, logically and arithmetically (see shr64). */
-static BTP_ALWAYS_INLINE uint32_t shr32(uint32_t x, unsigned c)
-{
-#if defined(__GNUC__) && defined(__x86_64__)
-    __asm__("shrl %%cl, %0" : "+r"(x) : "c"(c));
-    return x;
-#else
-    return x >> (c & 31);
-#endif
-}
-
-static BTP_ALWAYS_INLINE int32_t sar32(int32_t x, unsigned c)
-{
-#if defined(__GNUC__) && defined(__x86_64__)
-    __asm__("sarl %%cl, %0" : "+r"(x) : "c"(c));
-    return x;
-#else
-    return x >> (c & 31);
-#endif
-}
-
 /*
  * The fast loop of decode_whole_w: plain address instructions from p on
  * (op is *p), into out from n, while n < room, the opcode is one the word
@@ -525,16 +495,16 @@ static BTP_ALWAYS_INLINE unsigned fast_run(const uint8_t **pp, const uint8_t *li
             break; /* the operand is cut short */
         unsigned c = op << 3; /* 8 * (op & 7) in its low 6 bits */
         if (word_bits == 32) {
-            /* Operands of at most 4 bytes: 4-byte loads, 32-bit
-             * arithmetic (no masking), and the same shift counts taken
-             * modulo 32 (32 - 8 * ((op & 7) + 1) and 8 * (op & 3)). */
-            uint32_t w = load_le32(p + 1), after = load_le32(p + 2);
-            uint32_t v = (uint32_t)sar32((int32_t)byte_swap32(w), c ^ 56);
+            /* Operands of at most 4 bytes: 4-byte loads (their swap to
+             * the top of a 64-bit word, the same shifts as below) and
+             * 32-bit arithmetic, which needs no masking. */
+            uint64_t w = load_le32(p + 1), after = load_le32(p + 2);
+            uint32_t v = (uint32_t)sar64((int64_t)byte_swap64(w), c ^ 56);
             prev = (op & CBF_OP_ABSOLUTE) ? v : (uint32_t)prev + v;
             put_frame(out, n, prev, (btp_frame_kind)((op >> 4) - 1), addrs);
             n++;
             p = next;
-            op = shr32(after, c) & 0xff;
+            op = (unsigned)shr64(after, c) & 0xff;
             continue;
         }
         /* The operand, and the 8 bytes from the one after the opcode on
