@@ -386,20 +386,20 @@ btp_status btp_cbf_encode_chain32(const uint32_t *addrs, size_t n, int truncated
 /*
  * What an address instruction of each kind looks like for t, the index of
  * the top bit of its operand's sign edge (below), whose operand has
- * (t >> 3) + 1 bytes: the opcode, relative (op[t]) or absolute
- * (op[64 + t]), the power of two that moves the operand to the top of a
- * big-endian word, and the instruction's length. Tables, as the fast
+ * (t >> 3) + 1 bytes, relative (t) or absolute (64 + t): the opcode, the
+ * power of two that moves the operand to the top of a big-endian word,
+ * and the instruction's length. Tables, as the fast
  * paths need these a frame: each is one load from the kind's base indexed
  * by t, with no arithmetic on t first. The length and the power are
  * 64-bit words so that each is an operand from memory: the output pointer
  * takes the length in one `add`, and the operand is moved by one
  * multiplication (a shift by a count from a table needs the count loaded
  * into cl first, and the register shuffling that cl's being taken
- * brings). 1,152 bytes a kind.
+ * brings).
  */
 typedef struct cbf_shapes {
-    uint64_t step[64];
-    uint64_t scale[64];
+    uint64_t step[128];
+    uint64_t scale[128];
     uint8_t op[128];
 } cbf_shapes;
 /* x(bytes) for each t: bytes = (t >> 3) + 1, eight times each. */
@@ -416,7 +416,9 @@ typedef struct cbf_shapes {
 #define CBF_RA_ABS(bytes) CBF_OP_RA + CBF_OP_ABSOLUTE + (bytes) - 1
 #define CBF_ASYNC_ABS(bytes) CBF_OP_ASYNC + CBF_OP_ABSOLUTE + (bytes) - 1
 #define CBF_KIND_SHAPES(rel, abs)                                                                 \
-    {{CBF_BYTES64(CBF_STEP)}, {CBF_BYTES64(CBF_SCALE)}, {CBF_BYTES64(rel), CBF_BYTES64(abs)}}
+    {{CBF_BYTES64(CBF_STEP), CBF_BYTES64(CBF_STEP)},                                              \
+     {CBF_BYTES64(CBF_SCALE), CBF_BYTES64(CBF_SCALE)},                                            \
+     {CBF_BYTES64(rel), CBF_BYTES64(abs)}}
 static const cbf_shapes cbf_kind_shapes[3] = {CBF_KIND_SHAPES(CBF_PC, CBF_PC_ABS),
                                               CBF_KIND_SHAPES(CBF_RA, CBF_RA_ABS),
                                               CBF_KIND_SHAPES(CBF_ASYNC, CBF_ASYNC_ABS)};
@@ -494,17 +496,17 @@ static BTP_ALWAYS_INLINE void store_be32(uint8_t *p, uint32_t v)
 #endif
 }
 
-/* Write the instruction of kind shapes and shape t, relative or absolute,
- * for operand v at p (room for CBF_MAX_INSTR bytes); returns its end. All 8 operand bytes
+/* Write the instruction of kind shapes and shape t (relative or absolute)
+ * for operand v at p
+ * (room for CBF_MAX_INSTR bytes); returns its end. All 8 operand bytes
  * (4 on 32-bit words) are stored at once; those past the instruction are
  * overwritten by the next one or lie beyond the stream's length. On
  * 32-bit words the operand is moved in 32 bits, by the high half of the
  * power of two (2^(32 - 8 * bytes)): no zero extension of v first. */
 static BTP_ALWAYS_INLINE uint8_t *put_shape(uint8_t *p, const cbf_shapes *shapes, uint64_t t,
-                                            const int absolute, uint64_t v,
-                                            const unsigned word_bits)
+                                            uint64_t v, const unsigned word_bits)
 {
-    *p = shapes->op[absolute ? 64 + t : t];
+    *p = shapes->op[t];
     if (word_bits == 32)
         store_be32(p + 1, (uint32_t)v * (uint32_t)(shapes->scale[t] >> 32));
     else
@@ -576,9 +578,9 @@ static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, uint64
     if (abs_shorter) {
         uint64_t ta = top_bit(abs_edge | 1);
         if ((ta >> 3) < (t >> 3))
-            return put_shape(p, shapes, ta, 1, value, word_bits);
+            return put_shape(p, shapes, 64 + ta, value, word_bits);
     }
-    return put_shape(p, shapes, t, 0, delta, word_bits);
+    return put_shape(p, shapes, t, delta, word_bits);
 }
 
 /*
@@ -600,7 +602,7 @@ static BTP_ALWAYS_INLINE int put_address_fast(uint8_t **pp, uint64_t value, uint
         if (value - 0x800000u >= 0xff000000u)
             return 0;
         uint32_t d = (uint32_t)delta;
-        *pp = put_shape(*pp, shapes, top_bit32_in_place(d ^ (d << 1)), 0, d, 32);
+        *pp = put_shape(*pp, shapes, top_bit32_in_place(d ^ (d << 1)), d, 32);
         return 1;
     }
     if (word_bits < 64 && value > btp_word_mask(word_bits))
