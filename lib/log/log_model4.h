@@ -13,10 +13,9 @@
  *   stores these tags range-coded or as bytes, whichever is smaller: long
  *   runs of records repeated give deflate matches no such model sees.
  *
- * All state is per block and of fixed size but for the per-stack tags,
- * which grow with the stacks actually referenced (at most the dictionary's
- * stack count). Writer and reader share this code, inline so that the
- * reader's loop keeps the decoder in registers. */
+ * All state is per block and of fixed size (a stack's last tag is in the
+ * record model's stack memo, log_model.h). Writer and reader share this
+ * code, inline so that the reader's loop keeps the decoder in registers. */
 #ifndef BTPACK_LOG_MODEL4_H
 #define BTPACK_LOG_MODEL4_H
 
@@ -25,16 +24,11 @@
 
 #include "calltree.h"
 #include "log_format.h"
+#include "log_model.h"
 #include "log_rc.h"
 
 #define M4_BUCKET_BITS 13  /* callee lists: 2^13 buckets by caller address */
 #define M4_WAYS 8          /* callees remembered per bucket */
-
-/* What a block knows of one stack. */
-typedef struct m4_stack {
-    uint32_t gen; /* of another block: nothing */
-    uint8_t tag;  /* the tag of its last allocation, + 1 (0: none) */
-} m4_stack;
 
 /* A callee list: frame values, most recent first (its length and stamp are
  * apart, so that only they need zeroing). */
@@ -58,8 +52,6 @@ typedef struct m4_probs {
 typedef struct log_m4 {
     uint32_t gen; /* block generation: tables stamped with another are empty */
     m4_probs p, p0; /* the block's probabilities; as they start */
-    m4_stack *stk;  /* by stack number */
-    uint32_t stk_cap;
     /* dictionary entries */
     m4_bucket *bucket;    /* 2^M4_BUCKET_BITS lists */
     uint32_t *bucket_gen; /* a list's stamp */
@@ -80,11 +72,10 @@ enum { M4_ALLOC, M4_FREE, M4_TRACE, M4_TRACE_TRUNC };
  *   entry (the reader bounds the frame count before asking for frames);
  * - log_m4_put_kind / _get_kind, then for a FREE log_m4_put_free /
  *   _get_free (its rank field), for an ALLOC log_m4_put_alloc / _get_alloc
- *   (its tag, predicted from its stack's last one). */
+ *   (its tag, predicted from its stack's last one in the block). */
 
 static inline void log_m4_free(log_m4 *m)
 {
-    free(m->stk);
     free(m->bucket);
     free(m->bucket_gen);
     free(m->bucket_n);
@@ -97,8 +88,6 @@ static inline void log_m4_free(log_m4 *m)
 static inline void log_m4_block(log_m4 *m)
 {
     if (++m->gen == 0) { /* wrapped: forget the stamps for real */
-        if (m->stk)
-            memset(m->stk, 0, (size_t)m->stk_cap * sizeof *m->stk);
         memset(m->bucket_gen, 0, sizeof *m->bucket_gen << M4_BUCKET_BITS);
         m->gen = 1;
     }
@@ -121,31 +110,6 @@ static inline btp_status log_m4_init(log_m4 *m)
         p0[i] = LOG_RC_PROB_INIT;
     log_m4_block(m);
     return BTP_OK;
-}
-
-/* What this block knows of stack s (grown to hold it; NULL: out of memory). */
-static inline m4_stack *m4_stack_at(log_m4 *m, uint32_t s)
-{
-    if (s >= m->stk_cap) {
-        uint32_t cap = m->stk_cap ? m->stk_cap : 1024;
-        while (cap <= s) {
-            if (cap > UINT32_MAX / 2)
-                return NULL;
-            cap *= 2;
-        }
-        m4_stack *p = realloc(m->stk, (size_t)cap * sizeof *p);
-        if (!p)
-            return NULL;
-        memset(p + m->stk_cap, 0, (size_t)(cap - m->stk_cap) * sizeof *p);
-        m->stk = p;
-        m->stk_cap = cap;
-    }
-    m4_stack *k = &m->stk[s];
-    if (k->gen != m->gen) {
-        k->gen = m->gen;
-        k->tag = 0;
-    }
-    return k;
 }
 
 /* ---- dictionary entries -------------------------------------------------- */
@@ -347,54 +311,46 @@ static inline unsigned log_m4_get_free(log_m4 *m, log_rc_dec *d, log_rd *in)
 
 /* An allocation's tag: with no earlier one of its stack in the block, its
  * upper 7 bits as a bit tree; else whether it is that one's, and if not
- * SIZE_SAME (per the last one's) and the bin field (per the last one's). */
-static inline btp_status log_m4_put_alloc(log_m4 *m, log_rc_enc *e, log_buf *out, uint32_t s,
-                                          unsigned tag)
+ * SIZE_SAME (per the last one's) and the bin field (per the last one's). last1:
+ * the last tag + 1, 0 for none. */
+static inline void log_m4_put_alloc(log_m4 *m, log_rc_enc *e, log_buf *out, unsigned last1,
+                                    unsigned tag)
 {
-    m4_stack *k = m4_stack_at(m, s);
-    if (!k)
-        return BTP_E_OUT_OF_MEMORY;
-    if (!k->tag) {
+    if (!last1) {
         m4_put_tree(e, out, m->p.tag_first, 7, tag >> 1);
-    } else {
-        unsigned last = k->tag - 1u, same = tag == last;
-        log_rc_enc_bit(e, out, &m->p.tag_same[(m->tag_hist & 1) * 2 + (last >> 2 == 0)], same);
-        m->tag_hist = same;
-        if (!same) {
-            log_rc_enc_bit(e, out, &m->p.tag_size[(last >> 1) & 1], (tag >> 1) & 1);
-            m4_put_tree(e, out, m->p.tag_bin[last >> 2], 6, tag >> 2);
-        }
+        return;
     }
-    k->tag = (uint8_t)(tag + 1);
-    return BTP_OK;
+    unsigned last = last1 - 1u, same = tag == last;
+    log_rc_enc_bit(e, out, &m->p.tag_same[(m->tag_hist & 1) * 2 + (last >> 2 == 0)], same);
+    m->tag_hist = same;
+    if (!same) {
+        log_rc_enc_bit(e, out, &m->p.tag_size[(last >> 1) & 1], (tag >> 1) & 1);
+        m4_put_tree(e, out, m->p.tag_bin[last >> 2], 6, tag >> 2);
+    }
 }
 
-static inline btp_status log_m4_get_alloc(log_m4 *m, log_rc_dec *d, log_rd *in, uint32_t s,
-                                          unsigned *out)
+/* The tag log_m4_put_alloc coded, `last` the memo of its stack (NULL: none
+ * in this block); sets in->bad on a tag that is not an allocation's. */
+static inline unsigned log_m4_get_alloc(log_m4 *m, log_rc_dec *d, log_rd *in,
+                                        const stack_memo *last)
 {
-    m4_stack *k = m4_stack_at(m, s);
-    if (!k)
-        return BTP_E_OUT_OF_MEMORY;
     unsigned tag;
-    if (!k->tag) {
+    if (!last) {
         tag = m4_get_tree(d, in, m->p.tag_first, 7) << 1;
     } else {
-        unsigned last = k->tag - 1u;
         unsigned same =
-            log_rc_dec_bit(d, in, &m->p.tag_same[(m->tag_hist & 1) * 2 + (last >> 2 == 0)]);
+            log_rc_dec_bit(d, in, &m->p.tag_same[(m->tag_hist & 1) * 2 + (last->tag >> 2 == 0)]);
         m->tag_hist = same;
         if (same) {
-            tag = last;
+            tag = last->tag;
         } else {
-            tag = log_rc_dec_bit(d, in, &m->p.tag_size[(last >> 1) & 1]) << 1;
-            tag |= m4_get_tree(d, in, m->p.tag_bin[last >> 2], 6) << 2;
+            tag = log_rc_dec_bit(d, in, &m->p.tag_size[(last->tag >> 1) & 1]) << 1;
+            tag |= m4_get_tree(d, in, m->p.tag_bin[last->tag >> 2], 6) << 2;
         }
     }
     if (tag == 0xFC || tag == 0xFE) /* a trace's, not an allocation's */
         in->bad = 1;
-    k->tag = (uint8_t)(tag + 1);
-    *out = tag;
-    return BTP_OK;
+    return tag;
 }
 
 #endif

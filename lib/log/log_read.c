@@ -285,6 +285,27 @@ static btp_status add_meta(btp_log_reader *r, const uint8_t *p, size_t n, uint64
     return BTP_OK;
 }
 
+/* Room for an entry of n new nodes (and the work it costs). */
+static btp_status dict_room(btp_log_reader *r, uint64_t n)
+{
+    if (r->tree.n_nodes + n > r->fh.max_nodes)
+        return BTP_E_CORRUPT;
+    if (r->tree.n_nodes + n > r->opt.max_nodes)
+        return BTP_E_NODES_LIMIT;
+    return spend(r, n + 1);
+}
+
+/* Node `node` becomes the next stack. */
+static btp_status dict_stack(btp_log_reader *r, uint32_t node)
+{
+    uint32_t sid;
+    if (r->tree.n_stacks >= r->fh.max_nodes)
+        return BTP_E_CORRUPT;
+    if (r->tree.n_stacks >= r->opt.max_nodes)
+        return BTP_E_NODES_LIMIT;
+    return calltree_add_stack(&r->tree, node, &sid);
+}
+
 /* Decode the dictionary section: new stacks. */
 static btp_status read_dict(btp_log_reader *r, log_rd *d)
 {
@@ -310,22 +331,13 @@ static btp_status read_dict(btp_log_reader *r, log_rd *d)
         if (st != BTP_END || btp_cbf_decoder_terminator(&dec) != BTP_CBF_TERM_END)
             return BTP_E_CORRUPT;
         d->pos += btp_cbf_decoder_consumed(&dec);
-        if (t->n_nodes + n > r->fh.max_nodes)
-            return BTP_E_CORRUPT;
-        if (t->n_nodes + n > r->opt.max_nodes)
-            return BTP_E_NODES_LIMIT;
-        if ((st = spend(r, n + 1)) != BTP_OK)
+        if ((st = dict_room(r, n)) != BTP_OK)
             return st;
         uint32_t node = (uint32_t)parent;
         for (size_t i = n; i-- > 0;)
             if ((st = calltree_add(t, node, r->frames[i], 1, &node)) != BTP_OK)
                 return st;
-        uint32_t sid;
-        if (t->n_stacks >= r->fh.max_nodes)
-            return BTP_E_CORRUPT;
-        if (t->n_stacks >= r->opt.max_nodes)
-            return BTP_E_NODES_LIMIT;
-        if ((st = calltree_add_stack(t, node, &sid)) != BTP_OK)
+        if ((st = dict_stack(r, node)) != BTP_OK)
             return st;
     }
     return BTP_OK;
@@ -367,11 +379,7 @@ static btp_status read_dict_m4(btp_log_reader *r, log_rd *d, const log_block_hea
             return BTP_E_CORRUPT;
         if (!t->nodes[parent].known)
             return dict_unknown(r, d, h);
-        if (t->n_nodes + n > r->fh.max_nodes)
-            return BTP_E_CORRUPT;
-        if (t->n_nodes + n > r->opt.max_nodes)
-            return BTP_E_NODES_LIMIT;
-        btp_status st = spend(r, n + 1);
+        btp_status st = dict_room(r, n);
         if (st != BTP_OK)
             return st;
         uint32_t node = parent;
@@ -386,12 +394,7 @@ static btp_status read_dict_m4(btp_log_reader *r, log_rd *d, const log_block_hea
             caller = f.value;
             caller_kind = (unsigned)f.kind;
         }
-        uint32_t sid;
-        if (t->n_stacks >= r->fh.max_nodes)
-            return BTP_E_CORRUPT;
-        if (t->n_stacks >= r->opt.max_nodes)
-            return BTP_E_NODES_LIMIT;
-        if ((st = calltree_add_stack(t, node, &sid)) != BTP_OK)
+        if ((st = dict_stack(r, node)) != BTP_OK)
             return st;
     }
     return d->bad || d->pos != d->len ? BTP_E_CORRUPT : BTP_OK;
@@ -475,10 +478,9 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, u
             } else { /* its stack first: the tag is predicted from the stack's last */
                 btp_status st = read_stack(r, &sec[BTP_LOG_SEC_STACKS], model2, &next_new,
                                            &d->stack);
-                if (st == BTP_OK)
-                    st = log_m4_get_alloc(&r->m4, &tdec, tr, d->stack, &tag);
                 if (st != BTP_OK)
                     return st;
+                tag = log_m4_get_alloc(&r->m4, &tdec, tr, log_model_memo(m, d->stack));
                 have_stack = 1;
             }
             if (tr->bad)
@@ -614,7 +616,7 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, u
             m->next_known = known;
         }
         m->free_pred++;
-        if ((st = log_model_memo_set(m, d->stack, d->size, base, base_known)) != BTP_OK)
+        if ((st = log_model_memo_set(m, d->stack, d->size, base, base_known, tag)) != BTP_OK)
             return st;
         if (!known) {
             d->flags |= BTP_LOG_REC_PTR_UNKNOWN;

@@ -777,13 +777,13 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
     m->free_pred++;
     /* bin hits leave the bases alone, so that after damage an unknown bin
      * entry does not make the following deltas unknown too */
-    if ((st = log_model_memo_set(m, sid, size, base, 1)) != BTP_OK)
+    const unsigned last_tag = last ? last->tag + 1u : 0; /* before the memo moves on */
+    if ((st = log_model_memo_set(m, sid, size, base, 1, tag)) != BTP_OK)
         return w->error = st;
     log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], (uint8_t)tag);
     if (!w->rc_tags_off) {
         log_m4_put_kind(&w->m4, &w->tag_enc, &w->rc_tags, M4_ALLOC);
-        if ((st = log_m4_put_alloc(&w->m4, &w->tag_enc, &w->rc_tags, sid, tag)) != BTP_OK)
-            return w->error = st;
+        log_m4_put_alloc(&w->m4, &w->tag_enc, &w->rc_tags, last_tag, tag);
     }
 
     live_entry e = {w->seq, ptr, size, sid, 1, 1};

@@ -14,16 +14,14 @@
 
 #include "check.h"
 #include "membuf.h"
+#include "test_rng.h"
 
 #define MAX_DEPTH 4096
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return test_rng(&rng);
 }
 
 typedef struct stk {
