@@ -192,8 +192,8 @@ def test_damage(tmp):
     src = os.path.join(CORPUS, "py311_regrtest.trace.xz")
     with lzma.open(src) as f:
         lines = [l for l in f.read().splitlines(True) if not l.startswith(b"#")]
-    # blocks of 64 KiB (a file otherwise gets 2 MiB ones: one block here)
-    rc, log, err = conv("trace", "log", "--no-zlib", "--block-size", "65536", src)
+    # blocks of 32 KiB (a file otherwise gets 2 MiB ones: one block here)
+    rc, log, err = conv("trace", "log", "--no-zlib", "--block-size", "32768", src)
     check(rc == 0, "py311 -> log: %s" % err)
     # cut in the middle: complete blocks come out, then the error, exit 1
     cut = log[:len(log) // 2]
@@ -261,7 +261,7 @@ def test_promises(tmp):
 
     # a whole block cut out
     src = os.path.join(CORPUS, "py311_regrtest.trace.xz")
-    rc, log, err = conv("trace", "log", "--no-zlib", "--block-size", "65536", src)
+    rc, log, err = conv("trace", "log", "--no-zlib", "--block-size", "32768", src)
     blocks = [b for b in blocks_of(log) if b[2] == 2]
     check(rc == 0 and len(blocks) >= 3, "blocks: %s" % blocks)
     rc, one, err = conv("trace", "log", "--no-zlib", src)
