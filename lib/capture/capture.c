@@ -5,6 +5,7 @@
 #include "capture_internal.h"
 
 #include "capture/cfi.h"
+#include "codec/cbf_internal.h"
 #include "common/reserved.h"
 
 #include <dlfcn.h>
@@ -493,11 +494,12 @@ static btp_status capture_context(const btp_capture_options *opt, const void *uc
  * its own frame record, which is the one alive (btp_capture's is gone), and
  * the unwinders find one library frame to walk, as before. Called
  * otherwise (no tail call), btp_capture's frame is alive below the caller
- * and the walk starts from it, one frame further down. */
+ * and the walk starts from it, one frame further down. The arguments in
+ * btp_capture's order, so that its own stay in their registers. */
 static __attribute__((noinline)) btp_status capture_general(const btp_capture_options *opt,
-                                                            uintptr_t ra, uintptr_t fp,
                                                             btp_frame *frames, size_t cap,
-                                                            size_t *n_out)
+                                                            size_t *n_out, uintptr_t ra,
+                                                            uintptr_t fp)
 {
     if ((uintptr_t)__builtin_return_address(0) == ra)
         fp = (uintptr_t)__builtin_frame_address(0);
@@ -513,19 +515,38 @@ static __attribute__((noinline)) btp_status capture_general(const btp_capture_op
 __attribute__((noinline)) btp_status btp_capture(const btp_capture_options *opt,
                                                   btp_frame *frames, size_t cap, size_t *n_out)
 {
+    const uintptr_t *self = __builtin_frame_address(0);
+    const uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+    /* The usual call first, with nothing before it but the checks it
+     * needs: the quick walk from the caller's record (self[0], which must
+     * lie above ours: what the walk from ours would have checked first). */
+    if (btp_fp_quick_options(opt) && frames && n_out && cap > BTP_FP_PASS) {
+        /* What only the other paths need, kept in this frame's memory
+         * while the walk runs, so that the walk has the registers to
+         * itself: held in registers, they made the compiler save and
+         * restore five callee-saved registers a call. */
+        struct {
+            const btp_capture_options *opt;
+            size_t cap;
+            const uintptr_t *self;
+        } keep = {opt, cap, self};
+        __asm__("" : "+m"(keep));
+        if (btp_fp_quick(frames, cap, ra, self[0], (uintptr_t)self, n_out, 0))
+            return BTP_OK;
+        __asm__("" : "+m"(keep));
+        opt = keep.opt;
+        cap = keep.cap;
+        self = keep.self;
+    }
     if (!frames || !n_out || cap == 0)
         return BTP_E_INVALID_ARGUMENT;
     *n_out = 0;
-    const uintptr_t *self = __builtin_frame_address(0);
-    /* (the caller's record must lie above ours: what the walk from ours
-     * would have checked first) */
-    if (method_available(BTP_CAPTURE_FP) && opt && opt->method == BTP_CAPTURE_FP &&
-        !opt->snip_pre && !opt->snip_post && !opt->bounds && self[0] > (uintptr_t)self)
-        return btp_capture_fp_entry(opt, frames, cap, n_out,
-                                    (uintptr_t)__builtin_return_address(0), self[0]);
-    /* a tail call too, where the compiler makes one (see capture_general) */
-    return capture_general(opt, (uintptr_t)__builtin_return_address(0), (uintptr_t)self,
-                           frames, cap, n_out);
+    /* The fp walk through the collector where the quick one did not do,
+     * and the other cases, each a tail call where the compiler makes one
+     * (see capture_general). */
+    if (btp_fp_quick_options(opt) && self[0] > (uintptr_t)self)
+        return btp_capture_fp_entry(opt, frames, cap, n_out, ra, self[0]);
+    return capture_general(opt, frames, cap, n_out, ra, (uintptr_t)self);
 }
 
 btp_status btp_capture_context(const btp_capture_options *opt, const void *ucontext,
@@ -560,12 +581,18 @@ btp_status btp_capture_regs(const btp_capture_options *opt, const btp_regs *regs
     return st;
 }
 
-/* The capture is made in this function's own frame (here_at inlined): for
- * the unwinders, one library frame to walk, as for btp_capture(). */
-__attribute__((noinline)) btp_status btp_capture_cbf(const btp_capture_options *opt,
-                                                      const void *ucontext, void *buf, size_t cap,
-                                                      size_t *len_out)
+/* btp_capture_cbf's other cases, as capture_general is btp_capture's:
+ * reached by a tail call, this runs in btp_capture_cbf's place and the
+ * capture is made in its frame (one library frame for the unwinders to
+ * walk); called otherwise, btp_capture_cbf's frame record lies below ours
+ * and the fp walk starts from it. ra: btp_capture_cbf's return address. */
+static __attribute__((noinline)) btp_status capture_cbf_general(const btp_capture_options *opt,
+                                                                const void *ucontext, void *buf,
+                                                                size_t cap, size_t *len_out,
+                                                                uintptr_t ra)
 {
+    const uintptr_t *self = __builtin_frame_address(0);
+    const uintptr_t fp = (uintptr_t)__builtin_return_address(0) == ra ? (uintptr_t)self : self[0];
     if (!buf || !len_out || cap < 2)
         return BTP_E_INVALID_ARGUMENT;
     *len_out = 0;
@@ -575,9 +602,7 @@ __attribute__((noinline)) btp_status btp_capture_cbf(const btp_capture_options *
     if (ucontext)
         st = capture_context(opt, ucontext, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n);
     else
-        st = here_at(opt, (uintptr_t)__builtin_return_address(0),
-                     (uintptr_t)__builtin_frame_address(0), frames, BTP_CAPTURE_CBF_MAX_FRAMES,
-                     &n);
+        st = here_at(opt, ra, fp, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n);
     size_t len = 0;
     btp_status est = btp_cbf_encode(frames, n, 0, (unsigned)(8 * sizeof(void *)),
                                     BTP_CBF_ENC_TRUNCATE_ON_FULL, buf, cap, &len, NULL);
@@ -585,4 +610,55 @@ __attribute__((noinline)) btp_status btp_capture_cbf(const btp_capture_options *
     st = st != BTP_OK ? st : est;
     __asm__ volatile("" : "+r"(st) : : "memory");
     return st;
+}
+
+/* The capture is made in this function's own frame, or in
+ * capture_cbf_general's in its place: for the unwinders, one library frame
+ * to walk, as for btp_capture(). */
+__attribute__((noinline)) btp_status btp_capture_cbf(const btp_capture_options *opt,
+                                                      const void *ucontext, void *buf, size_t cap,
+                                                      size_t *len_out)
+{
+    const uintptr_t *self = __builtin_frame_address(0);
+    const uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+    /* (the arguments checked in full the general way) */
+    if (btp_fp_quick_options(opt) && !ucontext && buf && len_out && cap >= BTP_CBF_BOUND(1)) {
+        /* The quick walk (as in btp_capture), into an address array: the
+         * encoder's fastest way in (one store a frame, no kind to check).
+         * Its stream has the bytes of the frames' but for the first
+         * frame's kind, a pc: the first instruction's opcode is ra's where
+         * it must be pc's (spec/cbf.md 1.2: the kinds differ only in the
+         * opcode's top bits; operand, length and every later byte are the
+         * same), unless the second frame repeats the first, which as a
+         * return address would be a rep: that goes the general way. With
+         * room for an instruction of the longest (BTP_CBF_BOUND(1)), that
+         * first one is always written. */
+        uint64_t a[BTP_CAPTURE_CBF_MAX_FRAMES];
+        a[1] = 0; /* (a walk that ends at the pc leaves it: 0 is never the pc) */
+        size_t n;
+        /* (in memory while the walk runs: see btp_capture) */
+        struct {
+            const btp_capture_options *opt;
+            uint8_t *buf;
+            size_t cap;
+            size_t *len_out;
+        } keep = {opt, buf, cap, len_out};
+        __asm__("" : "+m"(keep));
+        if (btp_fp_quick(a, BTP_CAPTURE_CBF_MAX_FRAMES, ra, self[0], (uintptr_t)self, &n, 1) &&
+            a[1] != a[0]) {
+            btp_status st = btp_cbf_encode_addrs(a, n, BTP_FRAME_RA, 0,
+                                                 (unsigned)(8 * sizeof(void *)),
+                                                 BTP_CBF_ENC_TRUNCATE_ON_FULL, keep.buf, keep.cap,
+                                                 keep.len_out, NULL);
+            keep.buf[1] ^= CBF_OP_RA ^ CBF_OP_PC;
+            return st;
+        }
+        __asm__("" : "+m"(keep));
+        opt = keep.opt;
+        buf = keep.buf;
+        cap = keep.cap;
+        len_out = keep.len_out;
+    }
+    /* a tail call too, where the compiler makes one (see capture_cbf_general) */
+    return capture_cbf_general(opt, ucontext, buf, cap, len_out, ra);
 }

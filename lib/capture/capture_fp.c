@@ -14,24 +14,16 @@
  */
 #include "capture_internal.h"
 
-#include "common/reserved.h"
-
 #include <signal.h>
 #include <ucontext.h>
 
-#define WORD ((uintptr_t)sizeof(uintptr_t))
+#define WORD BTP_FP_WORD
 
 /* This thread's stack, found once by pthread_getattr_np (slow, and not
- * async-signal-safe, hence cached). initial-exec keeps the access a plain
- * thread-pointer load with no call into the dynamic linker, so reading it
- * in a signal handler is safe. */
-static __thread btp_stack_bounds thread_stack __attribute__((tls_model("initial-exec")));
-
-/* What fast_records works out of thread_stack before its loop, worked out
- * once when thread_stack is set (see region_limits), for the quick walk:
- * quick_k 0 when the stack has no room for a record. */
-static __thread uintptr_t quick_lim __attribute__((tls_model("initial-exec")));
-static __thread uintptr_t quick_k __attribute__((tls_model("initial-exec")));
+ * async-signal-safe, hence cached), with the quick walk's view of it
+ * (capture_internal.h). */
+__thread btp_fp_thread btp_fp_thread_state __attribute__((tls_model("initial-exec")));
+#define thread_stack (btp_fp_thread_state.stack)
 
 static int inside(const btp_stack_bounds *b, uintptr_t a)
 {
@@ -51,8 +43,8 @@ static void set_thread_stack(const btp_stack_bounds *t)
 {
     uintptr_t lo_a, lim;
     int ok = region_limits(t, &lo_a, &lim);
-    quick_lim = lim;
-    quick_k = ok ? (lim - lo_a) / WORD + 1 : 0;
+    btp_fp_thread_state.lim = lim;
+    btp_fp_thread_state.k = ok ? (lim - lo_a) / WORD + 1 : 0;
     thread_stack = *t;
 }
 
@@ -126,105 +118,27 @@ static int record_ok(const btp_stack_bounds *r, uintptr_t f)
     return f % WORD == 0 && f >= r->lo && r->hi >= 2 * WORD && f <= r->hi - 2 * WORD;
 }
 
-/* Reads stack words the compiler's instrumentation knows nothing about (other
- * frames, possibly poisoned redzones); the bounds above are what keep it
- * safe. */
-__attribute__((no_sanitize_address)) static uintptr_t load(uintptr_t a)
-{
-    return *(const volatile uintptr_t *)a;
-}
-
-/* x rotated right by log2(WORD) bits. */
-static inline uintptr_t rotr_word(uintptr_t x)
-{
-    const unsigned k = WORD == 8 ? 3 : 2, bits = 8 * (unsigned)WORD;
-    return (x >> k) | (x << (bits - k));
-}
-
-/*
- * The walk while frames go straight into the head: records from f on,
- * their return addresses stored at *o (up to o_end). A record is read if it
- * lies in the region (word-aligned, at or above lo_a, at most at lim) and
- * above the last one read (*prev). All of that is one comparison: lim - f
- * rotated right by the alignment's bits is f's distance below lim in words
- * when f is aligned and at most lim, and at least 2^61 otherwise (a
- * misaligned f puts its low bits at the top, one above lim wraps around);
- * it must be smaller than the previous record's distance (k), which starts
- * one word below lo_a (or at *prev). So the chain only climbs, and a zero
- * frame pointer (below lo_a, or not above *prev) fails. Two records a pass:
- * half the loop's own branches. Returns the record the general step goes
- * on with (0: the chain ended).
- */
-/* fast_records' loop, with the region as lim and k (see there): returns the
- * record to go on with and leaves the distance of the last record read in
- * *kp. */
-__attribute__((no_sanitize_address)) static inline uintptr_t records_loop(
-    uintptr_t lim, uintptr_t *kp, uintptr_t f, btp_frame **op, btp_frame *const o_end,
-    int *ended)
-{
-    *ended = 0;
-    btp_frame *o = *op;
-    uintptr_t k = *kp;
-    btp_frame *const o_last = o_end - 2; /* room for two from here */
-    uintptr_t ra = 0, k1;
-    for (;;) {
-        if (o > o_last)
-            break;
-        if ((k1 = rotr_word(lim - f)) >= k || (ra = load(f + WORD)) == 0)
-            goto end; /* the end (the general step sees it again) */
-        uintptr_t f1 = load(f);
-        o[0].value = (uint64_t)ra;
-        o[0].kind = BTP_FRAME_RA;
-        k = k1;
-        f = f1;
-        if ((k1 = rotr_word(lim - f)) >= k || (ra = load(f + WORD)) == 0) {
-            o += 1;
-            goto end;
-        }
-        f1 = load(f);
-        o[1].value = (uint64_t)ra;
-        o[1].kind = BTP_FRAME_RA;
-        o += 2;
-        k = k1;
-        f = f1;
-    }
-    if (0) {
-    end:
-        *ended = 1; /* a record failed the test, or a zero return address */
-    }
-    *kp = k;
-    *op = o;
-    return f;
-}
-
-/*
- * The walk while frames go straight into the head: records from f on,
- * their return addresses stored at *o (up to o_end). A record is read if it
- * lies in the region (word-aligned, at or above lo_a, at most at lim) and
- * above the last one read (*prev). All of that is one comparison: lim - f
- * rotated right by the alignment's bits is f's distance below lim in words
- * when f is aligned and at most lim, and at least 2^61 otherwise (a
- * misaligned f puts its low bits at the top, one above lim wraps around);
- * it must be smaller than the previous record's distance (k), which starts
- * one word below lo_a (or at *prev). So the chain only climbs, and a zero
- * frame pointer (below lo_a, or not above *prev) fails. Two records a pass:
- * half the loop's own branches. Returns the record the general step goes
- * on with (0: the chain ended).
- */
+/* The walk while frames go straight into the head: btp_fp_records from f
+ * on, its slots from *op up to o_end, in the region r and above the last
+ * record read (*prev, 0: none), both updated. Returns the record the
+ * general step goes on with (0: the chain ended). */
 __attribute__((no_sanitize_address)) static inline uintptr_t fast_records(
     const btp_stack_bounds *r, uintptr_t f, uintptr_t *prev, btp_frame **op,
     btp_frame *const o_end, int *ended)
 {
     *ended = 0;
     uintptr_t lo_a, lim;
-    if (!region_limits(r, &lo_a, &lim) || o_end - *op < 2)
+    if (!region_limits(r, &lo_a, &lim) || o_end - *op < BTP_FP_PASS)
         return f;
     const uintptr_t last = *prev;
     uintptr_t k = (lim - lo_a) / WORD + 1;
     if (last >= lo_a) /* above it: f > last is lim - f < lim - last */
         k = last > lim ? 0 : (lim - last + WORD - 1) / WORD;
     const uintptr_t k_start = k;
-    f = records_loop(lim, &k, f, op, o_end, ended);
+    btp_frame *const o0 = *op;
+    size_t i = 0;
+    f = btp_fp_records(lim, &k, f, o0, &i, (size_t)(o_end - o0), ended, 0);
+    *op = o0 + i;
     if (k != k_start)
         *prev = lim - k * WORD; /* the last record read */
     return f;
@@ -275,8 +189,8 @@ __attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
             r = t; /* left the alternate stack for the thread's own */
             on_alt = 0;
         }
-        uintptr_t next = load(f);
-        uintptr_t ra = load(f + WORD);
+        uintptr_t next = btp_fp_load(f);
+        uintptr_t ra = btp_fp_load(f + WORD);
         if (ra == 0 || !btp_collector_push(c, ra))
             return BTP_OK;
         if (next == 0)
@@ -286,38 +200,9 @@ __attribute__((no_sanitize_address)) btp_status btp_capture_fp_walk(
     }
 }
 
-/* The quick walk from a return address `ra` (the first frame) and the frame
- * record `fp` of the function it returns into: 1 with *n_out set, or 0 as
- * btp_capture_fp_quick. */
-static inline int quick_from(btp_frame *frames, size_t cap, uintptr_t ra, uintptr_t fp,
-                             size_t *n_out)
-{
-    /* Only the thread's own stack, known already, and only a chain that
-     * ends before the frames the collector keeps in order run out (cap-1,
-     * its lin_cap for any cap of 2 or more): then the general walk would
-     * keep exactly these frames. The region's limits were worked out when
-     * the stack was found (quick_lim, quick_k). */
-    uintptr_t k = quick_k;
-    if (k == 0 || !inside(&thread_stack, fp) || cap < 3 || ra == 0)
-        return 0;
-    frames[0].value = (uint64_t)ra;
-    frames[0].kind = BTP_FRAME_PC;
-    btp_frame *o = frames + 1;
-    int ended;
-    records_loop(quick_lim, &k, fp, &o, frames + cap - 1, &ended);
-    if (!ended)
-        return 0;
-    *n_out = (size_t)(o - frames);
-    return 1;
-}
-
 btp_status btp_capture_fp_entry(const btp_capture_options *opt, btp_frame *frames,
                                 size_t cap, size_t *n_out, uintptr_t ra, uintptr_t cfp)
 {
-    if (!btp_reserved_clear(opt->reserved))
-        return BTP_E_UNSUPPORTED;
-    if (quick_from(frames, cap, ra, cfp, n_out))
-        return BTP_OK;
     btp_collector c;
     btp_collector_init(&c, frames, cap, 0, opt);
     btp_regs regs = {.pc = ra, .sp = 0, .fp = cfp};
@@ -330,9 +215,9 @@ int btp_capture_fp_quick(btp_frame *frames, size_t cap, uintptr_t fp, size_t *n_
 {
     /* fp is the entry point's own frame record: its return address comes
      * first, then the chain from its caller's record */
-    if (thread_stack.hi == 0 || !inside(&thread_stack, fp) || fp % WORD != 0)
+    if (cap <= BTP_FP_PASS || thread_stack.hi == 0 || !inside(&thread_stack, fp) || fp % WORD != 0)
         return 0;
-    return quick_from(frames, cap, load(fp + WORD), load(fp), n_out);
+    return btp_fp_quick(frames, cap, btp_fp_load(fp + WORD), btp_fp_load(fp), fp, n_out, 0);
 }
 
 btp_status btp_regs_from_context(const void *ucontext, btp_regs *regs)

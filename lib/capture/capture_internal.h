@@ -5,6 +5,7 @@
 #include <btpack/capture.h>
 
 #include "btp_config.h"
+#include "common/compiler.h"
 
 #include <stdatomic.h>
 
@@ -194,6 +195,180 @@ int btp_capture_known_stack(uintptr_t addr, btp_stack_bounds *out);
 /* Remember the calling thread's stack bounds (not async-signal-safe). */
 void btp_capture_cache_thread_bounds(void);
 
+/* ------------------------------------------------------------------ */
+/* The quick fp walk                                                    */
+/* ------------------------------------------------------------------ */
+
+#define BTP_FP_WORD ((uintptr_t)sizeof(uintptr_t))
+/* Records a pass of btp_fp_records' loop. */
+#define BTP_FP_PASS 8
+
+/*
+ * The fp walks' state of the calling thread: its stack (hi 0: not found
+ * yet) and, worked out once when it was found, what the quick walk needs:
+ * the highest address a frame record may lie at (lim: both its words
+ * below hi) and one more than the distance in words from there down to
+ * the lowest word-aligned address in the stack (k; 0: no room for a
+ * record). One block, reached from one thread-pointer offset; the
+ * initial-exec model keeps the access a plain thread-pointer load with no
+ * call into the dynamic linker, so reading it in a signal handler is
+ * safe. Written only by capture_fp.c.
+ */
+typedef struct btp_fp_thread {
+    uintptr_t lim;
+    uintptr_t k;
+    btp_stack_bounds stack;
+} btp_fp_thread;
+extern __thread btp_fp_thread btp_fp_thread_state __attribute__((tls_model("initial-exec")));
+
+/* Reads stack words the compiler's instrumentation knows nothing about
+ * (other frames, possibly poisoned redzones); the bounds checked before
+ * every call are what keep it safe. */
+__attribute__((no_sanitize_address)) static inline uintptr_t btp_fp_load(uintptr_t a)
+{
+    return *(const volatile uintptr_t *)a;
+}
+
+/* x rotated right by log2(BTP_FP_WORD) bits. */
+static inline uintptr_t btp_fp_rotr(uintptr_t x)
+{
+    const unsigned s = BTP_FP_WORD == 8 ? 3 : 2, bits = 8 * (unsigned)BTP_FP_WORD;
+    return (x >> s) | (x << (bits - s));
+}
+
+/* Slot i of a walk's output: a btp_frame of kind RA, or with `addrs` (a
+ * constant) a plain address in an array of uint64_t. */
+static BTP_ALWAYS_INLINE void btp_fp_put(void *out, size_t i, uintptr_t ra, const int addrs)
+{
+    if (addrs) {
+        ((uint64_t *)out)[i] = (uint64_t)ra;
+    } else {
+        ((btp_frame *)out)[i].value = (uint64_t)ra;
+        ((btp_frame *)out)[i].kind = BTP_FRAME_RA;
+    }
+}
+
+/*
+ * The frame records from f on, their return addresses stored from slot *ip
+ * of out up to slot `end` (exclusive). A record is read if it lies in the
+ * region (word-aligned, at or above its lowest record address, at most at
+ * lim) and above the last one read. All of that is one comparison: lim - f
+ * rotated right by the alignment's bits is f's distance below lim in
+ * words when f is aligned and at most lim, and at least 2^61 otherwise (a
+ * misaligned f puts its low bits at the top, one above lim wraps around);
+ * it must be smaller than the previous record's distance, which *kp holds
+ * (one more than the lowest record's distance to start with). So the chain
+ * only climbs, and a zero frame pointer (below the region, or not above
+ * the last record) fails. A zero return address ends the walk too.
+ * BTP_FP_PASS records a pass, so that the loop's own test costs an eighth
+ * of a compare and branch a frame (end must be at least BTP_FP_PASS).
+ * Returns the record the walk would go on with: with *ended set, the one
+ * that failed the test or had a zero return address (the general walk
+ * looks at it again); else the slots ran out first (fewer than a pass
+ * left). *ip and *kp are left at the next slot and the distance of the
+ * last record read.
+ */
+static BTP_ALWAYS_INLINE uintptr_t btp_fp_records(uintptr_t lim, uintptr_t *kp, uintptr_t f,
+                                                  void *out, size_t *ip, size_t end,
+                                                  int *ended, const int addrs)
+{
+    /* By pointer: one register for the position and the end each. */
+    const size_t stride = addrs ? sizeof(uint64_t) : sizeof(btp_frame);
+    unsigned char *const base = out;
+    unsigned char *o = base + *ip * stride;
+    /* the last position with room for a pass */
+    unsigned char *const o_last = base + (end - BTP_FP_PASS) * stride;
+    uintptr_t k = *kp, k1, ra;
+    *ended = 1;
+#define BTP_FP_STEP(j)                                                                            \
+    if ((k1 = btp_fp_rotr(lim - f)) >= k || (ra = btp_fp_load(f + BTP_FP_WORD)) == 0) {           \
+        o += (j) * stride;                                                                        \
+        goto done;                                                                                \
+    }                                                                                             \
+    btp_fp_put(o, (j), ra, addrs);                                                                \
+    k = k1;                                                                                       \
+    f = btp_fp_load(f)
+    while (o <= o_last) {
+        BTP_FP_STEP(0);
+        BTP_FP_STEP(1);
+        BTP_FP_STEP(2);
+        BTP_FP_STEP(3);
+        BTP_FP_STEP(4);
+        BTP_FP_STEP(5);
+        BTP_FP_STEP(6);
+        BTP_FP_STEP(7);
+        o += BTP_FP_PASS * stride;
+    }
+#undef BTP_FP_STEP
+    *ended = 0;
+done:
+    *ip = (size_t)(o - base) / stride;
+    *kp = k;
+    return f;
+}
+
+/*
+ * The quick walk of the current thread, straight into out (btp_frame, or
+ * with `addrs` uint64_t: see btp_fp_put) with no collector: the return
+ * address ra (slot 0, a pc: its kind set here for btp_frame) and the
+ * chain from the record f, which must lie above the address `above`
+ * (the entry point's own record). It applies only on the thread's own
+ * stack, known already (btp_fp_thread_state), and to a chain that ends
+ * before the frames the collector keeps in order run out (cap-1, its
+ * lin_cap for any cap of 3 or more): then the general walk would keep
+ * exactly these frames. 1 with *n_out set if so; 0 when ra is 0, f is not
+ * a record on the known stack above `above` (the general walk looks
+ * further: the alternate signal stack, the stack's bounds found now) or
+ * the chain goes on (out then holds garbage: walk again). cap must be
+ * more than BTP_FP_PASS (room for the pc and a pass of the loop).
+ */
+static BTP_ALWAYS_INLINE int btp_fp_quick(void *out, size_t cap, uintptr_t ra, uintptr_t f,
+                                          uintptr_t above, size_t *n_out, const int addrs)
+{
+    const btp_fp_thread *t = &btp_fp_thread_state;
+    uintptr_t k = t->k, lim = t->lim;
+    /* (the first record's test is the loop's first too: computed once) */
+    if (ra == 0 || f <= above || btp_fp_rotr(lim - f) >= k)
+        return 0;
+    if (addrs) {
+        ((uint64_t *)out)[0] = (uint64_t)ra;
+    } else {
+        ((btp_frame *)out)[0].value = (uint64_t)ra;
+        ((btp_frame *)out)[0].kind = BTP_FRAME_PC;
+    }
+    size_t i = 1;
+    int ended;
+    btp_fp_records(lim, &k, f, out, &i, cap - 1, &ended, addrs);
+    *n_out = i;
+    return ended;
+}
+
+/* The options btp_capture and btp_capture_cbf may take the quick walk
+ * with: the fp method, nothing to snip, no bounds given, no option this
+ * library does not know (flags do not matter: the walk reads only the
+ * known stack and calls nothing). method and snip_pre are compared as one
+ * word with a constant's. */
+static BTP_ALWAYS_INLINE int btp_fp_quick_options(const btp_capture_options *opt)
+{
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+    if (!opt)
+        return 0;
+    static const btp_capture_options fp_only = {.method = BTP_CAPTURE_FP};
+    uint64_t w, want;
+    __builtin_memcpy(&w, opt, sizeof w);
+    __builtin_memcpy(&want, &fp_only, sizeof want);
+    if (w != want) /* (first: the other methods' calls go on at once) */
+        return 0;
+    uint64_t any = opt->snip_post | (uintptr_t)opt->bounds;
+    for (int i = 0; i < BTP_RESERVED_WORDS; i++)
+        any |= opt->reserved[i];
+    return any == 0;
+#else
+    (void)opt;
+    return 0; /* no fp method here */
+#endif
+}
+
 /* The walkers. `uc` is a ucontext_t or NULL (current thread). */
 btp_status btp_capture_fp_walk(btp_collector *c, const btp_regs *regs,
                                const btp_stack_bounds *bounds, unsigned flags);
@@ -203,12 +378,12 @@ btp_status btp_capture_fp_walk(btp_collector *c, const btp_regs *regs,
  * (the chain ends inside the head, on the thread's known stack), else 0
  * (frames then hold garbage: walk again). */
 int btp_capture_fp_quick(btp_frame *frames, size_t cap, uintptr_t fp, size_t *n_out);
-/* btp_capture with the fp method and nothing to snip or bound (opt says
- * so, and the method is available): ra is btp_capture's return address,
- * cfp its caller's frame record (above btp_capture's own), and the walk
- * goes on from there as the general one would from btp_capture's record.
- * btp_capture ends in a tail call to it, so that btp_capture's own
- * prologue stays small on this path. */
+/* btp_capture with options btp_fp_quick_options accepts where the quick
+ * walk did not apply: ra is btp_capture's return address, cfp its
+ * caller's frame record (above btp_capture's own), and the walk goes on
+ * from there through the collector as the general one would from
+ * btp_capture's record. btp_capture ends in a tail call to it, so that
+ * btp_capture's own prologue stays small. */
 btp_status btp_capture_fp_entry(const btp_capture_options *opt, btp_frame *frames,
                                 size_t cap, size_t *n_out, uintptr_t ra, uintptr_t cfp);
 btp_status btp_capture_libgcc(btp_collector *c, const void *uc);

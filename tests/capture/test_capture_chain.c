@@ -24,7 +24,8 @@
 
 typedef struct result {
     btp_capture_options opt;
-    int cbf; /* capture as CBF instead of frames */
+    int cbf;     /* capture as CBF instead of frames */
+    size_t bcap; /* bytes of `bytes` to give it (0: all) */
     size_t cap;
     btp_frame f[MAXF];
     size_t n;
@@ -43,7 +44,8 @@ void deep(result *r, unsigned d);
 NOINL void chain_c(result *r)
 {
     if (r->cbf)
-        r->st = btp_capture_cbf(&r->opt, NULL, r->bytes, sizeof r->bytes, &r->len);
+        r->st = btp_capture_cbf(&r->opt, NULL, r->bytes, r->bcap ? r->bcap : sizeof r->bytes,
+                                &r->len);
     else
         r->st = btp_capture(&r->opt, r->f, r->cap, &r->n);
     BARRIER();
@@ -70,7 +72,8 @@ NOINL void chain_top(result *r)
 NOINL void deep(result *r, unsigned d)
 {
     if (d == 0 && r->cbf)
-        r->st = btp_capture_cbf(&r->opt, NULL, r->bytes, sizeof r->bytes, &r->len);
+        r->st = btp_capture_cbf(&r->opt, NULL, r->bytes, r->bcap ? r->bcap : sizeof r->bytes,
+                                &r->len);
     else if (d == 0)
         r->st = btp_capture(&r->opt, r->f, r->cap, &r->n);
     else
@@ -281,6 +284,38 @@ NOINL void test_method(btp_capture_method m)
     if (ds == BTP_OK) {
         check_chain(name, dec, info.frames, 0);
         CHECK(info.frames == n0, "%s: cbf has %zu frames, capture %zu", name, info.frames, n0);
+    }
+    /* The very bytes btp_cbf_encode makes of the frames (decoded from the
+     * first capture, the whole buffer), in a buffer of every size up to
+     * the stream's (cut by trunc, same status), whichever way the capture
+     * got there. Every capture from this one line: the return address into
+     * this function is a frame too. */
+    btp_frame whole[BTP_CAPTURE_CBF_MAX_FRAMES];
+    size_t nwhole = 0, last = 0;
+    for (size_t bcap = 0; bcap <= last; bcap = bcap ? bcap + 1 : 2) {
+        result *c = &small;
+        memset(c, 0, sizeof *c);
+        c->opt.method = m;
+        c->cbf = 1;
+        c->bcap = bcap;
+        chain_top(c);
+        if (bcap == 0) {
+            btp_cbf_info wi;
+            btp_status s = btp_cbf_decode(c->bytes, c->len, BTP_CBF_POLICY_STRICT, whole,
+                                          BTP_CAPTURE_CBF_MAX_FRAMES, &wi);
+            CHECK(c->st == BTP_OK && s == BTP_OK, "%s: cbf %s, decode %s", name,
+                  btp_status_name(c->st), btp_status_name(s));
+            nwhole = s == BTP_OK ? wi.frames : 0;
+            last = s == BTP_OK ? c->len + 1 : 0;
+            continue;
+        }
+        uint8_t want[sizeof c->bytes];
+        size_t wlen = 0;
+        btp_status ws = btp_cbf_encode(whole, nwhole, 0, 8 * sizeof(void *),
+                                       BTP_CBF_ENC_TRUNCATE_ON_FULL, want, bcap, &wlen, NULL);
+        CHECK(c->st == ws && c->len == wlen && memcmp(c->bytes, want, wlen) == 0,
+              "%s: cbf in %zu bytes: %s, %zu bytes; encoder %s, %zu", name, bcap,
+              btp_status_name(c->st), c->len, btp_status_name(ws), wlen);
     }
     /* A buffer too small for it: a valid stream cut by trunc. */
     uint8_t tiny[6];

@@ -127,6 +127,120 @@ static void test_shortening(void)
     }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* btp_capture called as from a function whose frame record is at fp (rbp
+ * set to it for the call), so that its quick walk (the fp method's usual
+ * path: the thread's own stack, from the caller's record) meets chains
+ * forged on this thread's stack. */
+static __attribute__((noinline)) btp_status capture_from(uintptr_t fp,
+                                                         const btp_capture_options *o,
+                                                         btp_frame *f, size_t cap, size_t *n)
+{
+    register uintptr_t rdi __asm__("rdi") = (uintptr_t)o;
+    register uintptr_t rsi __asm__("rsi") = (uintptr_t)f;
+    register uintptr_t rdx __asm__("rdx") = cap;
+    register uintptr_t rcx __asm__("rcx") = (uintptr_t)n;
+    register uintptr_t r11 __asm__("r11") = (uintptr_t)&btp_capture;
+    uintptr_t rax;
+    /* past the red zone, aligned for the call; rbp saved and put back */
+    __asm__ volatile("mov %%rsp, %%r12\n\t"
+                     "sub $128, %%rsp\n\t"
+                     "and $-16, %%rsp\n\t"
+                     "push %%rbp\n\t"
+                     "push %%rbp\n\t"
+                     "mov %%rbx, %%rbp\n\t"
+                     "call *%%r11\n\t"
+                     "mov 8(%%rsp), %%rbp\n\t"
+                     "mov %%r12, %%rsp"
+                     : "=a"(rax), "+r"(rdi), "+r"(rsi), "+r"(rdx), "+r"(rcx), "+r"(r11)
+                     : "b"(fp)
+                     : "r8", "r9", "r10", "r12", "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3",
+                       "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+                       "xmm13", "xmm14", "xmm15");
+    return (btp_status)rax;
+}
+
+/* The frames after the first (the return address into capture_from) are
+ * exactly ras[0..k). */
+static void expect_quick(const char *what, btp_status st, const btp_frame *f, size_t n,
+                         const uintptr_t *ras, size_t k)
+{
+    CHECK(st == BTP_OK && n == k + 1 && f[0].kind == BTP_FRAME_PC && f[0].value != 0,
+          "%s: %s, %zu frames, expected %zu", what, btp_status_name(st), n, k + 1);
+    for (size_t i = 0; i < k && n == k + 1; i++)
+        CHECK(f[i + 1].kind == BTP_FRAME_RA && f[i + 1].value == ras[i], "%s: ra %zu", what, i);
+}
+
+/* Chains forged on this function's frame (this thread's stack, above
+ * btp_capture's own record), good and bad: the walk follows a good one,
+ * stops at the first bad record and reads nothing outside the stack (a
+ * record pointing into the fence would fault). */
+static __attribute__((noinline)) void test_quick_forged(const uint8_t *fence)
+{
+    volatile uintptr_t area[256];
+    uintptr_t ras[64];
+    btp_frame f[64];
+    size_t n;
+    btp_status st;
+    btp_capture_options o = {0};
+    o.method = BTP_CAPTURE_FP;
+    /* this thread's bounds, remembered (the quick walk needs them) */
+    CHECK(btp_capture(&o, f, 64, &n) == BTP_OK, "warm-up");
+#define REC(i) ((uintptr_t)&area[i])
+#define SET(i, next, ra) (area[i] = (next), area[(i) + 1] = (ra))
+    for (size_t i = 0; i < 64; i++)
+        ras[i] = 0x7000 + i;
+
+    SET(8, REC(16), ras[0]);
+    SET(16, REC(24), ras[1]);
+    SET(24, 0, ras[2]);
+    st = capture_from(REC(8), &o, f, 64, &n);
+    expect_quick("forged good", st, f, n, ras, 3);
+    st = capture_from(REC(8), &o, f, 5, &n); /* no room for a pass of the quick walk */
+    expect_quick("forged good, cap 5", st, f, n, ras, 3);
+
+    const uintptr_t bad[] = {
+        REC(16) + 4,                /* misaligned */
+        REC(8),                     /* itself */
+        REC(4),                     /* backwards */
+        0,                          /* the end */
+        (uintptr_t)fence + 64,      /* off the stack, into the fence */
+        UINTPTR_MAX & ~(uintptr_t)7 /* wraps */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        SET(8, bad[i], ras[0]);
+        st = capture_from(REC(8), &o, f, 64, &n);
+        expect_quick("forged bad next", st, f, n, ras, 1);
+        /* as the caller's record itself: the return address alone */
+        if (bad[i] != REC(8) && bad[i] != REC(4)) {
+            st = capture_from(bad[i], &o, f, 64, &n);
+            expect_quick("forged bad start", st, f, n, ras, 0);
+        }
+    }
+    /* A zero return address ends the chain before it. */
+    SET(8, REC(16), ras[0]);
+    SET(16, REC(24), 0);
+    st = capture_from(REC(8), &o, f, 64, &n);
+    expect_quick("forged zero ra", st, f, n, ras, 1);
+
+    /* Long chains: ending inside the array (the quick walk), and going on
+     * past it (walked again through the collector: head, omit, tail). */
+    for (size_t records = 50; records <= 60; records += 10) {
+        for (size_t i = 0; i < records; i++)
+            SET(4 * i, i + 1 < records ? REC(4 * (i + 1)) : 0, ras[i]);
+        st = capture_from(REC(0), &o, f, 64, &n);
+        expect_quick("forged long", st, f, n, ras, records);
+        st = capture_from(REC(0), &o, f, 16, &n);
+        CHECK(st == BTP_OK && n == 16 && f[8].kind == BTP_FRAME_OMIT &&
+                  f[8].value == records + 1 - 15 && f[7].value == ras[6] &&
+                  f[15].value == ras[records - 1],
+              "forged long, cap 16: %zu frames", n);
+    }
+#undef SET
+#undef REC
+}
+#endif
+
 int main(void)
 {
     psize = (size_t)sysconf(_SC_PAGESIZE);
@@ -223,6 +337,9 @@ int main(void)
     }
 
     test_shortening();
+#if defined(__x86_64__) && defined(__GNUC__)
+    test_quick_forged(mem);
+#endif
     munmap(mem, 3 * psize);
     return check_finish();
 }
