@@ -17,7 +17,10 @@
  *    the index the seek lands on;
  *  - the streaming reader fed in pieces gives the same records, errors and
  *    end as the reader over memory; every loss of records says which and
- *    where;
+ *    where; it also returns the metadata items among the records
+ *    (BTP_LOG_META_RECORDS): each once, in order, at its record position,
+ *    and of a log read to its end without error every item the reader over
+ *    memory kept;
  *  - metadata and statistics can be read at any time.
  */
 #include "fuzz.h"
@@ -43,6 +46,7 @@ typedef struct kept {
 static fuzz_guard in_guard, cut_guard;
 static kept recs[MAX_KEPT];
 static size_t n_recs;
+static size_t n_meta_recs; /* metadata items returned as records (META_RECORDS) */
 static btp_frame *frames_kept;
 static size_t n_frames, cap_frames;
 
@@ -152,6 +156,19 @@ static btp_status read_all(btp_log_reader *r, unsigned flags, size_t len, int re
     *errors = 0;
     for (size_t calls = 0; calls < MAX_CALLS; calls++) {
         st = btp_log_reader_next(r, &rec);
+        if (st == BTP_OK && rec.kind == BTP_LOG_META) {
+            /* each item once, in file order, where the records put it */
+            const char *key;
+            const void *data;
+            size_t mlen;
+            uint64_t at;
+            FUZZ_CHECK(rec.meta == n_meta_recs &&
+                           btp_log_reader_meta(r, rec.meta, &key, &data, &mlen, &at) == BTP_OK &&
+                           at == rec.index && rec.index >= min_index,
+                       "metadata record %zu (item %zu)", n_meta_recs, rec.meta);
+            n_meta_recs++;
+            continue;
+        }
         if (st == BTP_OK) {
             check_record(r, &rec, flags, min_index);
             min_index = rec.index + 1;
@@ -191,13 +208,14 @@ static btp_status read_all(btp_log_reader *r, unsigned flags, size_t len, int re
     return st;
 }
 
-static void read_meta(const btp_log_reader *r)
+/* Check the items kept; returns how many. */
+static size_t read_meta(const btp_log_reader *r)
 {
     const char *key;
     const void *data;
-    size_t len;
+    size_t len, i;
     uint64_t before = 0, record;
-    for (size_t i = 0; btp_log_reader_meta(r, i, &key, &data, &len, &record) == BTP_OK; i++) {
+    for (i = 0; btp_log_reader_meta(r, i, &key, &data, &len, &record) == BTP_OK; i++) {
         FUZZ_CHECK(i < (size_t)1 << 20, "endless metadata");
         FUZZ_CHECK(strlen(key) >= 1 && strlen(key) <= 255, "key length");
         FUZZ_CHECK(record >= before, "metadata out of file order");
@@ -205,6 +223,7 @@ static void read_meta(const btp_log_reader *r)
     }
     btp_log_stats stats;
     btp_log_reader_stats(r, &stats);
+    return i;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -231,23 +250,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     n_recs = n_frames = 0;
     unsigned errors, cut_errors;
     btp_status end = read_all(r, flags, len, 1, 0, &errors);
-    read_meta(r);
+    size_t items = read_meta(r);
     btp_log_stats whole;
     btp_log_reader_stats(r, &whole); /* file_bytes: where its END block ends */
     btp_log_reader_close(r);
 
     /* The streaming reader, fed in pieces of varying size, gives the same
-     * records and the same end. */
+     * records and the same end, and the metadata among them (kept, not
+     * released: the same metadata limit applies). */
     piece_src src = {log, len, 0, (uint64_t)len * 2654435761u + where, 300};
     btp_log_reader_options o;
     btp_log_reader_options_init(&o);
-    o.flags = flags;
+    o.flags = flags | BTP_LOG_META_RECORDS;
     if (btp_log_reader_open_source(&r, pieces, &src, &o) == BTP_OK) {
         unsigned stream_errors;
+        n_meta_recs = 0;
         btp_status stream_end = read_all(r, flags, len, 0, 1, &stream_errors);
         FUZZ_CHECK(stream_end == end && stream_errors == errors,
                    "stream reader ends with %d after %u errors, memory with %d after %u",
                    stream_end, stream_errors, end, errors);
+        FUZZ_CHECK(n_meta_recs <= items && (end != BTP_END || errors || n_meta_recs == items),
+                   "%zu metadata records, %zu items", n_meta_recs, items);
         btp_log_reader_close(r);
     } else {
         FUZZ_CHECK(0, "the stream reader cannot open what the memory reader did");

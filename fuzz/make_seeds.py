@@ -332,13 +332,15 @@ def swift_seeds():
     return [cif, js, logs]
 
 
-# (seed, word bits, records, block bytes, dictionary cap, zlib): several
-# blocks and segments in a few hundred bytes.
+# (seed, word bits, records, block bytes, dictionary cap, zlib[, items]): several
+# blocks and segments in a few hundred bytes; with items, blocks of several
+# metadata items and items in the end block.
 LOGS = [(1, 64, 30, 256, 64, 1), (2, 32, 40, 200, 32, 0), (3, 16, 20, 128, 1 << 20, 0),
         (4, 64, 60, 300, 40, 1), (5, 64, 5, 4096, 1 << 20, 1), (6, 32, 80, 512, 64, 1),
-        (7, 64, 25, 160, 40, 0),
+        (7, 64, 25, 160, 40, 0), (8, 64, 30, 256, 64, 1, 1), (9, 32, 20, 4096, 1 << 20, 0, 1),
         # blocks of a few hundred records: MODEL4's range-coded tags (M4_TAGS)
-        (8, 64, 400, 4096, 1 << 20, 0), (9, 32, 300, 2048, 120, 0), (10, 64, 400, 8192, 1 << 20, 1)]
+        (10, 64, 400, 4096, 1 << 20, 0), (11, 32, 300, 2048, 120, 0),
+        (12, 64, 400, 8192, 1 << 20, 1)]
 
 
 def log_seeds(build):
@@ -348,9 +350,9 @@ def log_seeds(build):
         return []
     c = Corpus("log")
     tmp = os.path.join(tempfile.mkdtemp(), "log")
-    for seed, word, records, block, nodes, zlib in LOGS:
+    for seed, word, records, block, nodes, zlib, *items in LOGS:
         subprocess.run([gen, tmp, str(seed), str(word), str(records), str(block), str(nodes),
-                        str(zlib)], check=True)
+                        str(zlib), *map(str, items)], check=True)
         with open(tmp, "rb") as f:
             log = f.read()
         os.unlink(tmp)

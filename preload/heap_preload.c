@@ -24,7 +24,10 @@
  *   A block is flushed when full or every BTPACK_HEAP_FLUSH_MS (default
  *   5000), with the clock samples taken every 100 ms since the last flush
  *   (a `clock` note) and, when objects were loaded or unloaded, the
- *   process's `images` (with their build IDs).
+ *   process's `images` (with their build IDs), both in one metadata block.
+ *   The notes of the start share one block too, and the last ones ride in
+ *   the END block: a short run's log is mostly metadata and 80-byte block
+ *   headers.
  * - Recursion: a per-thread flag marks "inside the tracer"; an allocation
  *   made while it is set (by dlsym, the capture, the writer, or a signal
  *   handler interrupting the tracer) goes straight to the real allocator and
@@ -32,7 +35,7 @@
  *   bootstrap), allocations come from a static arena that is never freed.
  * - fork: the child is not traced (pthread_atfork turns its hooks into pass
  *   through; the parent's log is untouched). exec: the log is completed
- *   first (END block, an `exec` note) and the new image is not traced
+ *   first (its END block holds an `exec` note) and the new image is not traced
  *   (LD_PRELOAD and BTPACK_HEAP_OUTPUT are removed from the environment at
  *   start, so no child or new image inherits them). vfork children are told
  *   apart by their pid. exit and _exit: the rings are drained and the log
@@ -192,6 +195,7 @@ static uint64_t g_next;              /* next event number to write */
 static ring *g_last;                 /* ring that gave the last event */
 static uint64_t g_gap_seq = UINT64_MAX, g_gap_since;
 static uint64_t g_written, g_lost, g_last_flush, g_last_sample, g_t0;
+static uint64_t g_flushed;           /* g_written at the last flush */
 static uint64_t g_flush_ns = 5000000000u; /* BTPACK_HEAP_FLUSH_MS */
 static unsigned long long g_dl_adds = ~0ull, g_dl_subs = ~0ull;
 #define CLOCK_SAMPLES 128   /* (record, ns) pairs between flushes */
@@ -896,16 +900,47 @@ static void stop_packer(void)
 
 /* ---- metadata ------------------------------------------------------------- */
 
-static void meta(const char *key, const void *data, size_t len)
+/* The metadata items that go out at one moment (start, a flush, the end),
+ * gathered to be written as one block: a block header is 80 bytes, and
+ * zlib compresses the items together (a short run's log is mostly its
+ * metadata). With g_wlock held. */
+#define NOTES_MAX 6
+typedef struct note_set {
+    btp_log_meta_item it[NOTES_MAX];
+    void *owned[NOTES_MAX]; /* malloc'd data, freed once written */
+    size_t n;
+} note_set;
+
+/* Add an item (`owned`: data to free when written, or NULL). */
+static void note(note_set *ns, const char *key, const void *data, size_t len, void *owned)
 {
-    if (g_w && atomic_load(&g_state) != ST_CLOSED &&
-        btp_log_writer_meta(g_w, key, data, len) != BTP_OK)
-        atomic_store(&g_state, ST_CLOSED);
+    if (ns->n == NOTES_MAX) { /* not reached: at most 4 are gathered */
+        free(owned);
+        return;
+    }
+    ns->owned[ns->n] = owned;
+    ns->it[ns->n++] = (btp_log_meta_item){key, data, len};
 }
 
-static void meta_text(const char *key, const char *text)
+static void note_text(note_set *ns, const char *key, const char *text)
 {
-    meta(key, text, strlen(text));
+    note(ns, key, text, strlen(text), NULL);
+}
+
+static void notes_free(note_set *ns)
+{
+    for (size_t i = 0; i < ns->n; i++)
+        free(ns->owned[i]);
+    ns->n = 0;
+}
+
+/* Write the gathered items as one metadata block (nothing when none). */
+static void notes_write(note_set *ns)
+{
+    if (ns->n && g_w && atomic_load(&g_state) != ST_CLOSED &&
+        btp_log_writer_meta_items(g_w, ns->it, ns->n) != BTP_OK)
+        atomic_store(&g_state, ST_CLOSED);
+    notes_free(ns);
 }
 
 /* Read a whole small /proc file with plain read(2) into malloc'd memory
@@ -994,7 +1029,7 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *arg)
  * the set of loaded objects changed (dlopen/dlclose), so every address can
  * be symbolized: readers place an address by the newest `images` holding
  * it. /proc/self/maps is parsed by the library (btp_image_map_from_procmaps). */
-static void note_objects(void)
+static void note_objects(note_set *ns)
 {
     images_ctx c = {0};
     dl_iterate_phdr(count_objects, &c);
@@ -1034,39 +1069,56 @@ static void note_objects(void)
         }
     }
     if (out_len)
-        meta("images", out, out_len);
-    free(out);
+        note(ns, "images", out, out_len, out);
+    else
+        free(out);
     free(c.ids);
     free(buf.images);
     free(buf.bytes);
     free(maps);
 }
 
-/* Write the clock samples as one `clock` note (lines "RECORD NS": the
- * number of records written before the sample, nanoseconds since start).
- * A note flushes the pending records: this is the tracer's flush. */
-static void flush_clock(void)
+/* The clock samples as one `clock` note (lines "RECORD NS": the number of
+ * records written before the sample, nanoseconds since start), into
+ * g_clock_text until the notes are written. Writing them flushes the
+ * pending records: this is the tracer's flush. */
+static char g_clock_text[CLOCK_SAMPLES * 42 + 1];
+
+static void flush_clock(note_set *ns)
 {
-    char buf[CLOCK_SAMPLES * 42 + 1];
     size_t n = 0;
     for (size_t i = 0; i < g_n_clock; i++)
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "%llu %llu\n",
+        n += (size_t)snprintf(g_clock_text + n, sizeof g_clock_text - n, "%llu %llu\n",
                               (unsigned long long)g_clock_rec[i],
                               (unsigned long long)g_clock_ns[i]);
     if (n)
-        meta("clock", buf, n);
+        note(ns, "clock", g_clock_text, n, NULL);
     g_n_clock = 0;
     g_last_flush = now_ns();
+    g_flushed = g_written; /* the notes go out after the pending records */
 }
 
 static void sample_clock(uint64_t now)
 {
-    if (g_n_clock == CLOCK_SAMPLES)
-        flush_clock();
+    /* Records only grow: of three samples with the same count the middle
+     * one says nothing the other two do not (no record was written between
+     * them), so it is replaced. An idle stretch costs two samples, not ten
+     * a second. */
+    if (g_n_clock >= 2 && g_clock_rec[g_n_clock - 1] == g_written &&
+        g_clock_rec[g_n_clock - 2] == g_written) {
+        g_n_clock--;
+    } else if (g_n_clock == CLOCK_SAMPLES) {
+        note_set ns = {0};
+        flush_clock(&ns);
+        notes_write(&ns);
+    }
     g_clock_rec[g_n_clock] = g_written;
     g_clock_ns[g_n_clock++] = now - g_t0;
     g_last_sample = now;
 }
+
+/* `exec PATH` of an exec about to happen, for finish() (g_wlock). */
+static char g_exec_note[4096];
 
 /* Complete the log: drain, final notes, END block. Idempotent. Called with
  * g_wlock held and this thread busy. */
@@ -1075,7 +1127,12 @@ static void finish(const char *why)
     if (!g_w)
         return;
     drain(1);
-    note_objects();
+    /* the last notes ride in the END block: written together, so no block
+     * of their own (a log cut before the END block loses them either way) */
+    note_set ns = {0};
+    if (g_exec_note[0])
+        note_text(&ns, "exec", g_exec_note);
+    note_objects(&ns);
     sample_clock(now_ns());
     char buf[256];
     snprintf(buf, sizeof buf,
@@ -1083,17 +1140,19 @@ static void finish(const char *why)
              (unsigned long long)atomic_load(&g_seq), (unsigned long long)g_written,
              (unsigned long long)g_lost, (unsigned long long)atomic_load(&g_untraced),
              (unsigned long long)atomic_load(&g_boot_allocs));
-    flush_clock();
-    meta_text("tracer-end", buf);
+    flush_clock(&ns);
+    note_text(&ns, "tracer-end", buf);
+    int failed = atomic_load(&g_state) == ST_CLOSED; /* a write failed: no notes */
     atomic_store(&g_state, ST_CLOSED);
     /* the queued blocks first (the packer may be writing one: g_plock),
      * then close writes the blocks the writer still holds, in order */
     pthread_mutex_lock(&g_plock);
     while (pack_oldest())
         ;
-    btp_log_writer_close(g_w);
+    btp_log_writer_close_items(g_w, ns.it, failed ? 0 : ns.n);
     g_w = NULL;
     pthread_mutex_unlock(&g_plock);
+    notes_free(&ns);
 }
 
 static const char *crash_name(int sig)
@@ -1141,9 +1200,16 @@ static void *writer_main(void *arg)
             uint64_t now = now_ns();
             if (now - g_last_sample >= CLOCK_EVERY)
                 sample_clock(now);
-            if (now - g_last_flush >= g_flush_ns) {
-                note_objects();
-                flush_clock();
+            if (now - g_last_flush >= g_flush_ns && g_written == g_flushed) {
+                /* no record to flush: the samples wait for the next flush
+                 * or the end (an idle stretch stays two of them), rather
+                 * than a block every flush interval of an idle program */
+                g_last_flush = now;
+            } else if (now - g_last_flush >= g_flush_ns) {
+                note_set ns = {0};
+                note_objects(&ns);
+                flush_clock(&ns);
+                notes_write(&ns);
             }
         }
         pthread_mutex_unlock(&g_wlock);
@@ -1198,16 +1264,14 @@ static void at_fork_child(void)
 
 static void note_exec(const char *path)
 {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "exec %s", path ? path : "?");
     if (getpid() == g_pid && atomic_load(&g_state) == ST_ON) {
         t_self.busy = 1;
         pthread_mutex_lock(&g_wlock);
-        meta_text("exec", buf);
+        snprintf(g_exec_note, sizeof g_exec_note, "exec %s", path ? path : "?");
         pthread_mutex_unlock(&g_wlock);
         t_self.busy = 0;
     }
-    shutdown_trace("exec");
+    shutdown_trace("exec"); /* the END block holds the note */
 }
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -1439,14 +1503,15 @@ __attribute__((constructor)) static void heap_init(void)
     snprintf(info, sizeof info, "pid=%d exe=%s method=%s\n", (int)g_pid, exe,
              btp_capture_method_name(g_capture.method));
     pthread_mutex_lock(&g_wlock);
-    meta_text("tracer", info);
+    /* what a reader needs before the first record, in one block */
+    note_set ns = {0};
+    note_text(&ns, "tracer", info);
     size_t cl = 0;
     char *cmd = read_file("/proc/self/cmdline", &cl);
-    if (cmd) {
-        meta("cmdline", cmd, cl);
-        free(cmd);
-    }
-    note_objects();
+    if (cmd)
+        note(&ns, "cmdline", cmd, cl, cmd);
+    note_objects(&ns);
+    notes_write(&ns);
     sample_clock(now_ns());
     g_last_flush = now_ns();
     pthread_mutex_unlock(&g_wlock);

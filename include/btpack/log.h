@@ -121,6 +121,31 @@ BTP_API btp_status btp_log_writer_open_fd(btp_log_writer **out, int fd,
 BTP_API btp_status btp_log_writer_meta(btp_log_writer *w, const char *key, const void *data,
                                        size_t len);
 
+/* One metadata item for btp_log_writer_meta_items() and
+ * btp_log_writer_close_items(). */
+typedef struct btp_log_meta_item {
+    const char *key;  /* 1..255 bytes, NUL-terminated */
+    const void *data; /* len bytes (may be NULL when len is 0) */
+    size_t len;
+} btp_log_meta_item;
+
+#define BTP_LOG_MAX_META_ITEMS 64u /* items a writer puts in one block */
+
+/*
+ * Store items[0..n) (n: 1..BTP_LOG_MAX_META_ITEMS, keys of 1..255 bytes,
+ * their data together up to BTP_LOG_MAX_BLOCK/2 bytes) in one block: each costs no block
+ * header of its own (80 bytes) and zlib compresses them together, which is
+ * most of a short log's size when it starts with a few small items.
+ * Readers return them in this order, each as if written by its own
+ * btp_log_writer_meta() call at this point (pending records are flushed
+ * first). One item makes the same block as btp_log_writer_meta(); a block
+ * of several is not read by readers older than this call (spec/log.md,
+ * "Versioning"). Nothing is written when an argument is invalid.
+ * Returns as btp_log_writer_meta().
+ */
+BTP_API btp_status btp_log_writer_meta_items(btp_log_writer *w, const btp_log_meta_item *items,
+                                             size_t n);
+
 /*
  * Append an allocation of `size` bytes at `ptr` with its stack
  * frames[0..n), innermost first (n may be 0). Frames are PC/RA/ASYNC
@@ -168,6 +193,18 @@ BTP_API btp_status btp_log_writer_poll(btp_log_writer *w, uint32_t *wait_ms);
  */
 BTP_API btp_status btp_log_writer_close(btp_log_writer *w);
 
+/*
+ * btp_log_writer_close() with the log's last metadata, items[0..n) (as in
+ * btp_log_writer_meta_items(); n = 0 is btp_log_writer_close()), stored in
+ * the end block instead of a block of their own. A reader returns them
+ * after every record, before it reports the end; a log cut before its end
+ * block loses them with it, as it would their own block written last.
+ * Invalid items are not stored: the log is then ended without them and
+ * BTP_E_INVALID_ARGUMENT returned. The writer is freed in every case.
+ */
+BTP_API btp_status btp_log_writer_close_items(btp_log_writer *w, const btp_log_meta_item *items,
+                                              size_t n);
+
 /* Free the writer without writing an end block (a reader then reports the
  * log as truncated after its last block). NULL is accepted. Held blocks
  * (BTP_LOG_WRITE_HOLD) not taken are dropped. */
@@ -213,7 +250,8 @@ enum {
     /* btp_log_reader_next() also returns each metadata item as it meets it
      * (kind BTP_LOG_META), in file order among the records, so that a caller
      * can use and release metadata as it streams by (a long run of comments
-     * never piles up). */
+     * never piles up). The items of one block come one per call; those of
+     * the end block before BTP_END. */
     BTP_LOG_META_RECORDS = 1u << 1
 };
 
@@ -410,7 +448,8 @@ enum {
 typedef struct btp_log_stats {
     uint64_t file_bytes;      /* bytes read so far (header + blocks) */
     uint64_t header_bytes;    /* file header + block headers */
-    uint64_t meta_bytes;      /* stored bytes of metadata blocks */
+    uint64_t meta_bytes;      /* stored bytes of metadata blocks (and of an end block
+                                 holding metadata) */
     uint64_t record_bytes;    /* stored bytes of record blocks */
     uint64_t raw_section_bytes[BTP_LOG_SEC_COUNT]; /* before zlib */
     uint64_t blocks, record_blocks, segments;

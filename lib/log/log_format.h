@@ -35,8 +35,10 @@ enum {
     LOG_BF_MODEL4 = 1u << 4,        /* RECORDS, with MODEL3: DICT range-coded
                                        (log_model4.h) */
     LOG_BF_M4_TAGS = 1u << 5,       /* with MODEL4: TAGS range-coded */
+    LOG_BF_ITEMS = 1u << 7,         /* META: several metadata items; END: metadata items
+                                       after its counts (version 2) */
     LOG_BF_KNOWN = LOG_BF_ZLIB | LOG_BF_SEGMENT_START | LOG_BF_MODEL2 | LOG_BF_MODEL3 |
-                   LOG_BF_MODEL4 | LOG_BF_M4_TAGS
+                   LOG_BF_MODEL4 | LOG_BF_M4_TAGS | LOG_BF_ITEMS
 };
 
 #define LOG_M3_BIN_DEPTH 120u /* MODEL3: freed pointers remembered per size class */

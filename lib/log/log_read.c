@@ -97,7 +97,8 @@ struct btp_log_reader {
     uint32_t fc_cap, fc_gen;
     btp_frame *fc_pool;
     uint32_t fc_len, fc_pool_cap;
-    int meta_new;            /* the block just read added a metadata item */
+    size_t meta_new;         /* items the block just read added, the last ones kept,
+                                not yet returned (BTP_LOG_META_RECORDS) */
     meta_item *meta;         /* items meta_base .. meta_base + n_meta - 1 */
     size_t n_meta, cap_meta, meta_base;
     size_t meta_bytes;       /* kept */
@@ -249,39 +250,79 @@ static void lose(btp_log_reader *r)
     r->unknown_live = 0;
 }
 
-static btp_status add_meta(btp_log_reader *r, const uint8_t *p, size_t n, uint64_t record)
+/* The next item of a metadata payload at rd: its key at *kpos (*klen
+ * bytes) and data at *dpos (*dlen bytes), rd moved past it. BTP_E_CORRUPT
+ * unless it lies whole within the payload. */
+static btp_status meta_item_at(log_rd *rd, size_t *kpos, size_t *klen, size_t *dpos,
+                               size_t *dlen)
+{
+    uint64_t k = log_rd_varint(rd);
+    if (rd->bad || k == 0 || k > 255 || k > rd->len - rd->pos)
+        return BTP_E_CORRUPT;
+    *kpos = rd->pos;
+    *klen = (size_t)k;
+    rd->pos += (size_t)k;
+    uint64_t d = log_rd_varint(rd);
+    if (rd->bad || d > rd->len - rd->pos)
+        return BTP_E_CORRUPT;
+    *dpos = rd->pos;
+    *dlen = (size_t)d;
+    rd->pos += (size_t)d;
+    return BTP_OK;
+}
+
+/* Keep the metadata items of p[0..n): exactly one filling it, or with
+ * `several` (the ITEMS flag) one or more back to back filling it. All of
+ * them or, on an error, none: the whole payload is checked before anything
+ * is kept. r->meta_new counts the items added. */
+static btp_status add_meta(btp_log_reader *r, const uint8_t *p, size_t n, uint64_t record,
+                           int several)
 {
     log_rd rd = {p, n, 0, 0};
-    uint64_t klen = log_rd_varint(&rd);
-    if (rd.bad || klen == 0 || klen > 255 || klen > n - rd.pos)
+    size_t items = 0, bytes = 0, kpos, klen, dpos, dlen;
+    do {
+        if (meta_item_at(&rd, &kpos, &klen, &dpos, &dlen) != BTP_OK)
+            return BTP_E_CORRUPT;
+        items++;
+        bytes += klen + dlen; /* within the payload, so no overflow */
+    } while (several && rd.pos < rd.len);
+    if (rd.pos != rd.len)
         return BTP_E_CORRUPT;
-    size_t kpos = rd.pos;
-    rd.pos += (size_t)klen;
-    uint64_t dlen = log_rd_varint(&rd);
-    if (rd.bad || dlen != n - rd.pos)
-        return BTP_E_CORRUPT;
-    if (r->n_meta >= META_KEEP_ITEMS || dlen + klen > META_KEEP_BYTES - r->meta_bytes)
+    if (items > META_KEEP_ITEMS - r->n_meta || bytes > META_KEEP_BYTES - r->meta_bytes)
         return BTP_E_META_LIMIT;
-    if (r->n_meta == r->cap_meta) {
-        size_t c = r->cap_meta ? r->cap_meta * 2 : 8;
+    if (r->n_meta + items > r->cap_meta) {
+        size_t c = r->cap_meta ? r->cap_meta : 8;
+        while (c < r->n_meta + items)
+            c *= 2;
         meta_item *m = realloc(r->meta, c * sizeof *m);
         if (!m)
             return BTP_E_OUT_OF_MEMORY;
         r->meta = m;
         r->cap_meta = c;
     }
-    meta_item it = {malloc((size_t)klen + 1), malloc(dlen ? (size_t)dlen : 1), (size_t)dlen,
-                    record};
-    if (!it.key || !it.data) {
-        free(it.key);
-        free(it.data);
-        return BTP_E_OUT_OF_MEMORY;
+    size_t first = r->n_meta;
+    rd.pos = 0;
+    for (size_t i = 0; i < items; i++) {
+        (void)meta_item_at(&rd, &kpos, &klen, &dpos, &dlen); /* checked above */
+        meta_item it = {malloc(klen + 1), malloc(dlen ? dlen : 1), dlen, record};
+        if (!it.key || !it.data) {
+            free(it.key);
+            free(it.data);
+            while (r->n_meta > first) { /* none of the block's items, as on damage */
+                meta_item *m = &r->meta[--r->n_meta];
+                r->meta_bytes -= m->len + strlen(m->key);
+                free(m->key);
+                free(m->data);
+            }
+            return BTP_E_OUT_OF_MEMORY;
+        }
+        memcpy(it.key, p + kpos, klen);
+        it.key[klen] = 0;
+        memcpy(it.data, p + dpos, dlen);
+        r->meta[r->n_meta++] = it;
+        r->meta_bytes += klen + dlen;
     }
-    memcpy(it.key, p + kpos, (size_t)klen);
-    it.key[klen] = 0;
-    memcpy(it.data, p + rd.pos, (size_t)dlen);
-    r->meta[r->n_meta++] = it;
-    r->meta_bytes += (size_t)(dlen + klen);
+    r->meta_new = items;
     return BTP_OK;
 }
 
@@ -868,12 +909,13 @@ static btp_status load_block(btp_log_reader *r)
         switch (h.kind) {
         case LOG_BLOCK_META:
             r->st.meta_bytes += h.stored_len;
-            if (h.block_index >= r->meta_upto) {
-                st = add_meta(r, raw, h.raw_len, h.first_record);
-                if (st == BTP_OK) {
+            /* placed among records already read: not where the writer put it */
+            if (h.first_record < r->next_index)
+                st = BTP_E_CORRUPT;
+            else if (h.block_index >= r->meta_upto) {
+                st = add_meta(r, raw, h.raw_len, h.first_record, h.flags & LOG_BF_ITEMS);
+                if (st == BTP_OK)
                     r->meta_upto = h.block_index + 1;
-                    r->meta_new = 1;
-                }
             }
             break;
         case LOG_BLOCK_RECORDS:
@@ -891,10 +933,19 @@ static btp_status load_block(btp_log_reader *r)
             log_rd rd = {raw, h.raw_len, 0, 0};
             uint64_t records = log_rd_varint(&rd);
             (void)log_rd_varint(&rd);
-            if (rd.bad || rd.pos != rd.len || records != h.first_record ||
-                records < r->next_index) {
+            if (rd.bad || (rd.pos != rd.len) == !(h.flags & LOG_BF_ITEMS) ||
+                records != h.first_record || records < r->next_index) {
                 st = BTP_E_CORRUPT;
                 break;
+            }
+            /* the log's last metadata (ITEMS): returned before the end */
+            if (h.flags & LOG_BF_ITEMS)
+                r->st.meta_bytes += h.stored_len;
+            if ((h.flags & LOG_BF_ITEMS) && h.block_index >= r->meta_upto) {
+                st = add_meta(r, raw + rd.pos, rd.len - rd.pos, records, 1);
+                if (st != BTP_OK)
+                    break;
+                r->meta_upto = h.block_index + 1;
             }
             r->final = 1;
             if (records > r->next_index) {
@@ -1104,21 +1155,26 @@ btp_status btp_log_reader_next(btp_log_reader *r, btp_log_record *rec)
         r->pending = BTP_OK;
         return fail(r, st, 0);
     }
+    int keep = r->flags & BTP_LOG_KEEP_GOING;
     while (r->next_rec >= r->n_recs) {
-        if (r->final || (r->error != BTP_OK && !(r->flags & BTP_LOG_KEEP_GOING)))
+        /* the items of the block just read, one at a time (those of the
+         * end block too, before the end; not after an error that stops) */
+        if (r->meta_new && (r->flags & BTP_LOG_META_RECORDS) &&
+            (keep || r->error == BTP_OK || r->error == BTP_END)) {
+            size_t i = r->n_meta - r->meta_new--;
+            memset(rec, 0, sizeof *rec);
+            rec->kind = BTP_LOG_META;
+            rec->meta = r->meta_base + i;
+            rec->index = r->meta[i].record;
+            return BTP_OK;
+        }
+        if (r->final || (r->error != BTP_OK && !keep))
             return r->error;
         r->n_recs = r->next_rec = 0;
         r->meta_new = 0;
         btp_status st = load_block(r);
-        if (st != BTP_OK)
+        if (st != BTP_OK && !(st == BTP_END && r->meta_new && (r->flags & BTP_LOG_META_RECORDS)))
             return st;
-        if (r->meta_new && (r->flags & BTP_LOG_META_RECORDS)) {
-            memset(rec, 0, sizeof *rec);
-            rec->kind = BTP_LOG_META;
-            rec->meta = r->meta_base + r->n_meta - 1;
-            rec->index = r->meta[r->n_meta - 1].record;
-            return BTP_OK;
-        }
     }
     const drec *d = &r->recs[r->next_rec];
     memset(rec, 0, sizeof *rec);
@@ -1194,6 +1250,7 @@ btp_status btp_log_reader_seek_block(btp_log_reader *r, uint64_t block)
     r->pending = BTP_OK;
     r->final = 0;
     r->n_recs = r->next_rec = 0;
+    r->meta_new = 0;
     r->next_index = 0;
     r->have_segment = r->uncertain = 0;
     r->last_segment = -1;
@@ -1214,6 +1271,7 @@ btp_status btp_log_reader_seek_block(btp_log_reader *r, uint64_t block)
                 return h.kind == LOG_BLOCK_END ? BTP_END : BTP_OK;
         }
         btp_status st = load_block(r);
+        r->meta_new = 0; /* next() returns the target's records, not these */
         if (st == BTP_E_RECORDS_LOST && !r->final)
             st = BTP_OK;
         if (st != BTP_OK && (st == BTP_END || !(r->flags & BTP_LOG_KEEP_GOING) || r->final))
@@ -1250,6 +1308,8 @@ void btp_log_reader_meta_release(btp_log_reader *r, size_t n)
     memmove(r->meta, r->meta + k, (r->n_meta - k) * sizeof *r->meta);
     r->n_meta -= k;
     r->meta_base += k;
+    if (r->meta_new > r->n_meta) /* released before next() returned them */
+        r->meta_new = r->n_meta;
 }
 
 btp_status btp_log_reader_meta_find(const btp_log_reader *r, const char *key, const void **data,

@@ -510,28 +510,64 @@ btp_status btp_log_writer_open_fd(btp_log_writer **out, int fd, const btp_log_wr
     return writer_open(out, fd_sink, NULL, fd, opt);
 }
 
-btp_status btp_log_writer_meta(btp_log_writer *w, const char *key, const void *data, size_t len)
+/* Whether items[0..n) may be stored in one block (spec/log.md, "META
+ * payload"); n = 0 is allowed here (an end block without items). Their
+ * data is at most half a block's limit, as one item's: the keys and
+ * lengths add at most 64 x 265 bytes. */
+static int items_valid(const btp_log_meta_item *items, size_t n)
 {
-    if (!w || !key || (!data && len))
-        return BTP_E_INVALID_ARGUMENT;
-    size_t klen = strlen(key);
-    if (klen == 0 || klen > 255 || len > BTP_LOG_MAX_BLOCK / 2)
+    if (n > BTP_LOG_MAX_META_ITEMS || (n && !items))
+        return 0;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const btp_log_meta_item *it = &items[i];
+        if (!it->key || (!it->data && it->len))
+            return 0;
+        size_t klen = strnlen(it->key, 256);
+        if (klen == 0 || klen > 255 || it->len > BTP_LOG_MAX_BLOCK / 2 - total)
+            return 0;
+        total += it->len;
+    }
+    return 1;
+}
+
+/* Append items[0..n) to raw: `varint key_len, key, varint data_len, data`
+ * each, back to back. */
+static void put_items(log_buf *raw, const btp_log_meta_item *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t klen = strlen(items[i].key);
+        log_buf_varint(raw, klen);
+        log_buf_put(raw, items[i].key, klen);
+        log_buf_varint(raw, items[i].len);
+        log_buf_put(raw, items[i].data, items[i].len);
+    }
+}
+
+btp_status btp_log_writer_meta_items(btp_log_writer *w, const btp_log_meta_item *items, size_t n)
+{
+    if (!w || n == 0 || !items_valid(items, n))
         return BTP_E_INVALID_ARGUMENT;
     btp_status st = btp_log_writer_flush(w);
     if (st != BTP_OK)
         return st;
     log_buf *raw = &w->raw;
     raw->len = 0;
-    log_buf_varint(raw, klen);
-    log_buf_put(raw, key, klen);
-    log_buf_varint(raw, len);
-    log_buf_put(raw, data, len);
+    put_items(raw, items, n);
     if (raw->oom)
         return w->error = BTP_E_OUT_OF_MEMORY;
     log_block_header h = {0};
     h.kind = LOG_BLOCK_META;
+    /* one item: the block every reader reads */
+    h.flags = n > 1 ? LOG_BF_ITEMS : 0;
     h.first_record = w->records;
     return write_block(w, &h, raw->p, raw->len);
+}
+
+btp_status btp_log_writer_meta(btp_log_writer *w, const char *key, const void *data, size_t len)
+{
+    btp_log_meta_item it = {key, data, len};
+    return btp_log_writer_meta_items(w, &it, 1);
 }
 
 /* Start a new segment: fresh dictionary and live table. */
@@ -892,18 +928,24 @@ btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr)
     return end_record(w);
 }
 
-btp_status btp_log_writer_close(btp_log_writer *w)
+btp_status btp_log_writer_close_items(btp_log_writer *w, const btp_log_meta_item *items,
+                                      size_t n)
 {
     if (!w)
         return BTP_OK;
+    int valid = items_valid(items, n);
+    if (!valid)
+        n = 0;
     btp_status st = btp_log_writer_flush(w);
     if (st == BTP_OK) {
         log_buf *raw = &w->raw;
         raw->len = 0;
         log_buf_varint(raw, w->records);
         log_buf_varint(raw, w->block_index);
+        put_items(raw, items, n);
         log_block_header h = {0};
         h.kind = LOG_BLOCK_END;
+        h.flags = n ? LOG_BF_ITEMS : 0;
         h.first_record = w->records;
         st = raw->oom ? BTP_E_OUT_OF_MEMORY : write_block(w, &h, raw->p, raw->len);
     }
@@ -915,7 +957,12 @@ btp_status btp_log_writer_close(btp_log_writer *w)
             btp_log_block_free(b);
     }
     btp_log_writer_abandon(w);
-    return st;
+    return st == BTP_OK && !valid ? BTP_E_INVALID_ARGUMENT : st;
+}
+
+btp_status btp_log_writer_close(btp_log_writer *w)
+{
+    return btp_log_writer_close_items(w, NULL, 0);
 }
 
 void btp_log_writer_abandon(btp_log_writer *w)

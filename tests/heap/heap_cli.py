@@ -9,9 +9,11 @@ report against what the program is known to do; reads seed-style CSV
 records and lws ~m# logs with known answers; checks the map outputs."""
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
+import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from pycheck import check, finish  # noqa: E402
@@ -39,6 +41,52 @@ def sites_with(rep, key, name):
     return [s for s in rep.get(key, [])
             if any(loc.get("function") == name
                    for f in s["frames"] for loc in f.get("symbols", []))]
+
+
+def varint(d, p):
+    v = s = 0
+    while True:
+        b = d[p]
+        p += 1
+        v |= (b & 0x7f) << s
+        s += 7
+        if not b & 0x80:
+            return v, p
+
+
+def log_blocks(path):
+    """(kind, [metadata keys]) of each block of a log (spec/log.md: a
+    32-byte file header, then 80-byte block headers and their payloads)."""
+    d = open(path, "rb").read()
+    out, pos = [], 32
+    while pos + 80 <= len(d):
+        kind, flags = d[pos + 4], d[pos + 5]
+        stored = struct.unpack_from("<I", d, pos + 8)[0]
+        pl = d[pos + 80:pos + 80 + stored]
+        raw = zlib.decompress(pl) if flags & 1 else pl
+        keys, p = [], 0
+        if kind == 3:  # END: its counts, then items (flag ITEMS)
+            p = varint(raw, varint(raw, 0)[1])[1] if flags & 0x80 else len(raw)
+        while kind != 2 and p < len(raw):
+            n, p = varint(raw, p)
+            keys.append(raw[p:p + n].decode())
+            p += n
+            n, p = varint(raw, p)
+            p += n
+        out.append((kind, keys))
+        pos += 80 + stored
+    return out
+
+
+def check_layout(mode, path, end_keys):
+    """The tracer's metadata: what symbolizing needs in the first block,
+    before any record; the last notes in the END block, none on their own."""
+    b = log_blocks(path)
+    check(len(b) >= 3 and b[0] == (1, ["tracer", "cmdline", "images"]) and b[1][0] == 2,
+          "%s: first blocks %s" % (mode, b[:2]))
+    # (images again when objects were loaded or unloaded since the start)
+    check(b[-1][0] == 3 and [k for k in b[-1][1] if k != "images"] == end_keys and
+          b[-2][0] == 2, "%s: last blocks %s, want END %s" % (mode, b[-2:], end_keys))
 
 
 def check_prog_log(mode, path, rc_expected):
@@ -81,12 +129,18 @@ def check_prog_log(mode, path, rc_expected):
 
 if tracer:
     rep = check_prog_log("basic", os.path.join(tmp, "basic.btlog"), 0)
+    check_layout("basic", os.path.join(tmp, "basic.btlog"), ["clock", "tracer-end"])
     check_prog_log("_exit", os.path.join(tmp, "exit.btlog"), 0)
+    check_layout("_exit", os.path.join(tmp, "exit.btlog"), ["clock", "tracer-end"])
     rep = check_prog_log("exec", os.path.join(tmp, "exec.btlog"), 0)
+    check_layout("exec", os.path.join(tmp, "exec.btlog"), ["exec", "clock", "tracer-end"])
+    r = run(["heap", "report", os.path.join(tmp, "exec.btlog")])
+    check("exec " in r.stdout and "end=exec " in r.stdout, "exec notes: %s" % r.stdout[:400])
     # a crash: abort() kills it, after the tracer completed the log
     rep = check_prog_log("crash", os.path.join(tmp, "crash.btlog"), 128 + 6)
     check(rep is not None and "end=SIGABRT " in rep.get("tracer", ""),
           "crash: tracer %s" % (rep or {}).get("tracer"))
+    check_layout("crash", os.path.join(tmp, "crash.btlog"), ["clock", "tracer-end"])
     # SIGKILL: the log ends without its END block; the report says so and
     # reports what the flushed blocks hold
     r = run(["heap", "record", "-o", os.path.join(tmp, "kill.btlog"), "--", prog, "kill"],

@@ -6,15 +6,20 @@
 - log -> every other writable format equals trace -> that format;
 - allocation formats on small records: trace <-> log <-> json;
 - stats on a log (counts, sections, symbolized module offsets from the maps);
-- a cut and a damaged log: what is recovered, messages, exit status.
+- a cut and a damaged log: what is recovered, messages, exit status;
+- metadata items several to a block and in the END block read as they do
+  one to a block.
 
 usage: log_cli.py BTPACK CORPUS_DIR
 """
+import json
 import lzma
 import os
+import struct
 import subprocess
 import sys
 import tempfile
+import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from pycheck import check, finish  # noqa: E402
@@ -349,6 +354,110 @@ def test_segment_reuse(tmp):
               (" ".join(flags), got[len(a_lines) - 1:len(a_lines) + 2], err[:300]))
 
 
+def varint(v):
+    out = bytearray()
+    while True:
+        out.append((v & 0x7f) | (0x80 if v >> 7 else 0))
+        v >>= 7
+        if not v:
+            return bytes(out)
+
+
+def regroup(log, end_items, compress):
+    """The version 2 log `log` with its leading META blocks made one block
+    of several items (flag ITEMS) and end_items [(key, data)] added to its
+    END block, as btp_log_writer_meta_items() and close_items() write them
+    (spec/log.md, "META payload", "END payload"); blocks zlib-compressed
+    when `compress` and smaller."""
+    blocks, pos = [], 32
+    while pos + 80 <= len(log):
+        h = bytearray(log[pos:pos + 80])
+        stored = struct.unpack_from("<I", h, 8)[0]
+        pl = log[pos + 80:pos + 80 + stored]
+        blocks.append([h, zlib.decompress(pl) if h[5] & 1 else pl])
+        pos += 80 + stored
+
+    def pack(h, raw, index):
+        h = bytearray(h)
+        z = zlib.compress(raw, 9)
+        stored = z if compress and len(z) < len(raw) else raw
+        h[5] = (h[5] & ~1) | (1 if stored is z else 0)
+        struct.pack_into("<II", h, 8, len(stored), len(raw))
+        struct.pack_into("<Q", h, 24, index)
+        struct.pack_into("<I", h, 60, zlib.crc32(stored))
+        struct.pack_into("<I", h, 76, zlib.crc32(bytes(h[:76])))
+        return bytes(h) + stored
+
+    lead = 0
+    while blocks[lead][0][4] == 1:
+        lead += 1
+    out = [log[:32], pack(blocks[0][0][:5] + bytes([0x80]) + blocks[0][0][6:],
+                          b"".join(b[1] for b in blocks[:lead]), 0)]
+    for i, (h, raw) in enumerate(blocks[lead:-1]):
+        out.append(pack(h, raw, 1 + i))
+    h, raw = blocks[-1]
+    assert h[4] == 3
+    records = struct.unpack_from("<Q", h, 32)[0]
+    items = b"".join(varint(len(k)) + k + varint(len(d)) + d for k, d in end_items)
+    h[5] |= 0x80
+    out.append(pack(h, varint(records) + varint(len(blocks) - lead) + items,
+                    len(blocks) - lead))
+    return b"".join(out)
+
+
+def test_items(tmp):
+    """A log with its metadata several items to a block, and its last items
+    in the END block, reads as the log of one item per block: the same
+    records, comments and stored maps (convert, stats, heap report)."""
+    src = os.path.join(tmp, "items.trace")
+    with lzma.open(os.path.join(CORPUS, "sqlite3_i386.trace.xz")) as f:
+        text = b"".join(f.read().splitlines(keepends=True)[:3000])
+    with open(src, "wb") as f:
+        f.write(text)
+    one = os.path.join(tmp, "one.btlog")
+    rc, _, err = conv("trace", "log", "--maps", os.path.join(CORPUS, "sqlite3_i386.maps"),
+                      "-o", one, src)
+    check(rc == 0, "trace -> log: %s" % err)
+    data = open(one, "rb").read()
+    several = os.path.join(tmp, "several.btlog")
+    with open(several, "wb") as f:
+        # a clock of 2 s over the records, and the tracer's last note
+        f.write(regroup(data, [(b"clock", b"0 0\n2999 2000000000\n"),
+                               (b"tracer-end", b"end=exit\n")], have_zlib()))
+    check(os.path.getsize(several) < len(data), "fewer bytes: %d of %d" %
+          (os.path.getsize(several), len(data)))
+    for to in ("trace", "json"):
+        rc1, a, e1 = conv("log", to, one)
+        rc2, b, e2 = conv("log", to, several)
+        check(rc1 == 0 and rc2 == 0 and a == b and len(a) > 1000,
+              "log -> %s: the same from both: %s %s" % (to, e1, e2))
+    rc, a, e1 = run(["stats", one])
+    rc2, b, e2 = run(["stats", several])
+    same = [l for l in a.splitlines() if l.split()[:1] in ([b"records"], [b"allocations"])]
+    check(rc == 0 and rc2 == 0 and same and all(l in b.splitlines() for l in same),
+          "stats: the same counts: %s %s" % (e1, e2))
+    rc, a, e1 = run(["heap", "report", "--json", one])
+    rc2, b, e2 = run(["heap", "report", "--json", several])
+    if rc == 0 and rc2 == 0:
+        a, b = json.loads(a), json.loads(b)
+        check(b.pop("tracer", None) == "end=exit", "the END block's tracer-end")
+        seconds = b["peak"].pop("seconds", None)
+        check(seconds is not None and 0.5 < seconds < 1.5,
+              "the END block's clock times the peak: %s" % seconds)
+        for k in ("tracer", "input"):
+            a.pop(k, None), b.pop(k, None)
+        a["peak"].pop("seconds", None)
+        check(a == b, "heap report: the same from both")
+    else:
+        check(False, "heap report: %s %s" % (e1, e2))
+    # cut inside the END block: every record, reported as cut short
+    with open(several + ".cut", "wb") as f:
+        f.write(open(several, "rb").read()[:-3])
+    rc, out, err = conv("log", "trace", several + ".cut")
+    check(rc != 0 and out == conv("log", "trace", one)[1] and "cut short" in err,
+          "a log cut in its END block: every record, and the cut: %s" % err)
+
+
 def test_symbols(tmp):
     """stats --elf: an address in the btpack binary itself is named."""
     import shutil
@@ -373,6 +482,6 @@ def test_symbols(tmp):
 
 with tempfile.TemporaryDirectory() as tmp:
     for t in [test_corpora, test_small, test_damage, test_promises, test_segment_reuse,
-              test_symbols]:
+              test_items, test_symbols]:
         t(tmp)
 finish()

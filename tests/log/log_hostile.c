@@ -47,7 +47,10 @@ static uint64_t rnd(void)
 static int read_all(const unsigned char *p, size_t len, unsigned flags)
 {
     btp_log_reader *r;
-    btp_status st = btp_log_reader_open(&r, p, len, flags);
+    btp_log_reader_options o;
+    btp_log_reader_options_init(&o);
+    o.flags = flags;
+    btp_status st = btp_log_reader_open_opts(&r, p, len, &o);
     if (st != BTP_OK)
         return st >= BTP_E_FIRST;
     btp_log_record rec;
@@ -89,12 +92,16 @@ int main(void)
     synth s;
     synth_init(&s, 11, 64, 0);
     synth_rec rec;
+    /* blocks of several items, among the records and in the end block */
+    btp_log_meta_item items[] = {{"a", "1", 1}, {"bb", "22", 2}, {"c", "", 0}};
     for (int i = 0; i < 1500; i++) {
         synth_next(&s, &rec, (i & 7) == 0);
         CHECK(synth_put(w, &rec) == BTP_OK, "put %d", i);
+        if (i % 500 == 250)
+            CHECK(btp_log_writer_meta_items(w, items, 3) == BTP_OK, "items");
     }
     synth_free_all(&s);
-    CHECK(btp_log_writer_close(w) == BTP_OK, "close");
+    CHECK(btp_log_writer_close_items(w, items, 2) == BTP_OK, "close");
     CHECK(read_all(log.p, log.len, 0), "clean log");
 
     synth_init(&mut, 99, 64, 0);
@@ -114,7 +121,8 @@ int main(void)
             }
         }
         fix_crcs(m, log.len);
-        if (!read_all(m, log.len, 0) || !read_all(m, log.len, BTP_LOG_KEEP_GOING))
+        if (!read_all(m, log.len, 0) || !read_all(m, log.len, BTP_LOG_KEEP_GOING) ||
+            !read_all(m, log.len, BTP_LOG_KEEP_GOING | BTP_LOG_META_RECORDS))
             bad++;
     }
     CHECK(bad == 0, "%lu of %d mutated logs misbehaved", bad, rounds);
