@@ -9,7 +9,8 @@
  *
  * Input:
  *  byte 0       bit 0: the pc is a raw 64-bit value (else an offset into
- *               the text); bit 1: registers are raw values
+ *               the text); bit 1: registers are raw values; bit 2: see
+ *               below; bits 3-4: frames the collector snips (0-3)
  *  bytes 1-8    the pc (an offset into the text is taken modulo its size)
  *  byte 9       m: changes to the unwind tables (at most 64)
  *  m x 5 bytes  offset (4 bytes, modulo the tables' size), new byte
@@ -21,11 +22,15 @@
  *               modulo the stack's words), else it stays as it is
  *
  * Properties:
- *  - the walk ends, with BTP_OK and between 1 and 64 frames (the
- *    collector's capacity), touching nothing outside the two buffers;
+ *  - the walk ends, with BTP_OK and between 1 (0 when frames are snipped)
+ *    and 64 frames (the collector's capacity), touching nothing outside
+ *    the two buffers;
  *  - with a layout cache, empty and then filled by the first walk, the
  *    walk gives the same frames as without one (cached layouts are applied
- *    load for load as the full step applies the row).
+ *    load for load as the full step applies the row); the image is one the
+ *    environment keeps, so the walk's head (its first steps, while the
+ *    collector snips) is recorded in the memo by the first and taken from
+ *    it by the second.
  */
 #include "fuzz.h"
 
@@ -71,17 +76,26 @@ static btp_cfi_cache cache = {255, slots};
 /* A private memo of the walk before (cfi.h), used with the cache. */
 static btp_cfi_memo memo;
 
+/* The copy as an image the environment keeps (with its tag), for the
+ * walks with the cache; the frames the collector snips. */
+static btp_cfi_image kept;
+static unsigned n_kept, snip;
+
 static size_t walk(const btp_cfi_regs *regs, btp_cfi_cache *with, btp_frame *out)
 {
     btp_cfi_env env = copy_env_of(&ce, with);
+    const btp_cfi_image *keep[1] = {&kept};
     env.memo = with ? &memo : NULL;
+    env.keep = keep;
+    env.n_keep = with ? n_kept : 0;
     btp_collector c;
     btp_capture_options o = {0};
+    o.snip_pre = snip;
     btp_collector_init(&c, out, CAP, 0, &o);
     btp_status st = btp_cfi_walk(&c, regs, &env);
     size_t n = btp_collector_finish(&c);
     FUZZ_CHECK(st == BTP_OK, "status %s", btp_status_name(st));
-    FUZZ_CHECK(n >= 1 && n <= CAP, "%zu frames", n);
+    FUZZ_CHECK(n >= (snip ? 0u : 1u) && n <= CAP, "%zu frames", n); /* (all may be snipped) */
     return n;
 }
 
@@ -127,10 +141,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(ce.stack.p + i, &w, 8);
     }
 
+    /* the tables changed: the kept image's tag again, no layout or head of
+     * the tables before */
+    n_kept = copy_find(&ce, text, &kept) ? 1 : 0;
+    kept.tag = btp_cfi_image_tag(&kept);
+    snip = (flags >> 3) & 3;
+
     btp_frame plain[CAP], first[CAP], again[CAP];
     size_t n = walk(&regs, NULL, plain);
     btp_cfi_cache_clear(&cache);
     memo.n = 0;
+    memo.hn = 0;
     size_t n1 = walk(&regs, &cache, first);
     size_t n2 = walk(&regs, &cache, again);
     FUZZ_CHECK(n1 == n && n2 == n, "%zu frames, %zu with an empty cache, %zu with a full one", n,

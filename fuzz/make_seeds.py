@@ -338,6 +338,10 @@ def swift_seeds():
 LOGS = [(1, 64, 30, 256, 64, 1), (2, 32, 40, 200, 32, 0), (3, 16, 20, 128, 1 << 20, 0),
         (4, 64, 60, 300, 40, 1), (5, 64, 5, 4096, 1 << 20, 1), (6, 32, 80, 512, 64, 1),
         (7, 64, 25, 160, 40, 0), (8, 64, 30, 256, 64, 1, 1), (9, 32, 20, 4096, 1 << 20, 0, 1),
+        # blocks of a few hundred records: MODEL4's range-coded tags (M4_TAGS)
+        (10, 64, 400, 4096, 1 << 20, 0), (11, 32, 300, 2048, 120, 0),
+        (12, 64, 400, 8192, 1 << 20, 1),
+        # LZMA2 blocks
         (8, 64, 60, 300, 40, 2), (9, 32, 80, 2048, 64, 2)]
 
 
@@ -374,15 +378,16 @@ def log_seeds(build):
         c.add(bytes([0]) + log)
         c.add(bytes([1 | (first * 37 % 128) << 1]) + log)
     # Logs of the older codings, which readers keep reading: the test logs,
-    # and the seeds this script wrote when the writer wrote MODEL2 (kept as
-    # they were, option byte included)
-    for name in ("v2-before-model2.btlog", "v2-model2-heap.btlog"):
+    # and the seeds this script wrote when the writer wrote MODEL2 and MODEL3
+    # (kept as they were, option byte included)
+    for name in ("v2-before-model2.btlog", "v2-model2-heap.btlog", "v2-model3-heap.btlog"):
         with open(os.path.join(DATA, "log", name), "rb") as f:
             c.add(bytes([0]) + f.read())
-    old = os.path.join(DATA, "log", "fuzz-model2")
-    for name in sorted(os.listdir(old)):
-        with open(os.path.join(old, name), "rb") as f:
-            c.add(f.read())
+    for coding in ("fuzz-model2", "fuzz-model3"):
+        old = os.path.join(DATA, "log", coding)
+        for name in sorted(os.listdir(old)):
+            with open(os.path.join(old, name), "rb") as f:
+                c.add(f.read())
     os.rmdir(os.path.dirname(tmp))
     return [c]
 

@@ -277,6 +277,51 @@ static void test_synthetic_traces(void)
     }
 }
 
+/* btp_cbf_encode_addrs' fast loop against btp_cbf_encode (in
+ * tu_check_roundtrip) at the edges of its tests: on 32-bit words, values
+ * around [0x800000, 0xff800000), outside which an absolute operand may be
+ * shorter, in every order, at odd and even positions and after repeats;
+ * then values too wide for the word, one of them with the low 32 bits of
+ * the address before it (a delta of 0 in 32 bits, not a repeat). */
+static void test_addrs_edges(void)
+{
+    const uint64_t v[] = {1,          0x7f,       0x80,       0x7fff,     0x8000,
+                          0x7fffff,   0x800000,   0x800001,   0x1234567,  0x56555000,
+                          0xf7f00000, 0xff7fffff, 0xff800000, 0xff800001, 0xfffffffe,
+                          0xffffffff};
+    const unsigned bits[] = {16, 32, 64};
+    char what[64];
+    for (size_t b = 0; b < COUNT(bits); b++) {
+        for (size_t i = 0; i < COUNT(v); i++) {
+            for (size_t j = 0; j < COUNT(v); j++) {
+                btp_frame f[] = {RA(v[i]), RA(v[j]), RA(v[j]), RA(v[i]), RA(v[j]), RA(v[i])};
+                int fits = btp_word_mask(bits[b]) >= (v[i] > v[j] ? v[i] : v[j]);
+                for (size_t n = 1; fits && n <= COUNT(f); n++) {
+                    snprintf(what, sizeof what, "edges %zu,%zu n=%zu", i, j, n);
+                    tu_check_roundtrip(what, f, n, 0, bits[b], 0);
+                }
+            }
+        }
+    }
+    const uint64_t wide[][4] = {{0x100001234, 1, 2, 3},
+                                {0x1234, 0x100001234, 1, 2},
+                                {0x1234, 0x5678, 0x100005678, 1},
+                                {0x1234, 0x5678, 0x9abc, 0x10000ffff}};
+    for (size_t i = 0; i < COUNT(wide); i++) {
+        for (size_t n = 1; n <= 4; n++) {
+            uint8_t buf[64];
+            size_t len = 1;
+            btp_status st = btp_cbf_encode_addrs(wide[i], n, BTP_FRAME_RA, 0, 32, 0, buf,
+                                                 sizeof buf, &len, NULL);
+            int has_wide = 0;
+            for (size_t k = 0; k < n; k++)
+                has_wide |= wide[i][k] > 0xffffffff;
+            CHECK(has_wide ? st == BTP_E_VALUE_TOO_WIDE && len == 0 : st == BTP_OK,
+                  "wide %zu n=%zu: %s", i, n, btp_status_name(st));
+        }
+    }
+}
+
 int main(void)
 {
     test_address_choices();
@@ -284,5 +329,6 @@ int main(void)
     test_long_runs();
     test_arguments();
     test_synthetic_traces();
+    test_addrs_edges();
     return check_finish();
 }

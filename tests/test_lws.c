@@ -218,8 +218,9 @@ static int untouched(const btp_frame *f)
 
 /*
  * What a failed decode leaves in the caller's array (lws.h): frames before
- * the fault may have been stored, correctly; the faulty frame's entry may
- * hold anything; nothing past it, nothing from the record's depth on.
+ * the fault may have been stored, correctly; the entries from the faulty
+ * frame on may hold anything; nothing from the record's depth on, nor past
+ * max_frames.
  */
 static void test_fault_output(void)
 {
@@ -257,8 +258,8 @@ static void test_fault_output(void)
               "%u: bad reference at %zu", wb, info.error_bit);
         for (unsigned k = 0; k < 5; k++)
             CHECK(poison_or(&out[k], 0x800000 + k), "%u: frame %u before the fault", wb, k);
-        for (unsigned k = 6; k < BTP_LWS_MAX_FRAMES + 1; k++)
-            CHECK(untouched(&out[k]), "%u: out[%u] written past the fault", wb, k);
+        for (unsigned k = 8; k < BTP_LWS_MAX_FRAMES + 1; k++)
+            CHECK(untouched(&out[k]), "%u: out[%u] written past the depth", wb, k);
 
         /* A valid record of 20 frames cut inside its size field: every frame
          * decodes, the size runs out of bits. */
@@ -279,6 +280,27 @@ static void test_fault_output(void)
               "%u: size's value cut at %zu, not %zu", wb, info.error_bit, size_at + 7);
         for (unsigned k = 0; k < 20; k++)
             CHECK(poison_or(&out[k], f[k].value), "%u: frame %u of the cut record", wb, k);
+        for (unsigned k = 20; k < BTP_LWS_MAX_FRAMES + 1; k++)
+            CHECK(untouched(&out[k]), "%u: out[%u] written past the depth", wb, k);
+
+        /* The same record cut one bit into frame 12: frames 0..11 as
+         * encoded (or untouched), nothing from the depth on. Frame 12
+         * starts where a record of the first 12 frames puts its size field
+         * (the frames before it are written alike whatever follows). */
+        size_t len12 = 0;
+        CHECK(btp_lws_encode(f, 12, 0, wb, 0, blob, sizeof blob, &len12, NULL) == BTP_OK &&
+                  btp_lws_decode(blob, len12, wb, out, 12, &info) == BTP_OK,
+              "%u: encode 12", wb);
+        size_t frame12 = info.bits - 9; /* size 0: count 1 and its extra bit, 1 bit, extra bit */
+        CHECK(btp_lws_encode(f, 20, 0xfffff, wb, 0, blob, sizeof blob, &blen, NULL) == BTP_OK,
+              "%u: encode 20 again", wb);
+        cut = close_blob(blob, frame12 + 1);
+        memset(out, 0xa5, sizeof out);
+        CHECK(btp_lws_decode(blob, cut, wb, out, 25, &info) == BTP_E_OUT_OF_BITS &&
+                  info.error_bit >= frame12,
+              "%u: cut in frame 12 (at %zu): error at %zu", wb, frame12, info.error_bit);
+        for (unsigned k = 0; k < 12; k++)
+            CHECK(poison_or(&out[k], f[k].value), "%u: frame %u before the cut", wb, k);
         for (unsigned k = 20; k < BTP_LWS_MAX_FRAMES + 1; k++)
             CHECK(untouched(&out[k]), "%u: out[%u] written past the depth", wb, k);
     }

@@ -152,16 +152,18 @@ static const char *const sec_names[] = {"dict", "tags", "stacks", "sizes", "ptrs
 static void sections(const buf *b)
 {
     size_t raw[6] = {0}, z[6] = {0}, x[6] = {0}, whole_x = 0, whole_z = 0, blocks = 0;
-    for (size_t at = 32; at + 72 <= b->n;) {
+    /* block headers: 80 bytes in version 2, 72 in version 1 */
+    const size_t hs = b->n > 8 && b->p[8] == 1 ? 72 : 80;
+    for (size_t at = 32; at + hs <= b->n;) {
         const unsigned char *h = b->p + at;
         uint32_t stored = (uint32_t)h[8] | (uint32_t)h[9] << 8 | (uint32_t)h[10] << 16 |
                           (uint32_t)h[11] << 24;
-        const unsigned char *pl = h + 72;
-        at += 72 + stored;
+        const unsigned char *pl = h + hs;
+        at += hs + stored;
         if (at > b->n)
             break;
-        whole_z += 72 + deflated(pl, stored);
-        whole_x += 72 + xzed(pl, stored);
+        whole_z += hs + deflated(pl, stored);
+        whole_x += hs + xzed(pl, stored);
         if (h[4] != 2)
             continue;
         blocks++;

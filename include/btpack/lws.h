@@ -13,8 +13,10 @@
  * at the word size. Frames decoded from the format are return addresses
  * (BTP_FRAME_RA): the format stores no frame kinds.
  *
- * All functions are reentrant and keep no state outside their arguments;
- * none allocates. The encoder and the two formatters are async-signal-safe.
+ * All functions are reentrant and keep no state outside their arguments
+ * (but that the encoder, on x86-64, asks the processor once whether it has
+ * AVX2 and keeps the answer); none allocates. The encoder and the two
+ * formatters are async-signal-safe.
  */
 #ifndef BTPACK_LWS_H
 #define BTPACK_LWS_H
@@ -131,9 +133,9 @@ BTP_API btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t al
  *                           the first max_frames are in out, info is complete
  * On the other errors out holds no result, but may have been written to:
  * the entries before the faulty frame may hold that record's frames (as
- * decoded) and the faulty frame's entry anything; nothing is written past
- * the faulty frame, at or after the record's depth (the top 5 bits of
- * blob[0]), or at or after out[max_frames].
+ * decoded) and the entries from the faulty frame on anything; nothing is
+ * written at or after the record's depth (the top 5 bits of blob[0]) or at
+ * or after out[max_frames].
  * On malicious input: reads only blob[0..len), whatever depth, counts,
  * references or trailer say; work is bounded by len; never allocates.
  */

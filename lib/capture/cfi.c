@@ -246,20 +246,19 @@ typedef struct cached {
     uint8_t signal;
 } cached;
 
-/* An image the walk has asked the environment for, with its cache tag. */
-typedef struct seen {
-    btp_cfi_image img;
-    uint32_t tag;
-} seen;
+/* An image the walk has met, its cache tag filled in (never 0). */
+typedef btp_cfi_image seen;
 
 typedef struct walk {
     prog pg;
     cached cache[CACHE_N];
     unsigned next_slot;
-    /* With a layout cache: the images found so far, and the last stretch
-     * of stack the environment vouched for (rhi 0: none). */
-    seen img[SEEN_N];
-    unsigned n_img, next_img;
+    /* With a layout cache: the images met so far (the environment's kept
+     * ones first, then those it was asked for, held in own[]), and the last
+     * stretch of stack the environment vouched for (rhi 0: none). */
+    const seen *img[BTP_CFI_KEEP_MAX + SEEN_N];
+    seen own[SEEN_N];
+    unsigned n_img, n_keep, next_img;
     uintptr_t rlo, rhi;
     btp_cfi_slot *slots; /* the cache's, and its mask */
     size_t mask;
@@ -270,6 +269,10 @@ typedef struct walk {
     btp_cfi_memo *memo;
     unsigned mi;
     unsigned rec_n;
+    /* The head being recorded: its steps so far (HEAD_OFF: none is), from
+     * the start's stack pointer hsp0. */
+    unsigned hk;
+    uintptr_t hsp0;
     uintptr_t rec_pc[BTP_CFI_MEMO_N + 1], rec_sp[BTP_CFI_MEMO_N + 1], rec_fp[BTP_CFI_MEMO_N + 1];
     uint32_t rec_tag[BTP_CFI_MEMO_N + 1];
     uint64_t rec_info[BTP_CFI_MEMO_N + 1];
@@ -1041,22 +1044,39 @@ static int pack(const row *rw, unsigned ra, uint8_t signal, uintptr_t look, uint
 enum { STEP_OK, STEP_END, STEP_FAIL, STEP_NO_INFO };
 
 /* With a cache: the image holding `look` (and its tag) among those this
- * walk has found, else from the environment (asked once per image and
- * walk); NULL if none holds it. */
+ * walk has met (met_image: none, NULL), else from the environment (asked
+ * once per image and walk); NULL if none holds it. */
+static inline const seen *met_image(const walk *wk, uintptr_t look)
+{
+    for (unsigned i = 0; i < wk->n_img; i++)
+        if (look >= wk->img[i]->lo && look < wk->img[i]->hi)
+            return wk->img[i];
+    return NULL;
+}
+
 static const seen *seen_image(walk *wk, const btp_cfi_env *env, uintptr_t look)
 {
-    for (unsigned i = 0; i < wk->n_img; i++) {
-        const seen *sn = &wk->img[i];
-        if (look >= sn->img.lo && look < sn->img.hi)
-            return sn;
+    const seen *met = met_image(wk, look);
+    if (met)
+        return met;
+    /* Into a free place of own[] (a find that fails leaves it free), else
+     * over the oldest (only once found: the walk may hold it). */
+    unsigned own = wk->n_img - wk->n_keep;
+    seen *sn;
+    if (own < SEEN_N) {
+        sn = &wk->own[own];
+        if (!env->find(env->ctx, look, sn))
+            return NULL;
+        wk->img[wk->n_img++] = sn;
+    } else {
+        btp_cfi_image img;
+        if (!env->find(env->ctx, look, &img))
+            return NULL;
+        sn = &wk->own[wk->next_img++ % SEEN_N];
+        *sn = img;
     }
-    btp_cfi_image img;
-    if (!env->find(env->ctx, look, &img))
-        return NULL;
-    unsigned i = wk->n_img < SEEN_N ? wk->n_img++ : wk->next_img++ % SEEN_N;
-    seen *sn = &wk->img[i];
-    sn->img = img;
-    sn->tag = img.tag ? img.tag : btp_cfi_image_tag(&img);
+    if (!sn->tag)
+        sn->tag = btp_cfi_image_tag(sn);
     return sn;
 }
 
@@ -1073,7 +1093,7 @@ static const btp_cfi_image *find_image(walk *wk, const btp_cfi_env *env, uintptr
     if (!sn)
         return NULL;
     *tag = sn->tag;
-    return &sn->img;
+    return sn;
 }
 
 #if defined(__aarch64__)
@@ -1173,45 +1193,6 @@ static int8_t mi_off(uint64_t info, unsigned byte)
     return (int8_t)(uint8_t)(info >> (8 * byte));
 }
 
-/*
- * Complete states m[from..q) (a run's steps put before state q): whether the
- * frame pointer of each is used by the rest (and so whether a step's
- * frame-pointer slot must be checked), the stack the rest reads. 0 if the
- * states do not go up the stack or span more than 2 GiB (the memo is then
- * dropped).
- */
-static int memo_finish(btp_cfi_memo *m, unsigned from, unsigned q, int end)
-{
-    int live = (m->info[q] & MI_FP_LIVE) != 0;
-    uintptr_t lo = end ? UINTPTR_MAX : m->sp[q] + (uintptr_t)(intptr_t)m->span_lo[q];
-    uintptr_t hi = end ? 0 : m->sp[q] + (uintptr_t)(intptr_t)m->span_hi[q];
-    for (unsigned k = q; k-- > from;) {
-        uint64_t f = m->info[k] & ~(MI_FP_LIVE | MI_FP_CHECK);
-        uintptr_t cfa = m->sp[k + 1];
-        if (cfa <= m->sp[k])
-            return 0;
-        if (mi_off(f, 1) != -128 && live)
-            f |= MI_FP_CHECK; /* restored here, used later */
-        if ((f & MI_FP_UNDEF) || mi_off(f, 1) != -128)
-            live = 0;
-        if (f & MI_BASE_FP)
-            live = 1;
-        if (live)
-            f |= MI_FP_LIVE;
-        m->info[k] = f;
-        uintptr_t l = cfa + (uintptr_t)((intptr_t)mi_off(f, 2) * (intptr_t)W);
-        uintptr_t h = cfa + (uintptr_t)((intptr_t)mi_off(f, 3) * (intptr_t)W) + W;
-        lo = l < lo ? l : lo;
-        hi = h > hi ? h : hi;
-        intptr_t dl = (intptr_t)(lo - m->sp[k]), dh = (intptr_t)(hi - m->sp[k]);
-        if (dl < INT32_MIN || dl > INT32_MAX || dh < INT32_MIN || dh > INT32_MAX)
-            return 0;
-        m->span_lo[k] = (int32_t)dl;
-        m->span_hi[k] = (int32_t)dh;
-    }
-    return 1;
-}
-
 static void memo_put(btp_cfi_memo *m, unsigned at, const walk *wk, unsigned r)
 {
     m->pc[at] = wk->rec_pc[r];
@@ -1228,30 +1209,306 @@ static void memo_put(btp_cfi_memo *m, unsigned at, const walk *wk, unsigned r)
  * E = BTP_CFI_MEMO_N, so the memo's own stay where they are and the run's
  * go before them (as many as there is room for).
  */
-static void memo_save(walk *wk, unsigned j)
+static void memo_save(walk *wk, unsigned j, uint64_t same_j)
 {
     const unsigned E = BTP_CFI_MEMO_N;
     btp_cfi_memo *m = wk->memo;
     unsigned q = wk->rec_n < j ? wk->rec_n : j;
     if (j <= E) {
-        if (q > 0)
-            m->info[j] &= ~MI_SAME_IMG; /* its image was the old state's before it */
+        if (q > 0) /* the state before it is the run's: whether its pc lies in that one's image */
+            m->info[j] = (m->info[j] & ~MI_SAME_IMG) | same_j;
     } else {
         q = wk->rec_n < E ? wk->rec_n : E;
         j = E;
         memo_put(m, E, wk, wk->rec_n & BTP_CFI_MEMO_N);
         m->info[E] &= ~MI_FP_LIVE; /* the end uses no register */
-        m->span_lo[E] = m->span_hi[E] = 0;
-        m->n = 0;
     }
-    for (unsigned i = 0; i < q; i++)
-        memo_put(m, j - q + i, wk, (wk->rec_n - q + i) & BTP_CFI_MEMO_N);
-    m->n = memo_finish(m, j - q, j, m->n == 0) ? E - (j - q) : 0;
+    /* The run's last q steps before state j, from the last down (state k
+     * is the ring's rec_n - j + k): whether the frame pointer of each is
+     * used by the rest, and so whether a step's frame-pointer slot must be
+     * checked. The states must go up the stack, else the memo is dropped. */
+    int live = (m->info[j] & MI_FP_LIVE) != 0;
+    uintptr_t above = m->sp[j];
+    for (unsigned k = j, r = wk->rec_n; k-- > j - q;) {
+        unsigned at = --r & BTP_CFI_MEMO_N;
+        uint64_t f = wk->rec_info[at]; /* (no MI_FP_LIVE, MI_FP_CHECK yet) */
+        uintptr_t sp = wk->rec_sp[at];
+        if (above <= sp) {
+            m->n = 0;
+            return;
+        }
+        above = sp;
+        if (mi_off(f, 1) != -128) {
+            if (live)
+                f |= MI_FP_CHECK; /* restored here, used later */
+            live = 0;
+        } else if (f & MI_FP_UNDEF) {
+            live = 0;
+        }
+        if (f & MI_BASE_FP)
+            live = 1;
+        if (live)
+            f |= MI_FP_LIVE;
+        m->pc[k] = wk->rec_pc[at];
+        m->sp[k] = sp;
+        m->fp[k] = wk->rec_fp[at];
+        m->tag[k] = wk->rec_tag[at];
+        m->info[k] = f;
+    }
+    m->n = E - (j - q);
 }
 #endif
 
+/* The stack pointer of the memo's next state to try (none: the highest
+ * address, never reached: fast_one() checks only in its copy that calls
+ * nothing, and the other copy moves on). */
+static uintptr_t memo_next(const walk *wk)
+{
+    return wk->mi < BTP_CFI_MEMO_N ? wk->memo->sp[wk->mi] : UINTPTR_MAX;
+}
+
+/*
+ * Whether the state s may be one of the memo's: 1 if the memo's next state
+ * to try has s's stack pointer and pc (what memo_try() checks first), else
+ * 0 with the states below s and one at s's stack pointer passed (the states
+ * rise: no other one can be there). For a return address only (the walk's
+ * first frame is not tried).
+ */
+static inline int memo_here(fast_state *s, walk *wk)
+{
+    if (s->sp < s->msp || !wk->memo || !s->adj)
+        return 0;
+    const btp_cfi_memo *m = wk->memo;
+    unsigned j = wk->mi;
+    while (j < BTP_CFI_MEMO_N && m->sp[j] < s->sp)
+        j++;
+    if (j < BTP_CFI_MEMO_N && m->sp[j] == s->sp) {
+        if (m->pc[j] == s->pc) {
+            wk->mi = j;
+            return 1;
+        }
+        j++;
+    }
+    wk->mi = j;
+    s->msp = memo_next(wk);
+    return 0;
+}
+
+/* Whether the slots lo..hi (the lowest and the highest: [lo, hi + W)) lie
+ * in one stretch of stack the environment vouches for: the last one it
+ * named, else the one holding lo (which becomes the last). */
+static int slots_ok(walk *wk, const btp_cfi_env *env, uintptr_t lo, uintptr_t hi)
+{
+    if (lo >= wk->rlo && hi + W <= wk->rhi)
+        return 1;
+    btp_stack_bounds b;
+    if (!env->region || !env->region(env->ctx, lo, &b) || lo < b.lo || hi + W > b.hi)
+        return 0;
+    wk->rlo = b.lo;
+    wk->rhi = b.hi;
+    return 1;
+}
+
 /* An image no pc lies in. */
 static const seen no_image;
+
+/* ------------------------------------------------------------------ */
+/* The head                                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A walk's first steps are the same walk after walk where they lie in
+ * images that stay loaded (the environment's kept ones: the library's own
+ * frames, from the capture's entry point down to where it started): the
+ * same pcs, the same layouts (fixed by each pc and its image's tag), the
+ * same CFAs and slots relative to the start's stack pointer while the
+ * CFAs are based on the stack pointer, or on a frame pointer at the same
+ * place relative to it. The memo keeps those steps of the walk before
+ * (at most BTP_CFI_HEAD_N from an exact start, each from a pc in a kept
+ * image with a packed layout whose CFA is based on the stack or frame
+ * pointer; a walk that records takes them all by the copy of fast_one()
+ * that calls) and what they leave in the registers. A walk that starts at
+ * the head's pc with the same registers known takes the head from the
+ * memo once: every slot the head reads lies in one stretch of stack the
+ * environment vouches for, the image holding each pc is a kept one with
+ * the tag its layout had, each frame pointer a CFA is based on is where it
+ * was, and each return-address slot but the last holds the pc of the next
+ * step (whose layout is the recorded one); the last gives the pc the walk
+ * goes on from, whatever it is (but 0, which ends the walk: the walk takes
+ * that step itself). The steps are then the recorded ones, load for load:
+ * the frames go to the collector as each step would put them (its checks
+ * may end the walk there), the registers take the values of the slots the
+ * steps restored them from, and the walk goes on from the state after the
+ * head as it would have. Else it walks the head and records it again.
+ */
+#define HEAD_OFF (~0u)
+#define HEAD_STALE 16
+
+static int head_kept(const walk *wk, const seen *sn)
+{
+    for (unsigned i = 0; i < wk->n_keep; i++)
+        if (wk->img[i] == sn)
+            return 1;
+    return 0;
+}
+
+/* a - b as a 32-bit offset, or BTP_CFI_HEAD_NONE when it does not fit */
+static int32_t head_rel(uintptr_t a, uintptr_t b)
+{
+    intptr_t d = (intptr_t)(a - b);
+    return d > INT32_MIN && d <= INT32_MAX ? (int32_t)d : BTP_CFI_HEAD_NONE;
+}
+
+/* Register r takes its value from the slot at `rel` after the head. */
+static void head_reg(btp_cfi_memo *m, unsigned *n, unsigned r, int32_t rel)
+{
+    m->hregi[*n] = (uint8_t)r;
+    m->hreg[(*n)++] = rel;
+}
+
+/* Step wk->hk of the head, just taken by fast_one() from state s with the
+ * packed layout w1..w5 (regs, offs), giving cfa and the caller's pc: add it
+ * to the memo's head, or end the recording. */
+static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *sn, unsigned base,
+                                     uintptr_t cfa, uint64_t w1, uint64_t w2, uint64_t w3,
+                                     uint64_t regs, uint64_t offs, uintptr_t pc)
+{
+    btp_cfi_memo *m = wk->memo;
+    unsigned k = wk->hk;
+    uintptr_t sp0 = wk->hsp0;
+    uintptr_t ra_at = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 32) * (intptr_t)W);
+    int8_t fp_off = (int8_t)(w2 >> 40);
+    int32_t lo = head_rel(cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 48) * (intptr_t)W), sp0);
+    int32_t hi = head_rel(cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 56) * (intptr_t)W) + W, sp0);
+    int32_t rcfa = head_rel(cfa, sp0), rfp = head_rel(s->fp, sp0);
+    unsigned nr = k ? m->hrn[k - 1] : 0, n = (unsigned)(w1 >> 48) & 0xf;
+    wk->hk = HEAD_OFF;
+    if (k >= BTP_CFI_HEAD_N || n > 8 || (k == 0) != !s->adj || pc == 0 || !head_kept(wk, sn) ||
+        (base != BTP_CFI_SP && base != BTP_CFI_FP) || lo == BTP_CFI_HEAD_NONE ||
+        hi == BTP_CFI_HEAD_NONE || rcfa == BTP_CFI_HEAD_NONE ||
+        (base == BTP_CFI_FP && rfp == BTP_CFI_HEAD_NONE)) {
+        m->hend = 1; /* the head is as long as it gets */
+        return;
+    }
+    m->hend = 0;
+    if (k == 0) {
+        m->hvalid0 = s->valid;
+        m->hlo = INT32_MAX;
+        m->hhi = INT32_MIN;
+    }
+    m->hn = 0; /* complete again below */
+    m->hpc[k] = s->pc;
+    m->htag[k] = sn->tag;
+    m->hcfa[k] = rcfa;
+    m->hra[k] = head_rel(ra_at, sp0);
+    m->hfps[k] = fp_off != -128 ? head_rel(cfa + (uintptr_t)((intptr_t)fp_off * (intptr_t)W), sp0)
+                                : BTP_CFI_HEAD_NONE;
+    m->hfp[k] = base == BTP_CFI_FP ? rfp : BTP_CFI_HEAD_NONE;
+    m->hlo = lo < m->hlo ? lo : m->hlo;
+    m->hhi = hi > m->hhi ? hi : m->hhi;
+    for (unsigned i = 0; i < n; i++) {
+        head_reg(m, &nr, regs & 0xff,
+                 head_rel(cfa + (uintptr_t)((intptr_t)(int8_t)offs * (intptr_t)W), sp0));
+        regs >>= 8;
+        offs >>= 8;
+    }
+    head_reg(m, &nr, (w1 >> 40) & 0xff, m->hra[k]);
+    m->hrn[k] = (uint8_t)nr;
+    /* the last slot of each register, for a walk that takes all the steps */
+    m->hfn = 0;
+    for (unsigned i = 0; i < nr; i++) {
+        unsigned j = 0;
+        while (j < m->hfn && m->hfi[j] != m->hregi[i])
+            j++;
+        if (j == m->hfn) {
+            if (j == BTP_CFI_NREG || m->hregi[i] >= BTP_CFI_NREG)
+                continue; /* cannot happen: one entry a register */
+            m->hfi[m->hfn++] = m->hregi[i];
+        }
+        m->hf[j] = m->hreg[i];
+    }
+    m->hpc[k + 1] = pc;
+    m->hvalid[k] = (s->valid | w3 >> 32) & w3;
+    m->hn = k + 1;
+    wk->hk = k + 1;
+}
+
+/* The walk is at its start s (an exact pc): take the head from the memo,
+ * as far as it holds (see above). HEAD_TAKEN (s, cur and the collector are
+ * those after the steps taken, *taken of them), HEAD_OVER (the collector
+ * ended the walk inside them), or HEAD_NOT (nothing changed). */
+#if BTP_CFI_MEMO
+enum { HEAD_NOT, HEAD_TAKEN, HEAD_OVER };
+static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
+                                  const btp_cfi_env *env, btp_cfi_regs *cur, unsigned *taken)
+{
+    const btp_cfi_memo *m = wk->memo;
+    const unsigned hn = m->hn;
+    const uintptr_t sp0 = s->sp;
+    if (hn == 0 || hn > BTP_CFI_HEAD_N || s->pc != m->hpc[0] || s->valid != m->hvalid0 ||
+        s->adj)
+        return HEAD_NOT;
+    uintptr_t lo = sp0 + (uintptr_t)(intptr_t)m->hlo, hi = sp0 + (uintptr_t)(intptr_t)m->hhi;
+    if ((m->hlo < 0 ? lo > sp0 : lo < sp0) || (m->hhi < 0 ? hi > sp0 : hi < sp0) ||
+        hi < lo + W || !slots_ok(wk, env, lo, hi - W))
+        return HEAD_NOT;
+    /* Step k is taken when its pc is the recorded one (the start's, or
+     * the return address step k - 1 read) and its checks hold; its return
+     * address is the pc the walk goes on from unless it is the next
+     * step's. (A return address of 0 ends the walk: that step the walk
+     * takes itself.) */
+    uintptr_t fp = s->fp, pc = 0;
+    const seen *sn = &no_image, *last = &no_image;
+    unsigned steps = 0;
+    for (unsigned k = 0; k < hn; k++) {
+        uintptr_t look = m->hpc[k] - (k ? 1 : 0);
+        if (look - sn->lo >= sn->hi - sn->lo) {
+            unsigned i = 0;
+            while (i < wk->n_keep && look - wk->img[i]->lo >= wk->img[i]->hi - wk->img[i]->lo)
+                i++;
+            if (i == wk->n_keep)
+                break;
+            sn = wk->img[i];
+        }
+        if (sn->tag != m->htag[k] ||
+            (m->hfp[k] != BTP_CFI_HEAD_NONE && fp - sp0 != (uintptr_t)(intptr_t)m->hfp[k]))
+            break;
+        uintptr_t ra = peek(sp0 + (uintptr_t)(intptr_t)m->hra[k]);
+        if (ra == 0)
+            break;
+        steps = k + 1;
+        pc = ra;
+        last = sn;
+        if (m->hfps[k] != BTP_CFI_HEAD_NONE)
+            fp = peek(sp0 + (uintptr_t)(intptr_t)m->hfps[k]);
+        if (k + 1 == hn || ra != m->hpc[k + 1])
+            break;
+    }
+    if (steps == 0)
+        return HEAD_NOT;
+    if (steps == hn) {
+        for (unsigned i = 0; i < m->hfn && i < BTP_CFI_NREG; i++)
+            cur->r[m->hfi[i]] = peek(sp0 + (uintptr_t)(intptr_t)m->hf[i]);
+    } else {
+        for (unsigned i = 0; i < m->hrn[steps - 1] && i < BTP_CFI_HEAD_REGS; i++)
+            cur->r[m->hregi[i]] = peek(sp0 + (uintptr_t)(intptr_t)m->hreg[i]);
+    }
+    s->pc = pc;
+    s->sp = sp0 + (uintptr_t)(intptr_t)m->hcfa[steps - 1];
+    s->fp = fp;
+    s->valid = m->hvalid[steps - 1];
+    s->adj = 1;
+    s->first = 0;
+    s->sn = last; /* the image of the last step's pc */
+    *taken = steps;
+    wk->memo->head_used++;
+    for (unsigned k = 0; k < steps; k++)
+        if (!btp_collector_cfa(c, sp0 + (uintptr_t)(intptr_t)m->hcfa[k], 0) ||
+            !btp_collector_add(c, k + 1 < steps ? m->hpc[k + 1] : pc))
+            return HEAD_OVER;
+    return HEAD_TAKEN;
+}
+#endif
 
 /*
  * One frame of fast_frames(). With may_call 0 it calls nothing and returns
@@ -1266,19 +1523,17 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
 {
     const uintptr_t adj = may_call ? s->adj : 1;
     /* (the other copy does not look: it makes progress after a miss) */
-    if (BTP_CFI_MEMO && !may_call && s->sp >= s->msp)
+    if (BTP_CFI_MEMO && !may_call && memo_here(s, wk))
         return FS_MEMO;
     uintptr_t look = s->pc - adj;
     const seen *sn = s->sn;
     uint64_t same_img = MI_SAME_IMG;
-    if (look - sn->img.lo >= sn->img.hi - sn->img.lo) {
+    if (look - sn->lo >= sn->hi - sn->lo) {
         same_img = 0;
         /* another image this walk has seen (no call), or a new one */
-        unsigned i = 0;
-        while (i < wk->n_img && look - wk->img[i].img.lo >= wk->img[i].img.hi - wk->img[i].img.lo)
-            i++;
-        if (i < wk->n_img) {
-            sn = &wk->img[i];
+        const seen *met = met_image(wk, look);
+        if (met) {
+            sn = met;
         } else {
             if (!may_call)
                 return FS_CALL;
@@ -1296,7 +1551,7 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
         cur->pc = s->pc;
         cur->r[BTP_CFI_SP] = s->sp;
         cur->valid = s->valid;
-        if (sigreturn_code(env, &sn->img, cur))
+        if (sigreturn_code(env, sn, cur))
             return FS_MISS;
 #endif
     }
@@ -1339,11 +1594,8 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
     if (lo < wk->rlo || hi + W > wk->rhi) {
         if (!may_call)
             return FS_CALL;
-        btp_stack_bounds b;
-        if (!env->region || !env->region(env->ctx, lo, &b) || lo < b.lo || hi + W > b.hi)
+        if (!slots_ok(wk, env, lo, hi))
             return FS_MISS;
-        wk->rlo = b.lo;
-        wk->rhi = b.hi;
     }
     /* The caller: its cycle check and its slot in the collector, before
      * anything changes (a call needed there is made by the other copy). */
@@ -1352,6 +1604,7 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
     uintptr_t ra_at = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 32) * (intptr_t)W);
     int8_t fp_off = (int8_t)(w2 >> 40);
     uintptr_t pc, fp = s->fp;
+    const uint64_t regs0 = regs, offs0 = offs;
     if (cfa % W == 0) {
         /* the usual case: aligned */
         pc = *(const volatile uintptr_t *)ra_at;
@@ -1374,6 +1627,8 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
         }
     }
     cur->r[(w1 >> 40) & 0xff] = pc;
+    if (BTP_CFI_MEMO && may_call && wk->hk != HEAD_OFF)
+        head_record(wk, s, sn, base, cfa, w1, w2, w3, regs0, offs0, pc);
     if (BTP_CFI_MEMO && wk->memo) {
         if (base == BTP_CFI_SP || base == BTP_CFI_FP) {
             rec_state(wk, wk->rec_n & BTP_CFI_MEMO_N, s->pc, s->sp, s->fp, sn->tag,
@@ -1428,12 +1683,20 @@ __attribute__((no_sanitize_address, noinline, aligned(64))) static int fast_run(
 }
 
 #if BTP_CFI_MEMO
-/* The stack pointer of the memo's next state to try (none: the highest
- * address, never reached: fast_one() checks only in its copy that calls
- * nothing, and the other copy moves on). */
-static uintptr_t memo_next(const walk *wk)
+
+/* Whether the image holding pc (a return address where f says so) has the
+ * tag its layout had, *sn the image of the state before (then pc's). */
+static inline int memo_image(walk *wk, const btp_cfi_env *env, const seen **sn, uintptr_t pc,
+                             uint64_t f, uint32_t tag)
 {
-    return wk->mi < BTP_CFI_MEMO_N ? wk->memo->sp[wk->mi] : UINTPTR_MAX;
+    uintptr_t look = pc - ((f & MI_ADJ) ? 1 : 0);
+    const seen *x = *sn;
+    if (look - x->lo >= x->hi - x->lo) {
+        if (pc == 0 || !(x = seen_image(wk, env, look)))
+            return 0;
+        *sn = x;
+    }
+    return x->tag == tag;
 }
 
 /*
@@ -1463,43 +1726,44 @@ __attribute__((no_sanitize_address, noinline)) static int memo_try(fast_state *s
     if (m->pc[j] != s->pc || (f & (MI_ADJ | MI_FP_OK | MI_SP_OK | MI_FP_LIVE)) != want ||
         ((f & MI_FP_LIVE) && m->fp[j] != s->fp))
         goto fail;
-    /* Every slot the rest reads lies in stack vouched for (so each step's
-     * does, as the step checks). */
-    uintptr_t lo = m->sp[j] + (uintptr_t)(intptr_t)m->span_lo[j];
-    uintptr_t hi = m->sp[j] + (uintptr_t)(intptr_t)m->span_hi[j];
-    if (lo < wk->rlo || hi > wk->rhi) {
-        btp_stack_bounds b;
-        if (!env->region || !env->region(env->ctx, lo, &b) || lo < b.lo || hi > b.hi)
-            goto fail;
-        wk->rlo = b.lo;
-        wk->rhi = b.hi;
+    /* Each step's slots lie within 128 words of its CFA (pack()), and the
+     * CFAs rise from m->sp[j + 1] to m->sp[n]: where all of that lies in the
+     * stretch of stack known here, so does every step's slots; else each
+     * step's are checked. */
+    int each = 1;
+    if (j < n) {
+        uintptr_t lo = m->sp[j + 1] - 128 * W, hi = m->sp[n] + 128 * W;
+        each = !(lo < m->sp[j + 1] && hi > m->sp[n] && lo >= wk->rlo && hi <= wk->rhi);
     }
+    /* The image holding each pc has the tag the layout had (a state whose
+     * pc lay in the image of the state before, also checked here, lies in
+     * it again: the tag covers the image's range). Whether state j's lies
+     * in the image of the walk's state before it, for the memo after. */
     const seen *sn = s->sn;
-    for (;; k++) {
+    uintptr_t look_j = m->pc[j] - ((m->info[j] & MI_ADJ) ? 1 : 0);
+    uint64_t same_j = look_j - sn->lo < sn->hi - sn->lo ? MI_SAME_IMG : 0;
+    for (; k < n; k++) {
         f = m->info[k];
-        if (k == n && (f & MI_END0))
-            break;
-        /* The image holding the pc has the tag the layout had (a state
-         * whose pc lay in the image of the state before, also checked here,
-         * lies in it again: the tag covers the image's range). */
-        if (k == j || !(f & MI_SAME_IMG)) {
-            uintptr_t look = m->pc[k] - ((f & MI_ADJ) ? 1 : 0);
-            if (look - sn->img.lo >= sn->img.hi - sn->img.lo &&
-                (m->pc[k] == 0 || !(sn = seen_image(wk, env, look))))
-                goto fail;
-            if (sn->tag != m->tag[k])
-                goto fail;
-        }
-        if (k == n)
-            break; /* the outermost frame: its layout says so */
-        /* the slots used: unchanged */
+        if ((k == j || !(f & MI_SAME_IMG)) && !memo_image(wk, env, &sn, m->pc[k], f, m->tag[k]))
+            goto fail;
+        /* The step's slots lie in one stretch of stack vouched for, as the
+         * step checks them; those used, unchanged. */
         uintptr_t cfa = m->sp[k + 1];
+        if (each && !slots_ok(wk, env, cfa + (uintptr_t)((intptr_t)mi_off(f, 2) * (intptr_t)W),
+                              cfa + (uintptr_t)((intptr_t)mi_off(f, 3) * (intptr_t)W)))
+            goto fail;
         if (peek(cfa + (uintptr_t)((intptr_t)mi_off(f, 0) * (intptr_t)W)) != m->pc[k + 1])
             goto fail;
         if ((f & MI_FP_CHECK) &&
             peek(cfa + (uintptr_t)((intptr_t)mi_off(f, 1) * (intptr_t)W)) != m->fp[k + 1])
             goto fail;
     }
+    /* the end: the outermost frame (its layout says so: its image and tag),
+     * or a pc of 0 */
+    f = m->info[n];
+    if (!(f & MI_END0) && (n == j || !(f & MI_SAME_IMG)) &&
+        !memo_image(wk, env, &sn, m->pc[n], f, m->tag[n]))
+        goto fail;
     s->sn = sn;
     /* The frames, each checked by the collector as the step would (it may
      * end the walk there: full, or a CFA that does not go up); the usual
@@ -1521,7 +1785,7 @@ __attribute__((no_sanitize_address, noinline)) static int memo_try(fast_state *s
             if (!btp_collector_cfa(c, m->sp[k + 1], 0) || !btp_collector_add(c, m->pc[k + 1]))
                 break;
     }
-    memo_save(wk, j);
+    memo_save(wk, j, same_j);
     m->used++;
     return 1;
 fail:
@@ -1554,17 +1818,47 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
     int st;
 #if BTP_CFI_MEMO
     wk->rec_n = 0; /* a run of cached steps starts here */
-    if (wk->memo)
+    wk->hk = HEAD_OFF;
+    if (wk->memo) {
+        if (!s.adj && s.first) {
+            /* the walk's start: its head from the memo as far as it holds,
+             * and recorded on from there where it has held only in part
+             * for HEAD_STALE walks in a row (a head recorded through a
+             * path the walks no longer take; not at every change, where
+             * walks alternate between entry points), or where it ended
+             * where a walk left the cached layouts (the first walks) */
+            uintptr_t sp0 = s.sp;
+            unsigned taken = 0;
+            int h = head_take(wk, &s, c, env, cur, &taken);
+            if (h == HEAD_OVER)
+                return FAST_DONE;
+            btp_cfi_memo *m = wk->memo;
+            m->hpart = taken < m->hn ? m->hpart + 1 : 0;
+            if (h == HEAD_NOT || m->hpart >= HEAD_STALE ||
+                (taken == m->hn && !m->hend && taken < BTP_CFI_HEAD_N)) {
+                m->hpart = 0;
+                wk->hk = h == HEAD_NOT ? 0 : taken;
+                wk->hsp0 = sp0;
+            }
+        }
         s.msp = memo_next(wk);
+    }
 #endif
     for (;;) {
-        /* as many frames as need no call, then one that may */
-        st = fast_run(&s, wk, c, env, cur);
+        /* as many frames as need no call, then one that may; while the
+         * collector takes no frame inline (it seeks its anchor, skips
+         * frames, or has no stretch of stack yet) every frame needs a call,
+         * and while the head is recorded each is recorded: the copy that
+         * calls */
+        if (s.adj && c->head_n < c->fast_end && c->n_seg == 1 && wk->hk == HEAD_OFF)
+            st = fast_run(&s, wk, c, env, cur);
+        else /* (while the head is recorded, not from the memo) */
+            st = BTP_CFI_MEMO && wk->hk == HEAD_OFF && memo_here(&s, wk) ? FS_MEMO : FS_CALL;
 #if BTP_CFI_MEMO
         if (st == FS_MEMO) {
             if (memo_try(&s, wk, c, env))
                 return FAST_DONE;
-            st = FS_CALL; /* this frame by the other copy */
+            continue; /* this frame as any other (the memo's next state lies above) */
         }
 #endif
         if (st == FS_CALL)
@@ -1574,7 +1868,7 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
     }
 #if BTP_CFI_MEMO
     if (st == FS_END && wk->memo)
-        memo_save(wk, BTP_CFI_MEMO_N + 1);
+        memo_save(wk, BTP_CFI_MEMO_N + 1, 0);
 #endif
     cur->pc = s.pc;
     cur->r[BTP_CFI_SP] = s.sp;
@@ -1809,10 +2103,16 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
     for (unsigned i = 0; i < CACHE_N; i++)
         wk.cache[i].look = 0;
     wk.next_slot = 0;
-    wk.n_img = wk.next_img = 0;
+    wk.n_img = wk.n_keep = wk.next_img = 0;
     wk.rlo = wk.rhi = 0;
     wk.memo = NULL;
+    wk.hk = HEAD_OFF;
     if (env->cache) {
+        /* the images the environment keeps: met without asking */
+        for (unsigned i = 0; i < env->n_keep && i < BTP_CFI_KEEP_MAX; i++)
+            if (env->keep[i]->tag && env->keep[i]->hi > env->keep[i]->lo)
+                wk.img[wk.n_img++] = env->keep[i];
+        wk.n_keep = wk.n_img;
         wk.slots = env->cache->slot;
         wk.mask = env->cache->mask;
         if (BTP_CFI_MEMO && env->region)

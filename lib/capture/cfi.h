@@ -78,6 +78,9 @@ struct btp_cfi_cache;
  * thread).
  */
 #define BTP_CFI_MEMO_N 31 /* (with the end state, a power of two) */
+#define BTP_CFI_HEAD_N 4
+#define BTP_CFI_HEAD_REGS (BTP_CFI_HEAD_N * 9) /* restores: 8 saved registers and the pc a step */
+#define BTP_CFI_HEAD_NONE INT32_MIN
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(BTP_CFI_NO_MEMO)
 #define BTP_CFI_MEMO 1
 #else
@@ -88,10 +91,35 @@ typedef struct btp_cfi_memo {
     unsigned long used; /* walks that took their end from it (for tests and benchmarks) */
     uintptr_t pc[BTP_CFI_MEMO_N + 1], sp[BTP_CFI_MEMO_N + 1], fp[BTP_CFI_MEMO_N + 1];
     uint32_t tag[BTP_CFI_MEMO_N + 1];
-    /* the stack the steps from each state on read, from sp (bytes) */
-    int32_t span_lo[BTP_CFI_MEMO_N + 1], span_hi[BTP_CFI_MEMO_N + 1];
     uint64_t info[BTP_CFI_MEMO_N + 1]; /* the step from each state (cfi.c) */
+    /* The walk's head (cfi.c, "The head"): its first steps from its start,
+     * taken in images the environment keeps, relative to the start's stack
+     * pointer, and what they leave in the registers. */
+    unsigned hn;        /* steps (0: none) */
+    unsigned hend;      /* 1: the step after them could not be recorded */
+    unsigned hpart;     /* walks in a row that took only a part of them */
+    unsigned long head_used; /* walks that took their head from it */
+    uint64_t hvalid0;   /* the registers known at the start */
+    uint64_t hvalid[BTP_CFI_HEAD_N]; /* and after each step */
+    uintptr_t hpc[BTP_CFI_HEAD_N + 1];
+    uint32_t htag[BTP_CFI_HEAD_N];
+    /* from the start's stack pointer (bytes): each step's CFA, return
+     * address slot, frame pointer slot and frame pointer its CFA is based
+     * on (BTP_CFI_HEAD_NONE: none); the slots all steps read, [hlo, hhi) */
+    int32_t hcfa[BTP_CFI_HEAD_N], hra[BTP_CFI_HEAD_N], hfps[BTP_CFI_HEAD_N], hfp[BTP_CFI_HEAD_N];
+    int32_t hlo, hhi;
+    /* the registers the steps restore, in order, and the slot each takes
+     * its value from (hrn[k]: those of steps 0..k); and the same for all
+     * hn steps with one entry a register (hfn of them) */
+    uint8_t hrn[BTP_CFI_HEAD_N];
+    uint8_t hregi[BTP_CFI_HEAD_REGS];
+    int32_t hreg[BTP_CFI_HEAD_REGS];
+    unsigned hfn;
+    uint8_t hfi[BTP_CFI_NREG];
+    int32_t hf[BTP_CFI_NREG];
 } btp_cfi_memo;
+
+#define BTP_CFI_KEEP_MAX 4
 
 typedef struct btp_cfi_env {
     /* The image whose text holds `pc`; 1 if there is one. */
@@ -116,6 +144,13 @@ typedef struct btp_cfi_env {
     /* Optional (NULL: none; used only with a cache and `region`): the memo
      * of the walk before, read and rewritten by this one. */
     btp_cfi_memo *memo;
+    /* Optional (n_keep 0: none; used only with a cache): images that stay
+     * loaded while the environment is in use, their tags filled in
+     * (btp_cfi_image_tag). The walk takes a pc in one of these as in that
+     * image without asking `find` (which must still answer for them). At
+     * most BTP_CFI_KEEP_MAX are used. */
+    const btp_cfi_image *const *keep;
+    unsigned n_keep;
     void *ctx;
 } btp_cfi_env;
 
@@ -141,6 +176,8 @@ typedef struct btp_cfi_self {
     unsigned n_stack;
     unsigned flags;
     const btp_stack_bounds *given; /* opt->bounds */
+    const btp_cfi_image *keep[BTP_CFI_KEEP_MAX]; /* env->keep, where not the process's list */
+    unsigned n_keep;                             /* env->n_keep */
 } btp_cfi_self;
 
 void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_bounds *given,

@@ -8,6 +8,7 @@
 
 #include "capture/cfi_cache.h"
 #include "capture/elf_mem.h"
+#include "common/compiler.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -78,9 +79,60 @@ static int perm_ready(perm_image *p, int which)
     return 1;
 }
 
+/* Those of them that are known once all are settled (ready or none), and
+ * how many (g_keep_n: PERM_UNSETTLED until then, PERM_PUBLISHING while the
+ * first to see them settled writes the list). */
+#define PERM_UNSETTLED (~0u)
+#define PERM_PUBLISHING (~1u)
+static const btp_cfi_image *g_keep[N_PERM];
+static _Atomic unsigned g_keep_n = PERM_UNSETTLED;
+
+/* perm_keep() until they are all settled. */
+static BTP_NOINLINE unsigned perm_keep_slow(const btp_cfi_image **out,
+                                            const btp_cfi_image *const **keep)
+{
+    unsigned n = 0;
+    int settled = 1;
+    for (int i = 0; i < N_PERM; i++) {
+        if (perm_ready(&g_perm[i], i))
+            out[n++] = &g_perm[i].img;
+        else
+            settled &= atomic_load_explicit(&g_perm[i].state, memory_order_relaxed) == PERM_NONE;
+    }
+    *keep = out;
+    /* The first to see them all settled publishes the list: it claims it,
+     * writes it, then its count (a signal handler or a fork child that
+     * finds it being written makes its own, as here). */
+    unsigned expect = PERM_UNSETTLED;
+    if (settled && atomic_compare_exchange_strong_explicit(&g_keep_n, &expect, PERM_PUBLISHING,
+                                                           memory_order_acquire,
+                                                           memory_order_relaxed)) {
+        for (unsigned i = 0; i < n; i++)
+            g_keep[i] = out[i];
+        atomic_store_explicit(&g_keep_n, n, memory_order_release);
+    }
+    return n;
+}
+
+/* The images above that are known, for the walker to take without asking
+ * (env->keep): *keep (a list of the process's, else `out` filled); the
+ * count. */
+static inline unsigned perm_keep(const btp_cfi_image **out, const btp_cfi_image *const **keep)
+{
+    _Static_assert(N_PERM <= BTP_CFI_KEEP_MAX, "env->keep holds every kept image");
+    unsigned n = atomic_load_explicit(&g_keep_n, memory_order_acquire);
+    if (n <= N_PERM) {
+        *keep = g_keep;
+        return n;
+    }
+    return perm_keep_slow(out, keep);
+}
+
 static int self_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
 {
-    (void)ctx;
+    /* (a walker with all of them kept asks only for pcs outside them) */
+    if (((const btp_cfi_self *)ctx)->n_keep == N_PERM)
+        return dlfo(pc, out);
     for (int i = 0; i < N_PERM; i++) {
         perm_image *p = &g_perm[i];
         if (perm_ready(p, i) && pc - p->img.lo < p->img.hi - p->img.lo) {
@@ -122,6 +174,12 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *data)
         f->out->id ^= (uintptr_t)info->dlpi_subs * 0x9e3779b97f4a7c15ull;
     f->found = 1;
     return 1;
+}
+
+static unsigned perm_keep(const btp_cfi_image **out, const btp_cfi_image *const **keep)
+{
+    *keep = out;
+    return 0; /* dl_iterate_phdr's answers carry the loader's unload count */
 }
 
 static int self_find(void *ctx, uintptr_t pc, btp_cfi_image *out)
@@ -175,10 +233,11 @@ static int self_code_ok(void *ctx, uintptr_t a, size_t n)
 void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_bounds *given,
                       unsigned flags)
 {
-    memset(self, 0, sizeof *self);
+    /* (stack[] beyond n_stack and keep[] are filled as used) */
+    self->n_stack = 0;
     self->flags = flags;
+    self->given = given;
     if (given) {
-        self->given = given;
         self->stack[0] = *given;
         self->n_stack = 1;
     }
@@ -188,6 +247,7 @@ void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_boun
     env->region = self_region;
     env->cache = btp_cfi_cache_global();
     env->memo = NULL;
+    self->n_keep = env->n_keep = perm_keep(self->keep, &env->keep);
     env->ctx = self;
 }
 

@@ -383,5 +383,7 @@ void btp_crash_view_env(btp_crash_view *v, btp_cfi_env *env)
     env->region = NULL;
     env->cache = NULL; /* the crash handler walks with nothing but the maps */
     env->memo = NULL;
+    env->keep = NULL;
+    env->n_keep = 0;
     env->ctx = v;
 }

@@ -453,6 +453,12 @@ static CBF_REST_INLINE btp_status decode_rest(const void *buf, size_t len, unsig
 }
 
 #if !BTP_CODEC_SMALL
+/* The 4 bytes at p as a little-endian number. */
+static BTP_ALWAYS_INLINE uint32_t load_le32(const uint8_t *p)
+{
+    return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | (uint32_t)p[0];
+}
+
 /*
  * The fast loop of decode_whole_w: plain address instructions from p on
  * (op is *p), into out from n, while n < room, the opcode is one the word
@@ -487,11 +493,24 @@ static BTP_ALWAYS_INLINE unsigned fast_run(const uint8_t **pp, const uint8_t *li
         const uint8_t *next = p + (op & 7u) + 2;
         if (!before && next > lim)
             break; /* the operand is cut short */
+        unsigned c = op << 3; /* 8 * (op & 7) in its low 6 bits */
+        if (word_bits == 32) {
+            /* Operands of at most 4 bytes: 4-byte loads (their swap to
+             * the top of a 64-bit word, the same shifts as below) and
+             * 32-bit arithmetic, which needs no masking. */
+            uint64_t w = load_le32(p + 1), after = load_le32(p + 2);
+            uint32_t v = (uint32_t)sar64((int64_t)byte_swap64(w), c ^ 56);
+            prev = (op & CBF_OP_ABSOLUTE) ? v : (uint32_t)prev + v;
+            put_frame(out, n, prev, (btp_frame_kind)((op >> 4) - 1), addrs);
+            n++;
+            p = next;
+            op = (unsigned)shr64(after, c) & 0xff;
+            continue;
+        }
         /* The operand, and the 8 bytes from the one after the opcode on
          * (the next opcode is among them), loaded apart so that the chain
          * has no shift of the first. */
         uint64_t w = load_le64(p + 1), after = load_le64(p + 2);
-        unsigned c = op << 3; /* 8 * (op & 7) in its low 6 bits */
         /* An arithmetic shift keeps the operand's (op & 7) + 1 bytes and
          * sign-extends them: a shift by 56 - 8 * (op & 7). */
         uint64_t v = (uint64_t)sar64((int64_t)byte_swap64(w), c ^ 56);
@@ -595,17 +614,20 @@ static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t le
     uint64_t prev = 0;
     if ((policy & BTP_CBF_REJECT_RELATIVE_FIRST) && !(buf[1] & CBF_OP_ABSOLUTE))
         room = 0; /* a relative first address (or not an address): next() decides */
-    if (len >= 11) {
-        const uint8_t *const lim = buf + len - 10;
+    /* The bytes fast_run reads from an instruction's start: 10, or 6 on
+     * 32-bit words, whose loads are of 4 bytes. */
+    const size_t reach = word_bits == 32 ? 6 : 10;
+    if (len > reach) {
+        const uint8_t *const lim = buf + len - reach;
         unsigned op;
         do
             op = fast_run(&p, lim, 1, out, &n, room, &prev, addrs, word_bits);
         while (p <= lim && take_rep(op, &p, out, &n, room, prev, addrs));
     }
     size_t rest = len - (size_t)(p - buf);
-    if (rest < 10 && rest && len >= 8) {
+    if (rest < reach && rest && len >= 8) {
         tail_run(&p, buf, len, out, &n, room, &prev, addrs, word_bits);
-    } else if (rest < 10 && rest) {
+    } else if (rest < reach && rest) {
         /* An input of fewer than 8 bytes, where loads would pass it: from
          * a copy that ends at tail + 16, followed by zeros (an `end`,
          * which stops the loop). */

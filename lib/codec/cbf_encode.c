@@ -386,36 +386,65 @@ btp_status btp_cbf_encode_chain32(const uint32_t *addrs, size_t n, int truncated
 /*
  * What an address instruction of each kind looks like for t, the index of
  * the top bit of its operand's sign edge (below), whose operand has
- * (t >> 3) + 1 bytes: the opcode (relative), the left shift that puts the
- * operand at the top of a big-endian word, and the instruction's length.
- * A table, as the fast paths need all three a frame: one load each from
- * one base instead of a few steps of arithmetic.
+ * (t >> 3) + 1 bytes, relative (t) or absolute (64 + t): the opcode, the
+ * power of two that moves the operand to the top of a big-endian word,
+ * and the instruction's length. Tables, as the fast
+ * paths need these a frame: each is one load from the kind's base indexed
+ * by t, with no arithmetic on t first. The length and the power are
+ * 64-bit words so that each is an operand from memory: the output pointer
+ * takes the length in one `add`, and the operand is moved by one
+ * multiplication (a shift by a count from a table needs the count loaded
+ * into cl first, and the register shuffling that cl's being taken
+ * brings).
  */
-typedef struct cbf_shape {
-    uint8_t op, shift, step, unused;
-} cbf_shape;
-#define CBF_SHAPE(kind, bytes) {(kind) + (bytes) - 1, 64 - 8 * (bytes), (bytes) + 1, 0}
-#define CBF_SHAPE8(kind, bytes)                                                                   \
-    CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes),                       \
-        CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes),                   \
-        CBF_SHAPE(kind, bytes), CBF_SHAPE(kind, bytes)
-#define CBF_SHAPES(kind)                                                                          \
-    {CBF_SHAPE8(kind, 1), CBF_SHAPE8(kind, 2), CBF_SHAPE8(kind, 3), CBF_SHAPE8(kind, 4),          \
-     CBF_SHAPE8(kind, 5), CBF_SHAPE8(kind, 6), CBF_SHAPE8(kind, 7), CBF_SHAPE8(kind, 8)}
-static const cbf_shape cbf_shapes[3][64] = {CBF_SHAPES(CBF_OP_PC), CBF_SHAPES(CBF_OP_RA),
-                                            CBF_SHAPES(CBF_OP_ASYNC)};
-#undef CBF_SHAPES
-#undef CBF_SHAPE8
-#undef CBF_SHAPE
+typedef struct cbf_shapes {
+    uint64_t step[128];
+    uint64_t scale[128];
+    uint8_t op[128];
+} cbf_shapes;
+/* x(bytes) for each t: bytes = (t >> 3) + 1, eight times each. */
+#define CBF_BYTES8(x, bytes) x(bytes), x(bytes), x(bytes), x(bytes), x(bytes), x(bytes), x(bytes), x(bytes)
+#define CBF_BYTES64(x)                                                                            \
+    CBF_BYTES8(x, 1), CBF_BYTES8(x, 2), CBF_BYTES8(x, 3), CBF_BYTES8(x, 4), CBF_BYTES8(x, 5),      \
+        CBF_BYTES8(x, 6), CBF_BYTES8(x, 7), CBF_BYTES8(x, 8)
+#define CBF_STEP(bytes) (bytes) + 1
+#define CBF_SCALE(bytes) (uint64_t)1 << (64 - 8 * (bytes))
+#define CBF_PC(bytes) CBF_OP_PC + (bytes) - 1
+#define CBF_RA(bytes) CBF_OP_RA + (bytes) - 1
+#define CBF_ASYNC(bytes) CBF_OP_ASYNC + (bytes) - 1
+#define CBF_PC_ABS(bytes) CBF_OP_PC + CBF_OP_ABSOLUTE + (bytes) - 1
+#define CBF_RA_ABS(bytes) CBF_OP_RA + CBF_OP_ABSOLUTE + (bytes) - 1
+#define CBF_ASYNC_ABS(bytes) CBF_OP_ASYNC + CBF_OP_ABSOLUTE + (bytes) - 1
+#define CBF_KIND_SHAPES(rel, abs)                                                                 \
+    {{CBF_BYTES64(CBF_STEP), CBF_BYTES64(CBF_STEP)},                                              \
+     {CBF_BYTES64(CBF_SCALE), CBF_BYTES64(CBF_SCALE)},                                            \
+     {CBF_BYTES64(rel), CBF_BYTES64(abs)}}
+static const cbf_shapes cbf_kind_shapes[3] = {CBF_KIND_SHAPES(CBF_PC, CBF_PC_ABS),
+                                              CBF_KIND_SHAPES(CBF_RA, CBF_RA_ABS),
+                                              CBF_KIND_SHAPES(CBF_ASYNC, CBF_ASYNC_ABS)};
+#undef CBF_KIND_SHAPES
+#undef CBF_ASYNC_ABS
+#undef CBF_RA_ABS
+#undef CBF_PC_ABS
+#undef CBF_ASYNC
+#undef CBF_RA
+#undef CBF_PC
+#undef CBF_SCALE
+#undef CBF_STEP
+#undef CBF_BYTES64
+#undef CBF_BYTES8
 
 /* The index of the top set bit of x (not 0), as a 64-bit value: an index
- * into cbf_shapes with no widening (63 ^ clz, which the compiler turns
- * into the same `bsr`, comes out as an int that it then sign-extends).
- * `bsr` leaves its destination as it was when x is 0, so the processor
- * makes it wait for the register's last value: here the shift count
- * loaded for the frame before, which made a chain through every frame
- * (measured: 40 % more time a frame on a 64-bit corpus). Zeroing it first
- * (an idiom the processor resolves without executing) cuts that. */
+ * into cbf_kind_shapes with no widening (63 ^ clz, which the compiler
+ * turns into the same `bsr`, comes out as an int that it then
+ * sign-extends). `bsr` leaves its destination as it was when x is 0, so
+ * the processor makes it wait for the register's last value: with a
+ * register of the compiler's choice that was the shift count loaded for
+ * the frame before, a chain through every frame (measured: 40 % more time
+ * a frame on a 64-bit corpus). Zeroing it first (an idiom the processor
+ * resolves without executing) cuts that. (`bsr` of a register into
+ * itself, which depends only on x, measured slower still: the btp_frame
+ * path 1.50 -> 2.2 ns a frame on py311_regrtest.) */
 static BTP_ALWAYS_INLINE uint64_t top_bit(uint64_t x)
 {
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -439,66 +468,147 @@ static BTP_ALWAYS_INLINE uint64_t top_bit32(uint32_t x)
 #endif
 }
 
-/* Write the instruction of shape sh for operand v at p (room for
- * CBF_MAX_INSTR bytes); returns its end. All 8 operand bytes are stored
- * at once; those past the instruction are overwritten by the next one or
- * lie beyond the stream's length. */
-static BTP_ALWAYS_INLINE uint8_t *put_shape(uint8_t *p, const cbf_shape *sh, unsigned absolute,
-                                            uint64_t v)
+/* top_bit32 by a `bsr` of x's register into itself: one instruction
+ * fewer, for the 32-bit address loop, where it measured as fast as the
+ * zeroed form (unlike the btp_frame loop, see top_bit). */
+static BTP_ALWAYS_INLINE uint64_t top_bit32_in_place(uint32_t x)
 {
-    *p = (uint8_t)(sh->op | absolute);
-    store_be64(p + 1, v << sh->shift);
-    return p + sh->step;
+#if defined(__GNUC__) && defined(__x86_64__)
+    uint64_t t = x; /* bsrl writes it whole (x is not 0) */
+    __asm__("bsrl %k0, %k0" : "+r"(t));
+    return t;
+#else
+    return top_bit32(x);
+#endif
+}
+
+/* Write v big-endian to p[0..4). */
+static BTP_ALWAYS_INLINE void store_be32(uint8_t *p, uint32_t v)
+{
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap32(v);
+    __builtin_memcpy(p, &v, 4);
+#else
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+#endif
+}
+
+/* Write the instruction of kind shapes and shape t (relative or absolute)
+ * for operand v at p
+ * (room for CBF_MAX_INSTR bytes); returns its end. All 8 operand bytes
+ * (4 on 32-bit words) are stored at once; those past the instruction are
+ * overwritten by the next one or lie beyond the stream's length. On
+ * 32-bit words the operand is moved in 32 bits, by the high half of the
+ * power of two (2^(32 - 8 * bytes)): no zero extension of v first. */
+static BTP_ALWAYS_INLINE uint8_t *put_shape(uint8_t *p, const cbf_shapes *shapes, uint64_t t,
+                                            uint64_t v, const unsigned word_bits)
+{
+    *p = shapes->op[t];
+    if (word_bits == 32)
+        store_be32(p + 1, (uint32_t)v * (uint32_t)(shapes->scale[t] >> 32));
+    else
+        store_be64(p + 1, v * shapes->scale[t]);
+    return p + shapes->step[t];
+}
+
+/* value - prev reduced to the word; for 32-bit words in 32-bit
+ * arithmetic (see put_address). */
+static BTP_ALWAYS_INLINE uint64_t word_delta(uint64_t value, uint64_t prev,
+                                             const unsigned word_bits)
+{
+    if (word_bits == 32)
+        return (uint32_t)value - (uint32_t)prev;
+    return (value - prev) & btp_word_mask(word_bits);
+}
+
+/* A delta from word_delta is 0: on 32-bit words tested in 32 bits, so
+ * that the flags of the subtraction serve (a 64-bit test of the
+ * zero-extended value takes a copy and a test). */
+static BTP_ALWAYS_INLINE int is_zero(uint64_t delta, const unsigned word_bits)
+{
+    return word_bits == 32 ? (uint32_t)delta == 0 : delta == 0;
 }
 
 /*
- * Write the instruction for the address `value` after the address `prev`
- * at p, which has room for CBF_MAX_INSTR bytes; shapes is cbf_shapes[kind]
- * for its kind (pc, ra or async). Returns the end of the instruction.
- * Makes the same choice as address_instr for every address after the
- * first (relative unless absolute is strictly shorter; for the first see
- * first_absolute), so the bytes are the same as add()'s, with fewer
- * instructions. The size of an operand comes from its sign edge, x ^ (x
- * << 1) in the word: its top set bit is the highest bit the operand must
- * keep below its sign bit (none for 0 and -1, hence the | 1 unless the
- * caller knows the delta is not 0); its index t gives the bytes. The
- * absolute form is sized only when its edge is below the delta's, which
- * on real traces is rare (so the branch is well predicted). word_bits is
- * a constant in each inlined copy, so the masking of 64-bit words
- * disappears.
+ * Write the instruction for the address `value` at p, `delta` (reduced
+ * to the word; not 0 when `nonzero`) after the address before it; p has
+ * room for CBF_MAX_INSTR bytes, shapes is cbf_kind_shapes[kind] for its kind (pc,
+ * ra or async). Returns the end of the instruction. Makes the same choice
+ * as address_instr for every address after the first (relative unless
+ * absolute is strictly shorter; for the first see first_absolute), so the
+ * bytes are the same as add()'s, with fewer instructions. The size of an
+ * operand comes from its sign edge, x ^ (x << 1) in the word: its top set
+ * bit is the highest bit the operand must keep below its sign bit (none
+ * for 0 and -1, hence the | 1, for a delta only where the caller does not
+ * know it is not 0); its index t gives the bytes. The absolute form is
+ * sized only when its edge is below the delta's. The caller computes the
+ * delta, as it tests it for a repeat (0) anyway. word_bits is a constant
+ * in each inlined copy, so the masking of 64-bit words disappears.
  */
-static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, const cbf_shape *shapes,
-                                              uint64_t prev, const int nonzero,
+static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, uint64_t delta,
+                                              const cbf_shapes *shapes, const int nonzero,
                                               const unsigned word_bits)
 {
     const uint64_t mask = btp_word_mask(word_bits);
-    uint64_t delta, rel_edge, abs_edge, t;
+    uint64_t abs_edge, t;
     int abs_shorter; /* absolute may be shorter: its edge is lower */
     if (word_bits == 32) {
         /* In 32-bit arithmetic, which reduces to the word for free (the
          * 64-bit form with a mask costs a zero extension per value). */
-        uint32_t d = (uint32_t)value - (uint32_t)prev, v = (uint32_t)value;
+        uint32_t d = (uint32_t)delta, v = (uint32_t)value;
         uint32_t re = (d ^ (d << 1)) | (nonzero ? 0 : 1), ae = v ^ (v << 1);
-        delta = d;
-        rel_edge = re;
         abs_edge = ae;
         abs_shorter = ae < re;
         t = top_bit32(re);
     } else {
-        delta = (value - prev) & mask;
-        rel_edge = (delta ^ (delta << 1)) & mask;
+        uint64_t rel_edge = ((delta ^ (delta << 1)) & mask) | (nonzero ? 0 : 1);
         abs_edge = (value ^ (value << 1)) & mask;
-        if (!nonzero)
-            rel_edge |= 1;
         abs_shorter = abs_edge < rel_edge;
         t = top_bit(rel_edge);
     }
+    /* Branches, well predicted where the program is mapped high (its
+     * absolute addresses longer than most deltas). Where it is mapped low
+     * they are not (a quarter of gcc12_cc1_sqlite3's frames), but a
+     * choice by conditional moves made every corpus slower: it puts a
+     * load and the moves on the way from each value to the output
+     * pointer's step. */
     if (abs_shorter) {
         uint64_t ta = top_bit(abs_edge | 1);
         if ((ta >> 3) < (t >> 3))
-            return put_shape(p, &shapes[ta], CBF_OP_ABSOLUTE, value);
+            return put_shape(p, shapes, 64 + ta, value, word_bits);
     }
-    return put_shape(p, &shapes[t], 0, delta);
+    return put_shape(p, shapes, t, delta, word_bits);
+}
+
+/*
+ * put_address for a fast loop over an address array: writes the
+ * instruction and returns 1, or returns 0 having written nothing when the
+ * value is too wide for the word (the caller hands it over) or, on 32-bit
+ * words, may have a shorter absolute form (the caller then calls
+ * put_address). On 32-bit words that test is on the value alone: an
+ * absolute operand of 4 bytes is never shorter than a relative one, and
+ * one compare of the 64-bit value finds those (it lies in [0x800000,
+ * 0xff800000)) and every value too wide, so the loop needs no sign edge of
+ * the value and no collecting of the bits of all values.
+ */
+static BTP_ALWAYS_INLINE int put_address_fast(uint8_t **pp, uint64_t value, uint64_t delta,
+                                              const cbf_shapes *shapes,
+                                              const unsigned word_bits)
+{
+    if (word_bits == 32) {
+        if (value - 0x800000u >= 0xff000000u)
+            return 0;
+        uint32_t d = (uint32_t)delta;
+        *pp = put_shape(*pp, shapes, top_bit32_in_place(d ^ (d << 1)), d, 32);
+        return 1;
+    }
+    if (word_bits < 64 && value > btp_word_mask(word_bits))
+        return 0;
+    *pp = put_address(*pp, value, delta, shapes, 1, word_bits);
+    return 1;
 }
 
 /* Write `rep` for `copies` (1 .. word mask - 1) extra copies at p, which
@@ -582,7 +692,7 @@ static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsi
     const uint64_t *a = addrs ? src.addrs + i : NULL, *const a_end = addrs ? src.addrs + end : NULL;
     const btp_frame *f = addrs ? NULL : src.frames + i;
     const btp_frame *const f_end = addrs ? NULL : src.frames + end;
-    const cbf_shape *shapes = cbf_shapes[addrs ? src.kind : 0];
+    const cbf_shapes *shapes = &cbf_kind_shapes[addrs ? src.kind : 0];
     BTP_OPAQUE(shapes);
     /* From an address array a value too wide for the word is found after
      * the loop, from the bits of all: one step a frame instead of a test
@@ -614,7 +724,8 @@ static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsi
                 f += r - 1;
             continue;
         }
-        p = put_address(p, value, addrs ? shapes : shapes + 64 * kind, pv, addrs, word_bits);
+        p = put_address(p, value, word_delta(value, pv, word_bits),
+                        addrs ? shapes : shapes + kind, addrs, word_bits);
         pv = value;
         if (!addrs)
             pk = kind;
@@ -696,25 +807,75 @@ static btp_status encode_rest(frame_src src, int addrs, size_t i, size_t n, int 
 /*
  * btp_cbf_encode for the usual call, a buffer of at least BTP_CBF_BOUND(n)
  * bytes: no instruction can reach its end, so there is no encoder struct
- * at all, only registers. Writes the information byte and the leading run
- * of plain, non-repeating addresses of src's n frames, then the
- * terminator; at the first other frame it hands over to encode_rest.
+ * at all, only registers. Writes the information byte and the leading
+ * address frames of src's n frames (runs of repeats as one rep each, as
+ * add() writes them), then the terminator; at an omit, an invalid frame, a
+ * value too wide or a run that may need more than one rep it hands over to
+ * encode_rest. A loop of its own rather than put_addresses' (which the
+ * streaming encoder and capture share): the frame before's kind selects
+ * the shapes once per change of kind, not once a frame, and the usual
+ * frame takes put_address_fast (on 32-bit words one compare of the value
+ * instead of its sign edge and a test of its width). Same choices and
+ * bytes as add().
  */
 static BTP_ALWAYS_INLINE btp_status encode_whole_w(frame_src src, size_t n, int truncated,
                                                    unsigned flags, uint8_t *buf, size_t cap,
                                                    size_t *len_out, size_t *needed_out,
-                                                   const int addrs, const unsigned word_bits)
+                                                   const unsigned word_bits)
 {
+    const uint64_t mask = btp_word_mask(word_bits);
     uint8_t *p = buf;
     *p++ = cbf_info_byte(word_bits);
-    /* No frame before the first: prev 0 and a kind no address has. */
-    uint64_t prev = 0;
-    unsigned kind = BTP_FRAME_OMIT;
-    size_t i = put_addresses(&p, &prev, &kind, src, 0, n, word_bits, addrs);
-    if (i)
-        first_absolute(buf + 1, flags);
+    size_t i = 0;
+    if (n) {
+        /* No frame before the first: prev 0 and a kind other than the
+         * first frame's (whatever that holds), so the first frame takes
+         * the slow branch, which sets shapes. After it last_kind is always
+         * an address's. */
+        const btp_frame *q = src.frames, *const end = q + n;
+        uint64_t prev = 0;
+        unsigned last_kind = (unsigned)q->kind + 1;
+        const cbf_shapes *shapes = cbf_kind_shapes;
+        do {
+            uint64_t v = q->value, d = word_delta(v, prev, word_bits);
+            unsigned kind = (unsigned)q->kind;
+            /* Rare: a change of kind (the first frame, a return address
+             * after the pc), a delta of 0 (a repeat, the same address of
+             * another kind, or on narrower words a value too wide). */
+            if (kind != last_kind || is_zero(d, word_bits)) {
+                if (kind > BTP_FRAME_ASYNC || v > mask)
+                    break; /* an omit, an invalid frame or a value too wide: add() */
+                if (kind == last_kind && v == prev) {
+                    /* A run of repeats from q on: one rep, as add() writes
+                     * it; a run that reaches the end or needs several
+                     * reps goes to add(). */
+                    size_t r = 1, left = (size_t)(end - q);
+                    while (r < left && q[r].value == prev && (unsigned)q[r].kind == kind)
+                        r++;
+                    if (r == left || r >= mask)
+                        break;
+                    p = put_rep(p, r);
+                    q += r - 1; /* the loop's step takes it past the run */
+                    continue;
+                }
+                if (kind != last_kind) {
+                    shapes = &cbf_kind_shapes[kind];
+                    last_kind = kind;
+                }
+                p = put_address(p, v, d, shapes, 0, word_bits);
+            } else if (!put_address_fast(&p, v, d, shapes, word_bits)) {
+                if (v > mask)
+                    break;
+                p = put_address(p, v, d, shapes, 1, word_bits);
+            }
+            prev = v;
+        } while (++q != end);
+        i = (size_t)(q - src.frames);
+        if (i)
+            first_absolute(buf + 1, flags);
+    }
     if (i < n)
-        return encode_rest(src, addrs, i, n, truncated, word_bits, flags, buf, p, cap, len_out,
+        return encode_rest(src, 0, i, n, truncated, word_bits, flags, buf, p, cap, len_out,
                            needed_out);
     *p++ = truncated ? CBF_OP_TRUNC : CBF_OP_END;
     if (len_out)
@@ -742,7 +903,7 @@ static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, 
                                                    size_t *needed_out, const unsigned word_bits)
 {
     const uint64_t mask = btp_word_mask(word_bits);
-    const cbf_shape *shapes = cbf_shapes[kind];
+    const cbf_shapes *shapes = &cbf_kind_shapes[kind];
     frame_src src = {NULL, a, kind};
     uint8_t *p = buf;
     *p++ = cbf_info_byte(word_bits);
@@ -750,49 +911,76 @@ static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, 
     /* A first address of 0 equals the starting prev, with no frame before
      * it: add() takes it. */
     if (n && a[0] != 0) {
-        uint64_t prev = 0, all = 0;
-        const uint64_t *q = a, *const end = a + n;
+        uint64_t prev = 0;
+        /* Frames by a negative index k from the end, which the loop's step
+         * tests for 0 (no compare). */
+        const uint64_t *const end = a + n;
+        ptrdiff_t k = -(ptrdiff_t)n;
         /* The table's address in one register (else it is rebuilt from
          * the table and the kind's offset a frame). */
         BTP_OPAQUE(shapes);
-        /* Two frames a step, so that prev needs no copy: each frame's
-         * value is the next one's prev. */
+        /* A delta of 0 is a repeat (`run` makes sure: where the word is
+         * narrower than 64 bits a value too wide for it may have the
+         * delta 0 too); a frame that put_address_fast leaves goes to
+         * `careful`. Both are rare. */
         for (;;) {
-            uint64_t v0 = *q;
-            all |= v0;
-            if (v0 == prev)
-                goto run;
-            p = put_address(p, v0, shapes, prev, 1, word_bits);
-            prev = v0;
-            if (++q == end)
+            /* An odd number of frames left: one on its own, so that the
+             * rest go two a step, where prev needs no copy (each frame's
+             * value is the next one's prev) and one test of k serves two
+             * frames. */
+            if (k & 1) {
+                uint64_t v = end[k], d = word_delta(v, prev, word_bits);
+                if (is_zero(d, word_bits))
+                    goto run;
+                if (!put_address_fast(&p, v, d, shapes, word_bits))
+                    goto careful;
+                prev = v;
+                if (++k == 0)
+                    break;
+            }
+            do {
+                uint64_t v0 = end[k], d0 = word_delta(v0, prev, word_bits);
+                if (is_zero(d0, word_bits))
+                    goto run;
+                if (!put_address_fast(&p, v0, d0, shapes, word_bits))
+                    goto careful;
+                uint64_t v1 = end[k + 1], d1 = word_delta(v1, v0, word_bits);
+                prev = v0;
+                k++;
+                if (is_zero(d1, word_bits))
+                    goto run;
+                if (!put_address_fast(&p, v1, d1, shapes, word_bits))
+                    goto careful;
+                prev = v1;
+                k++;
+            } while (k != 0);
+            break;
+        careful:;
+            /* The exact choice, or add() for a value too wide. */
+            uint64_t v = end[k];
+            if (v > mask)
                 break;
-            uint64_t v1 = *q;
-            all |= v1;
-            if (v1 == v0)
-                goto run;
-            p = put_address(p, v1, shapes, v0, 1, word_bits);
-            prev = v1;
-            if (++q == end)
+            p = put_address(p, v, word_delta(v, prev, word_bits), shapes, 1, word_bits);
+            prev = v;
+            if (++k == 0)
                 break;
             continue;
         run:;
-            /* A run of repeats of prev from q on (never the first
+            /* A run of repeats of prev from end[k] on (never the first
              * frame): one rep, as in put_addresses. */
-            const uint64_t *r = q + 1;
-            while (r != end && *r == prev)
+            if (end[k] != prev)
+                break; /* too wide for the word: add() reports it */
+            ptrdiff_t r = k + 1;
+            while (r != 0 && end[r] == prev)
                 r++;
-            if (r == end || (uint64_t)(r - q) >= mask)
+            if (r == 0 || (uint64_t)(r - k) >= mask)
                 break;
-            p = put_rep(p, (uint64_t)(r - q));
-            q = r;
+            p = put_rep(p, (uint64_t)(r - k));
+            k = r;
         }
-        i = (size_t)(q - a);
-        if (all > mask) {
-            i = 0; /* a value too wide: add() reports it */
-            p = buf + 1;
-        } else {
+        i = (size_t)((ptrdiff_t)n + k);
+        if (i)
             first_absolute(buf + 1, flags);
-        }
     }
     if (i < n)
         return encode_rest(src, 1, i, n, truncated, word_bits, flags, buf, p, cap, len_out,
@@ -876,7 +1064,7 @@ btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsi
     if (buf && frames && btp_word_bits_valid(word_bits) && n <= (SIZE_MAX - 2) / 9 &&
         cap >= BTP_CBF_BOUND(n))
         return CBF_BY_WORD_BITS(word_bits, encode_whole_w, src, n, truncated, flags, buf, cap,
-                                len_out, needed_out, 0);
+                                len_out, needed_out);
 #endif
     return encode_rest(src, 0, 0, n, truncated, word_bits, flags, buf, buf, cap, len_out,
                        needed_out);

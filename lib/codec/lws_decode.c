@@ -141,10 +141,12 @@ static inline uint64_t top(uint64_t w, unsigned n)
  * frame starts only while the position is inside the blob, so no look
  * starts more than 3 bytes past it (LWS_PAD covers that); fields may run
  * into the trailer or past it, which the end position shows, and a bad
- * reference or a count that is too wide stops it. Returns 1 when the blob
- * decoded cleanly, else 0 and the caller runs decode_careful, which finds
- * the fault and its offset; out[0..i) may then hold the frames before the
- * one that stopped it. The loop is bounded by the 5-bit depth.
+ * reference or (64-bit words) a count that is too wide stops it; the
+ * counts of a 32-bit word are checked after the last frame (see counts).
+ * Returns 1 when the blob decoded cleanly, else 0 and the caller runs
+ * decode_careful, which finds the fault and its offset; out[0..depth) may
+ * then have been written, the frames before the faulty one as decoded. The
+ * loop is bounded by the 5-bit depth.
  */
 static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_frame *out,
                                           btp_lws_info *info, const unsigned word_bits)
@@ -152,7 +154,6 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     uint8_t tail[LWS_TAIL + LWS_PAD];
     if (len > BTP_LWS_BLOB_MAX)
         return 0;
-    const uint64_t mask = btp_word_mask(word_bits);
     /* Widest count taken here: the word's, and 56 so a value always lies in
      * one look (at least 57 bits). */
     const unsigned widest = word_bits < 56 ? word_bits : 56;
@@ -183,6 +184,14 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     }
     size_t depth = (size_t)(p[0] >> 3), pos = LWS_W_DEPTH + 1;
     uint32_t suspect = 0;
+    /* bit 63: suspect != 0 (a delta tests it along with its own bits) */
+    uint64_t any_suspect = 0;
+    /* 32-bit words: every count - 1, ORed (a count of 0 becomes all ones),
+     * checked once after the last frame; the shifts that use a count are
+     * taken mod 64 meanwhile. A frame then takes at most 16 + 63 bits, and
+     * its looks still start at most 9 bits past the blob or the tail's
+     * bitstream, checked at every frame. */
+    unsigned counts = 0;
     /*
      * The position is the chain every frame waits on: a frame's size comes
      * from its header, and the next header lies that many bits on. So the
@@ -225,56 +234,93 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
              * 0 (which no encoder writes) goes the careful way, so the
              * value is the top n bits of a by one shift */
             unsigned n = (unsigned)(w >> 56) & 0x3f;
-            if (n - 1 >= widest)
-                return 0;
-            v = a >> (64 - n);
-            /* The signature needs n >= 33 and, for n >= 41, the low 8 bits
-             * of v >> 32 equal to those of v: a test that real addresses
-             * (47 bits, low bits at random) pass once in 256. A literal
-             * (below 2^63) never has the truncated form. */
-            if (wide && n > 32 && (n <= 40 || !(((v >> 32) ^ v) & 0xff)) &&
-                lws_truncation_signature(v, n))
-                suspect |= 1u << (off / sizeof(btp_frame));
-            /* the next header: a holds at least 57 bits from pos + 9, so
-             * it lies in raw when 10 + n <= 51 (always on 32-bit words),
-             * else in a second look at pos + 30 */
             unsigned k1 = k + 1;
             size_t p19 = p9 + 10;
             BTP_OPAQUE(k1);
             BTP_OPAQUE(p19);
-            w = !wide || n <= 41 ? raw << (k1 + n) : look(b, p9 + 21) << (n - 20);
+            if (!wide) {
+                /* counts checked after the last frame (see counts) */
+                counts |= n - 1;
+                v = a >> ((64 - n) & 63);
+                w = raw << ((k1 + n) & 63);
+            } else if (n - 1 < 32) {
+                /* no signature below 33 bits; the next header in raw */
+                v = a >> (64 - n);
+                w = raw << (k1 + n);
+            } else {
+                if (n - 1 >= widest)
+                    return 0;
+                v = a >> (64 - n);
+                /* The signature needs n >= 33 and, for n >= 41, the low 8
+                 * bits of v >> 32 equal to those of v: a test that real
+                 * addresses (47 bits, low bits at random) pass once in
+                 * 256. A literal (below 2^63) never has the truncated
+                 * form. */
+                if ((n <= 40 || !(((v >> 32) ^ v) & 0xff)) && lws_truncation_signature(v, n)) {
+                    suspect |= 1u << (off / sizeof(btp_frame));
+                    any_suspect = (uint64_t)1 << 63;
+                }
+                /* the next header: a holds at least 57 bits from pos + 9,
+                 * so it lies in raw when 10 + n <= 51, else in a second
+                 * look at pos + 30 */
+                w = n <= 41 ? raw << (k1 + n) : look(b, p9 + 21) << (n - 20);
+            }
             p9 = p19 + n;
         } else {
             /* delta: kind 1|x, ref rrr|x, sign s|x, count qqqqqq|x, then
              * |d|; the reference 16 * (rrr + 1) bytes back */
             size_t ref_off = (size_t)(w >> 55) & 0x70;
             unsigned q = (unsigned)(w >> 50) & 0x3f;
-            if (ref_off >= off || q - 1 >= widest)
+            if (ref_off >= off)
                 return 0;
             const btp_frame *r = (const btp_frame *)(o + (off - ref_off)) - 1;
-            uint64_t d = (q <= 51 ? a << 6 : look(b, p9 + 6)) >> (64 - q);
             /* the sign bit as a mask: all ones for "reference - |d|" */
             uint64_t neg = (uint64_t)((int64_t)(w << 6) >> 63);
-            v = (r->value + ((d ^ neg) - neg)) & mask;
-            /* One test first, which real deltas fail: no suspect frame
-             * yet, a count of at most 32 (the signature needs 33) and bit
-             * 63 clear (the truncated form has it set). */
-            if (wide && (suspect | (q > 32) | (unsigned)(v >> 63)) &&
-                ((suspect >> (r - out) & 1) || lws_truncation_signature(d, q) ||
-                 lws_truncated_form(v)))
-                suspect |= 1u << (off / sizeof(btp_frame));
             /* the next header as for a literal, 16 + q bits on */
             unsigned k7 = k + 7;
             size_t p25 = p9 + 16;
             BTP_OPAQUE(k7);
             BTP_OPAQUE(p25);
-            w = !wide || q <= 35 ? raw << (k7 + q) : look(b, p9 + 21) << (q - 14);
+            const uint64_t ref = r->value;
+            if (!wide) {
+                counts |= q - 1;
+                uint64_t d = (a << 6) >> ((64 - q) & 63);
+                w = raw << ((k7 + q) & 63);
+                /* in 32 bits: no masking after */
+                v = (uint32_t)((uint32_t)ref + (uint32_t)((d ^ neg) - neg));
+            } else if (q - 1 < 32) {
+                uint64_t d = (a << 6) >> (64 - q);
+                w = raw << (k7 + q);
+                v = ref + ((d ^ neg) - neg);
+                /* Suspect only with a suspect frame before it (bit 63 of
+                 * any_suspect) or bit 63 set (the truncated form): one
+                 * test that real deltas fail. A count of at most 32 has no
+                 * signature (it needs 33). */
+                if ((int64_t)(v | any_suspect) < 0 &&
+                    ((suspect >> (r - out) & 1) || lws_truncated_form(v))) {
+                    suspect |= 1u << (off / sizeof(btp_frame));
+                    any_suspect = (uint64_t)1 << 63;
+                }
+            } else {
+                if (q - 1 >= widest)
+                    return 0;
+                uint64_t d = (q <= 51 ? a << 6 : look(b, p9 + 6)) >> (64 - q);
+                w = q <= 35 ? raw << (k7 + q) : look(b, p9 + 21) << (q - 14);
+                v = ref + ((d ^ neg) - neg);
+                if ((suspect >> (r - out) & 1) || lws_truncation_signature(d, q) ||
+                    lws_truncated_form(v)) {
+                    suspect |= 1u << (off / sizeof(btp_frame));
+                    any_suspect = (uint64_t)1 << 63;
+                }
+            }
             p9 = p25 + q;
         }
         btp_frame *f = (btp_frame *)(o + off);
         f->value = v;
         f->kind = BTP_FRAME_RA;
     }
+    if (!wide && counts >= 32)
+        return 0; /* a count of 0 or wider than the word */
     pos = p9 - 9;
     lim = lim9 - 9;
     /* The size field's two looks reach (pos + 7) / 8 + 8 at most: in the

@@ -137,6 +137,10 @@ btp_status log_block_header_parse(const uint8_t *in, unsigned version, log_block
         return BTP_E_BAD_LOG_VERSION;
     if ((h->flags & LOG_BF_MODEL3) && !(h->flags & LOG_BF_MODEL2))
         return BTP_E_BAD_LOG_VERSION;
+    if ((h->flags & LOG_BF_MODEL4) && !(h->flags & LOG_BF_MODEL3))
+        return BTP_E_BAD_LOG_VERSION;
+    if ((h->flags & LOG_BF_M4_TAGS) && !(h->flags & LOG_BF_MODEL4))
+        return BTP_E_BAD_LOG_VERSION;
     if ((h->flags & LOG_BF_ITEMS) && (version == 1 || h->kind == LOG_BLOCK_RECORDS))
         return BTP_E_BAD_LOG_VERSION;
     if (version == 1) {

@@ -32,12 +32,15 @@ enum {
                                        range-coded (log_rc.h) */
     LOG_BF_MODEL3 = 1u << 3,        /* RECORDS, with MODEL2: the next-chunk bin field
                                        and relative free ranks */
+    LOG_BF_MODEL4 = 1u << 4,        /* RECORDS, with MODEL3: DICT range-coded
+                                       (log_model4.h) */
+    LOG_BF_M4_TAGS = 1u << 5,       /* with MODEL4: TAGS range-coded */
     LOG_BF_LZMA = 1u << 6,          /* payload is a raw LZMA2 stream (version 2 only) */
     LOG_BF_ITEMS = 1u << 7,         /* META: several metadata items; END: metadata items
                                        after its counts (version 2) */
     LOG_BF_PACKED = LOG_BF_ZLIB | LOG_BF_LZMA, /* either compression: at most one */
     LOG_BF_KNOWN = LOG_BF_ZLIB | LOG_BF_SEGMENT_START | LOG_BF_MODEL2 | LOG_BF_MODEL3 |
-                   LOG_BF_LZMA | LOG_BF_ITEMS
+                   LOG_BF_MODEL4 | LOG_BF_M4_TAGS | LOG_BF_LZMA | LOG_BF_ITEMS
 };
 
 #define LOG_M3_BIN_DEPTH 120u /* MODEL3: freed pointers remembered per size class */
@@ -68,6 +71,9 @@ enum {
 #define LOG_BIN_DEPTH 16u    /* freed pointers remembered per size class (MODEL2) */
 #define LOG_BIN_DEPTH_MAX LOG_M3_BIN_DEPTH
 #define LOG_BIN_CLASSES 1024u /* size classes remembered per block */
+/* MODEL4: records in a block at most (range-coded tags, unlike a byte per
+ * record, do not bound a block's records) */
+#define LOG_M4_MAX_RECORDS (1u << 20)
 #define LOG_FREED_BITS 13u    /* MODEL3: the last 2^13 freed pointers are remembered */
 #define LOG_FREED_RING (1u << LOG_FREED_BITS)
 

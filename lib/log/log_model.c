@@ -291,7 +291,7 @@ const stack_memo *log_model_memo(const log_model *m, uint32_t s)
 }
 
 btp_status log_model_memo_set(log_model *m, uint32_t s, uint64_t size, uint64_t ptr,
-                              int ptr_known)
+                              int ptr_known, unsigned tag)
 {
     if (s >= m->memo_cap) {
         uint32_t cap = m->memo_cap ? m->memo_cap : 1024;
@@ -307,6 +307,6 @@ btp_status log_model_memo_set(log_model *m, uint32_t s, uint64_t size, uint64_t 
         m->memo = p;
         m->memo_cap = cap;
     }
-    m->memo[s] = (stack_memo){size, ptr, m->gen, (uint8_t)ptr_known};
+    m->memo[s] = (stack_memo){size, ptr, m->gen, (uint8_t)ptr_known, (uint8_t)tag};
     return BTP_OK;
 }

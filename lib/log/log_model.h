@@ -69,6 +69,7 @@ typedef struct stack_memo {
     uint64_t size, ptr;
     uint32_t gen;
     uint8_t ptr_known; /* reader: ptr is known */
+    uint8_t tag;       /* its tag (MODEL4 predicts the next one from it) */
 } stack_memo;
 
 typedef struct log_model {
@@ -125,6 +126,6 @@ static inline void log_model_freed(log_model *m, uint64_t ptr, int known)
 /* The last allocation of stack `s` in this block, or NULL. */
 const stack_memo *log_model_memo(const log_model *m, uint32_t s);
 btp_status log_model_memo_set(log_model *m, uint32_t s, uint64_t size, uint64_t ptr,
-                              int ptr_known);
+                              int ptr_known, unsigned tag);
 
 #endif

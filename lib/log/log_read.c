@@ -7,6 +7,7 @@
 #include "crc32.h"
 #include "log_format.h"
 #include "log_model.h"
+#include "log_model4.h"
 #include "log_rc.h"
 
 typedef struct meta_item {
@@ -72,6 +73,8 @@ struct btp_log_reader {
     calltree tree;
     log_model model;
     log_rc_model ptr_model; /* PTRS_RANGE: the block's delta model */
+    log_m4 m4;              /* MODEL4: DICT and STACKS models */
+    int have_m4;            /* m4 allocated (at the first MODEL4 block) */
     uint8_t *raw;
     size_t raw_cap;
     drec *recs;
@@ -323,6 +326,27 @@ static btp_status add_meta(btp_log_reader *r, const uint8_t *p, size_t n, uint64
     return BTP_OK;
 }
 
+/* Room for an entry of n new nodes (and the work it costs). */
+static btp_status dict_room(btp_log_reader *r, uint64_t n)
+{
+    if (r->tree.n_nodes + n > r->fh.max_nodes)
+        return BTP_E_CORRUPT;
+    if (r->tree.n_nodes + n > r->opt.max_nodes)
+        return BTP_E_NODES_LIMIT;
+    return spend(r, n + 1);
+}
+
+/* Node `node` becomes the next stack. */
+static btp_status dict_stack(btp_log_reader *r, uint32_t node)
+{
+    uint32_t sid;
+    if (r->tree.n_stacks >= r->fh.max_nodes)
+        return BTP_E_CORRUPT;
+    if (r->tree.n_stacks >= r->opt.max_nodes)
+        return BTP_E_NODES_LIMIT;
+    return calltree_add_stack(&r->tree, node, &sid);
+}
+
 /* Decode the dictionary section: new stacks. */
 static btp_status read_dict(btp_log_reader *r, log_rd *d)
 {
@@ -348,25 +372,73 @@ static btp_status read_dict(btp_log_reader *r, log_rd *d)
         if (st != BTP_END || btp_cbf_decoder_terminator(&dec) != BTP_CBF_TERM_END)
             return BTP_E_CORRUPT;
         d->pos += btp_cbf_decoder_consumed(&dec);
-        if (t->n_nodes + n > r->fh.max_nodes)
-            return BTP_E_CORRUPT;
-        if (t->n_nodes + n > r->opt.max_nodes)
-            return BTP_E_NODES_LIMIT;
-        if ((st = spend(r, n + 1)) != BTP_OK)
+        if ((st = dict_room(r, n)) != BTP_OK)
             return st;
         uint32_t node = (uint32_t)parent;
         for (size_t i = n; i-- > 0;)
             if ((st = calltree_add(t, node, r->frames[i], 1, &node)) != BTP_OK)
                 return st;
-        uint32_t sid;
-        if (t->n_stacks >= r->fh.max_nodes)
-            return BTP_E_CORRUPT;
-        if (t->n_stacks >= r->opt.max_nodes)
-            return BTP_E_NODES_LIMIT;
-        if ((st = calltree_add_stack(t, node, &sid)) != BTP_OK)
+        if ((st = dict_stack(r, node)) != BTP_OK)
             return st;
     }
     return BTP_OK;
+}
+
+/* The rest of the block's dictionary after an entry on an unknown node
+ * (keep-going mode, after a loss): MODEL4 predicts frames from the frames
+ * above them, so nothing after it can be decoded; the nodes and stacks the
+ * header says the block adds become unknown. */
+static btp_status dict_unknown(btp_log_reader *r, log_rd *d, const log_block_header *h)
+{
+    calltree *t = &r->tree;
+    d->pos = d->len; /* skipped */
+    uint32_t nodes = h->nodes_before + h->nodes_added, stacks = h->stacks_before + h->stacks_added;
+    if (t->n_nodes > nodes || t->n_stacks > stacks)
+        return BTP_E_CORRUPT;
+    if (nodes > r->opt.max_nodes || stacks > r->opt.max_nodes)
+        return BTP_E_NODES_LIMIT;
+    btp_status st = spend(r, (uint64_t)(nodes - t->n_nodes) + (stacks - t->n_stacks));
+    uint32_t id;
+    while (st == BTP_OK && t->n_nodes < nodes)
+        st = calltree_add(t, 0, (btp_frame){0, BTP_FRAME_RA}, 0, &id);
+    while (st == BTP_OK && t->n_stacks < stacks)
+        st = calltree_add_stack(t, UINT32_MAX, &id);
+    return st;
+}
+
+/* Decode a MODEL4 dictionary section: the header's stacks_added entries,
+ * one range-coded stream. */
+static btp_status read_dict_m4(btp_log_reader *r, log_rd *d, const log_block_header *h)
+{
+    calltree *t = &r->tree;
+    log_rc_dec dec = {0, 0, 0};
+    for (uint32_t e = 0; e < h->stacks_added; e++) {
+        uint32_t parent;
+        uint64_t n;
+        log_m4_get_entry(&r->m4, &dec, d, t, &parent, &n);
+        if (d->bad || n > BTP_LOG_MAX_DEPTH - t->nodes[parent].depth)
+            return BTP_E_CORRUPT;
+        if (!t->nodes[parent].known)
+            return dict_unknown(r, d, h);
+        btp_status st = dict_room(r, n);
+        if (st != BTP_OK)
+            return st;
+        uint32_t node = parent;
+        uint64_t caller = parent ? t->nodes[parent].value : 0;
+        unsigned caller_kind = parent ? t->nodes[parent].kind : 4u;
+        for (uint64_t i = 0; i < n; i++) {
+            btp_frame f = log_m4_get_frame(&r->m4, &dec, d, r->fh.word_bits, caller, caller_kind);
+            if (d->bad)
+                return BTP_E_CORRUPT;
+            if ((st = calltree_add(t, node, f, 1, &node)) != BTP_OK)
+                return st;
+            caller = f.value;
+            caller_kind = (unsigned)f.kind;
+        }
+        if ((st = dict_stack(r, node)) != BTP_OK)
+            return st;
+    }
+    return d->bad || d->pos != d->len ? BTP_E_CORRUPT : BTP_OK;
 }
 
 static btp_status push_live(btp_log_reader *r, uint64_t ptr, uint64_t size, uint32_t stack,
@@ -386,7 +458,6 @@ static btp_status push_live(btp_log_reader *r, uint64_t ptr, uint64_t size, uint
     return m->live.count > r->opt.max_live ? BTP_E_LIVE_LIMIT : BTP_OK;
 }
 
-/* Decode every record of a record block into r->recs. */
 /* A stack reference from STACKS. With MODEL2, 0 is the block's next stack
  * not referenced yet (*next_new, the order in which DICT defines them) and
  * any other v is stack v - 1. BTP_OK or BTP_E_CORRUPT. */
@@ -402,40 +473,71 @@ static btp_status read_stack(btp_log_reader *r, log_rd *s, int model2, uint32_t 
     return BTP_OK;
 }
 
-static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, int model2,
-                               int model3, uint32_t next_new)
+/* Decode every record of a record block into r->recs. */
+
+static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, unsigned flags,
+                               uint32_t next_new)
 {
+    const int model2 = (flags & LOG_BF_MODEL2) != 0, model3 = (flags & LOG_BF_MODEL3) != 0;
+    const int tags_rc = (flags & LOG_BF_M4_TAGS) != 0;
     int ptrs_range = model2;
-    log_rc_dec dec = {0, 0, 0};
+    log_rc_dec dec = {0, 0, 0}, tdec = {0, 0, 0};
+    log_rd *tr = &sec[BTP_LOG_SEC_TAGS];
     log_rd *pr = &sec[BTP_LOG_SEC_PTRS];
     if (ptrs_range)
         log_rc_model_init(&r->ptr_model);
     log_model *m = &r->model;
     log_model_block(m);
     m->block_seq0 = r->seq;
-    if (count > sec[BTP_LOG_SEC_TAGS].len)
+    /* a byte per record, or (range-coded) a fixed bound */
+    if (tags_rc ? count > LOG_M4_MAX_RECORDS : count > tr->len)
         return BTP_E_CORRUPT;
     btp_status st0 = spend(r, count);
     if (st0 != BTP_OK)
         return st0;
-    if (count > r->recs_cap) {
-        drec *p = realloc(r->recs, (size_t)count * sizeof *p);
-        if (!p)
-            return BTP_E_OUT_OF_MEMORY;
-        r->recs = p;
-        r->recs_cap = count;
-    }
     for (uint32_t i = 0; i < count; i++) {
+        /* grown as records decode: a header's count alone allocates nothing */
+        if (i == r->recs_cap) {
+            size_t cap = r->recs_cap ? (size_t)r->recs_cap * 2 : 4096;
+            drec *p = realloc(r->recs, (cap < count ? cap : count) * sizeof *p);
+            if (!p)
+                return BTP_E_OUT_OF_MEMORY;
+            r->recs = p;
+            r->recs_cap = cap < count ? cap : count;
+        }
         drec *d = &r->recs[i];
-        unsigned tag = (unsigned)log_rd_byte(&sec[BTP_LOG_SEC_TAGS]);
+        unsigned tag;
+        int have_stack = 0;
+        if (!tags_rc) {
+            tag = (unsigned)log_rd_byte(tr);
+        } else {
+            unsigned kind = log_m4_get_kind(&r->m4, &tdec, tr);
+            if (kind == M4_FREE) {
+                tag = TAG_FREE | log_m4_get_free(&r->m4, &tdec, tr) << TAG_RANK_SHIFT;
+            } else if (kind != M4_ALLOC) {
+                tag = kind == M4_TRACE ? TAG_TRACE : TAG_TRACE_TRUNC;
+            } else { /* its stack first: the tag is predicted from the stack's last */
+                btp_status st = read_stack(r, &sec[BTP_LOG_SEC_STACKS], model2, &next_new,
+                                           &d->stack);
+                if (st != BTP_OK)
+                    return st;
+                tag = log_m4_get_alloc(&r->m4, &tdec, tr, log_model_memo(m, d->stack));
+                have_stack = 1;
+            }
+            if (tr->bad)
+                return BTP_E_CORRUPT;
+        }
         /* by fields: gcc made a memset of this a `rep stos`, whose start-up
          * cost a fifth of this loop */
         d->ptr = d->size = 0;
-        d->stack = 0;
+        if (!have_stack)
+            d->stack = 0;
         d->kind = d->flags = d->truncated = d->matched = 0;
         if (tag == TAG_TRACE || tag == TAG_TRACE_TRUNC) {
-            if (read_stack(r, &sec[BTP_LOG_SEC_STACKS], model2, &next_new, &d->stack) != BTP_OK)
-                return BTP_E_CORRUPT;
+            btp_status st =
+                read_stack(r, &sec[BTP_LOG_SEC_STACKS], model2, &next_new, &d->stack);
+            if (st != BTP_OK)
+                return st;
             d->kind = BTP_LOG_TRACE;
             d->truncated = tag == TAG_TRACE_TRUNC;
             continue;
@@ -492,8 +594,11 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
             continue;
         }
         d->kind = BTP_LOG_ALLOC;
-        if (read_stack(r, &sec[BTP_LOG_SEC_STACKS], model2, &next_new, &d->stack) != BTP_OK)
-            return BTP_E_CORRUPT;
+        btp_status st = have_stack ? BTP_OK
+                                   : read_stack(r, &sec[BTP_LOG_SEC_STACKS], model2, &next_new,
+                                                &d->stack);
+        if (st != BTP_OK)
+            return st;
         const stack_memo *last = log_model_memo(m, d->stack);
         uint64_t base = last ? last->ptr : m->prev_ptr;
         int base_known = last ? last->ptr_known : m->prev_known;
@@ -506,7 +611,6 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
             if (sec[BTP_LOG_SEC_SIZES].bad)
                 return BTP_E_CORRUPT;
         }
-        btp_status st;
         unsigned k = tag >> TAG_BIN_SHIFT;
         int known;
         if (k > (model3 ? TAG_BIN_FREED : TAG_BIN_MAX))
@@ -553,7 +657,7 @@ static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, i
             m->next_known = known;
         }
         m->free_pred++;
-        if ((st = log_model_memo_set(m, d->stack, d->size, base, base_known)) != BTP_OK)
+        if ((st = log_model_memo_set(m, d->stack, d->size, base, base_known, tag)) != BTP_OK)
             return st;
         if (!known) {
             d->flags |= BTP_LOG_REC_PTR_UNKNOWN;
@@ -657,13 +761,23 @@ static btp_status load_records(btp_log_reader *r, const log_block_header *h, con
     if (all.pos != n)
         return BTP_E_CORRUPT;
     uint32_t nodes0 = r->tree.n_nodes, stacks0 = r->tree.n_stacks;
-    st = read_dict(r, &sec[BTP_LOG_SEC_DICT]);
+    int model4 = (h->flags & LOG_BF_MODEL4) != 0;
+    if (model4 && !r->have_m4) {
+        if ((st = log_m4_init(&r->m4)) != BTP_OK)
+            return st;
+        r->have_m4 = 1;
+    }
+    if (model4) {
+        log_m4_block(&r->m4);
+        st = read_dict_m4(r, &sec[BTP_LOG_SEC_DICT], h);
+    } else {
+        st = read_dict(r, &sec[BTP_LOG_SEC_DICT]);
+    }
     if (st == BTP_OK && (r->tree.n_nodes - nodes0 != h->nodes_added ||
                          r->tree.n_stacks - stacks0 != h->stacks_added))
         st = BTP_E_CORRUPT;
     if (st == BTP_OK)
-        st = read_records(r, sec, h->records, (h->flags & LOG_BF_MODEL2) != 0,
-                          (h->flags & LOG_BF_MODEL3) != 0, stacks0);
+        st = read_records(r, sec, h->records, h->flags, stacks0);
     if (st != BTP_OK) { /* forget the half-read block */
         r->tree.n_nodes = nodes0;
         r->tree.n_stacks = stacks0;
@@ -1016,6 +1130,8 @@ void btp_log_reader_close(btp_log_reader *r)
         return;
     calltree_free(&r->tree);
     log_model_free(&r->model);
+    if (r->have_m4)
+        log_m4_free(&r->m4);
     free(r->raw);
     free(r->recs);
     free(r->frames);

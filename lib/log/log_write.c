@@ -11,6 +11,7 @@
 #include "crc32.h"
 #include "log_format.h"
 #include "log_model.h"
+#include "log_model4.h"
 #include "log_rc.h"
 
 /* Open-addressing map pointer -> live-table slot of its newest live
@@ -66,7 +67,17 @@ struct btp_log_writer {
     log_buf raw, packed;
     log_rc_enc ptr_enc;      /* PTRS: range-coded deltas */
     log_rc_model ptr_model;
-    uint8_t *cbf;
+    log_rc_enc dict_enc, tag_enc; /* MODEL4: DICT and range-coded TAGS */
+    log_m4 m4;
+    /* MODEL4's range-coded TAGS, kept beside the byte form in sec[]: a
+     * block stores whichever is smaller (a program that repeats long runs
+     * of records gives deflate matches no context model sees) */
+    log_buf rc_tags, scratch;
+    /* blocks left before the range-coded TAGS are tried again after a block
+     * stored the byte form: coding them costs the writer more, so a log
+     * that deflates better codes them only now and then, to notice a
+     * change */
+    unsigned rc_tags_off;
     stack_hint *hints;       /* STACK_CACHE */
     uint64_t seq;            /* allocations so far in the segment */
     uint64_t records;        /* records so far in the log */
@@ -336,7 +347,32 @@ static void begin_block(btp_log_writer *w)
     w->model.block_seq0 = w->seq;
     log_rc_enc_init(&w->ptr_enc);
     log_rc_model_init(&w->ptr_model);
+    log_rc_enc_init(&w->dict_enc);
+    log_rc_enc_init(&w->tag_enc);
+    w->rc_tags.len = 0;
+    log_m4_block(&w->m4);
 }
+
+/* Whether a section's range-coded form (rc) is smaller than its byte form
+ * (bytes) will be after deflate. Deflate is judged on the first
+ * RC_SAMPLE bytes of the byte form, at the writer's level (zlib's fastest
+ * level misjudges long repeats, which are where the byte form wins), so
+ * that choosing costs a small part of packing the block. */
+#define RC_SAMPLE ((size_t)128 << 10)
+static int rc_smaller(btp_log_writer *w, const log_buf *rc, const log_buf *bytes)
+{
+    if (rc->len >= bytes->len)
+        return 0;
+    if (w->opt.flags & BTP_LOG_WRITE_NO_ZLIB)
+        return 1;
+    size_t n = bytes->len < RC_SAMPLE ? bytes->len : RC_SAMPLE;
+    if (log_deflate(bytes->p, n, w->opt.zlib_level, &w->scratch) != BTP_OK)
+        return 1; /* no estimate: the smaller raw form */
+    return (uint64_t)rc->len * n < (uint64_t)w->scratch.len * bytes->len;
+}
+
+#define RC_PAUSE 7u
+#define RC_PAUSE_RECORDS 4096u
 
 btp_status btp_log_writer_flush(btp_log_writer *w)
 {
@@ -349,9 +385,20 @@ btp_status btp_log_writer_flush(btp_log_writer *w)
     log_buf *raw = &w->raw;
     raw->len = 0;
     log_rc_enc_finish(&w->ptr_enc, &w->sec[BTP_LOG_SEC_PTRS]);
+    log_rc_enc_finish(&w->dict_enc, &w->sec[BTP_LOG_SEC_DICT]);
+    log_rc_enc_finish(&w->tag_enc, &w->rc_tags);
+    if (w->rc_tags.oom)
+        return w->error = BTP_E_OUT_OF_MEMORY;
+    const int tags_rc = !w->rc_tags_off && rc_smaller(w, &w->rc_tags, &w->sec[BTP_LOG_SEC_TAGS]);
+    /* after a block of some size that stored the bytes, RC_PAUSE blocks
+     * without (a small block's few tags tell little) */
+    w->rc_tags_off = w->rc_tags_off                                 ? w->rc_tags_off - 1
+                     : tags_rc || w->block_records < RC_PAUSE_RECORDS ? 0
+                                                                      : RC_PAUSE;
     for (int i = 0; i < BTP_LOG_SEC_COUNT; i++) {
-        log_buf_varint(raw, w->sec[i].len);
-        log_buf_put(raw, w->sec[i].p, w->sec[i].len);
+        const log_buf *b = i == BTP_LOG_SEC_TAGS && tags_rc ? &w->rc_tags : &w->sec[i];
+        log_buf_varint(raw, b->len);
+        log_buf_put(raw, b->p, b->len);
         if (w->sec[i].oom)
             return w->error = BTP_E_OUT_OF_MEMORY;
     }
@@ -359,7 +406,8 @@ btp_status btp_log_writer_flush(btp_log_writer *w)
         return w->error = BTP_E_OUT_OF_MEMORY;
     log_block_header h = {0};
     h.kind = LOG_BLOCK_RECORDS;
-    h.flags = LOG_BF_MODEL2 | LOG_BF_MODEL3 | (w->segment_start ? LOG_BF_SEGMENT_START : 0);
+    h.flags = LOG_BF_MODEL2 | LOG_BF_MODEL3 | LOG_BF_MODEL4 | (tags_rc ? LOG_BF_M4_TAGS : 0) |
+              (w->segment_start ? LOG_BF_SEGMENT_START : 0);
     h.first_record = w->records - w->block_records;
     h.records = w->block_records;
     h.stacks_before = w->stacks_before;
@@ -431,8 +479,8 @@ static btp_status writer_open(btp_log_writer **out, btp_log_sink_fn sink, void *
     btp_status st = calltree_init(&w->tree, 1);
     if (st == BTP_OK)
         st = log_model_init(&w->model, o.word_bits, o.max_live);
-    if (st == BTP_OK && !(w->cbf = malloc(BTP_CBF_BOUND(BTP_LOG_MAX_DEPTH))))
-        st = BTP_E_OUT_OF_MEMORY;
+    if (st == BTP_OK)
+        st = log_m4_init(&w->m4);
     if (st == BTP_OK && !(w->freed_at = calloc(FREED_AT_SLOTS, sizeof *w->freed_at)))
         st = BTP_E_OUT_OF_MEMORY;
     if (st == BTP_OK && !(w->hints = calloc(STACK_CACHE, sizeof *w->hints)))
@@ -637,11 +685,7 @@ static btp_status stack_define(btp_log_writer *w, const btp_frame *frames, size_
         }
     }
     size_t fresh = n - matched;
-    size_t len;
-    btp_status st = btp_cbf_encode(frames, fresh, 0, w->opt.word_bits, 0, w->cbf,
-                                   BTP_CBF_BOUND(BTP_LOG_MAX_DEPTH), &len, NULL);
-    if (st != BTP_OK)
-        return st;
+    btp_status st;
     if (w->tree.n_nodes + fresh > w->opt.max_nodes) {
         if ((st = new_segment(w)) != BTP_OK)
             return st;
@@ -649,14 +693,9 @@ static btp_status stack_define(btp_log_writer *w, const btp_frame *frames, size_
         fresh = n;
         if (w->tree.n_nodes + fresh > w->opt.max_nodes)
             return BTP_E_LIMIT;
-        st = btp_cbf_encode(frames, fresh, 0, w->opt.word_bits, 0, w->cbf,
-                            BTP_CBF_BOUND(BTP_LOG_MAX_DEPTH), &len, NULL);
-        if (st != BTP_OK)
-            return st;
     }
-    log_buf *d = &w->sec[BTP_LOG_SEC_DICT];
-    log_buf_varint(d, node);
-    log_buf_put(d, w->cbf, len);
+    log_m4_put_entry(&w->m4, &w->dict_enc, &w->sec[BTP_LOG_SEC_DICT], &w->tree, node, frames,
+                     fresh);
     for (size_t i = fresh; i-- > 0;)
         if ((st = calltree_add(&w->tree, node, frames[i], 1, &node)) != BTP_OK)
             return w->error = st;
@@ -673,6 +712,7 @@ static btp_status stack_ref(btp_log_writer *w, const btp_frame *frames, size_t n
 {
     int fresh = 0;
     btp_status st = stack_id(w, frames, n, sid, &fresh);
+    /* the reader knows the stacks before this one when it is new */
     if (st == BTP_OK)
         log_buf_varint(&w->sec[BTP_LOG_SEC_STACKS], fresh ? 0 : *sid + 1u);
     return st;
@@ -700,7 +740,7 @@ static btp_status end_record(btp_log_writer *w)
     uint32_t wait;
     if (w->block_records == 1 && w->opt.flush_interval_ms)
         w->block_t0 = now_ms();
-    if (pending_bytes(w) >= w->opt.block_bytes || w->block_records == UINT32_MAX ||
+    if (pending_bytes(w) >= w->opt.block_bytes || w->block_records >= LOG_M4_MAX_RECORDS ||
         (w->opt.flush_interval_ms && block_due(w, now_ms(), &wait)))
         return btp_log_writer_flush(w);
     return BTP_OK;
@@ -779,9 +819,14 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
     m->free_pred++;
     /* bin hits leave the bases alone, so that after damage an unknown bin
      * entry does not make the following deltas unknown too */
-    if ((st = log_model_memo_set(m, sid, size, base, 1)) != BTP_OK)
+    const unsigned last_tag = last ? last->tag + 1u : 0; /* before the memo moves on */
+    if ((st = log_model_memo_set(m, sid, size, base, 1, tag)) != BTP_OK)
         return w->error = st;
     log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], (uint8_t)tag);
+    if (!w->rc_tags_off) {
+        log_m4_put_kind(&w->m4, &w->tag_enc, &w->rc_tags, M4_ALLOC);
+        log_m4_put_alloc(&w->m4, &w->tag_enc, &w->rc_tags, last_tag, tag);
+    }
 
     live_entry e = {w->seq, ptr, size, sid, 1, 1};
     if ((st = live_push(&m->live, e)) != BTP_OK)
@@ -815,6 +860,8 @@ btp_status btp_log_writer_trace(btp_log_writer *w, const btp_frame *frames, size
     if (st != BTP_OK)
         return st;
     log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], truncated ? TAG_TRACE_TRUNC : TAG_TRACE);
+    if (!w->rc_tags_off)
+        log_m4_put_kind(&w->m4, &w->tag_enc, &w->rc_tags, truncated ? M4_TRACE_TRUNC : M4_TRACE);
     return end_record(w);
 }
 
@@ -826,6 +873,16 @@ void btp_log_writer_prefetch(const btp_log_writer *w, uint64_t ptr)
     if (w && w->map) {
         __builtin_prefetch(&w->map[ptr_hash(ptr) & (w->map_cap - 1)]);
         __builtin_prefetch(&w->freed_at[ptr_hash(ptr) & (FREED_AT_SLOTS - 1)]);
+    }
+}
+
+/* A FREE's tag (its rank field), in both forms. */
+static void put_free_tag(btp_log_writer *w, unsigned field)
+{
+    log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], (uint8_t)(TAG_FREE | field << TAG_RANK_SHIFT));
+    if (!w->rc_tags_off) {
+        log_m4_put_kind(&w->m4, &w->tag_enc, &w->rc_tags, M4_FREE);
+        log_m4_put_free(&w->m4, &w->tag_enc, &w->rc_tags, field);
     }
 }
 
@@ -842,7 +899,7 @@ btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr)
     w->freed_at[ptr_hash(ptr) & (FREED_AT_SLOTS - 1)] = m->n_freed;
     if (slot == UINT32_MAX || !m->live.e[slot].alive || m->live.e[slot].ptr != ptr) {
         /* not a live allocation we know: literal pointer */
-        log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], TAG_FREE);
+        put_free_tag(w, 0);
         log_buf_varint(&w->sec[BTP_LOG_SEC_FREES], ptr);
         return end_record(w);
     }
@@ -860,7 +917,7 @@ btp_status btp_log_writer_free(btp_log_writer *w, uint64_t ptr)
         field = rank + 1;
     else
         field = mag < rank ? TAG_RANK_ESC : TAG_M3_RANK_ESC;
-    log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], (uint8_t)(TAG_FREE | field << TAG_RANK_SHIFT));
+    put_free_tag(w, field);
     if (field == TAG_RANK_ESC)
         log_buf_varint(&w->sec[BTP_LOG_SEC_FREES], log_zigzag((int64_t)d));
     else if (field == TAG_M3_RANK_ESC)
@@ -925,7 +982,9 @@ void btp_log_writer_abandon(btp_log_writer *w)
         log_buf_free(&w->sec[i]);
     log_buf_free(&w->raw);
     log_buf_free(&w->packed);
-    free(w->cbf);
+    log_buf_free(&w->rc_tags);
+    log_buf_free(&w->scratch);
+    log_m4_free(&w->m4);
     free(w->freed_at);
     free(w->hints);
     for (btp_log_block *b; (b = btp_log_writer_take(w)) != NULL;)

@@ -8,6 +8,10 @@
  *  - after the image was replaced by another at the same address;
  *  - on this thread's real stack, from call paths that differ at the same
  *    depth and from recursion of several depths, in turn;
+ *  - there too, for the walk's head (the frames above the collector's
+ *    anchor and those it snips, taken relative to the start's stack
+ *    pointer), from several depths and with the head's last return address
+ *    changing between walks;
  *  - in threads capturing through btp_capture() (the per-thread memo)
  *    while signal handlers capture on top of them.
  * Each part also checks that the memo was used, so that it tests something.
@@ -278,26 +282,36 @@ static btp_cfi_memo real_memo;
 
 static unsigned real_bad;
 
-/* Two walks from this function's state: without memo, then with (the
- * stack above unchanged between them). */
-static NOINL void pair(void)
+/* Two walks from regs (the caller's state): without cache and memo, then
+ * with the memo `with` (the stack above unchanged between them), each into a
+ * collector with `anchor` and `snip` frames to snip; 1 if they agree (and
+ * keep at least `min` frames). */
+static NOINL int walk_pair(const btp_cfi_regs *regs, btp_cfi_memo *with, uintptr_t anchor,
+                           unsigned snip, size_t min)
 {
-    btp_cfi_regs regs;
-    BTP_CFI_REGS_HERE(&regs);
     shot s[2];
     btp_cfi_self self;
     btp_cfi_env env;
     for (int k = 0; k < 2; k++) {
         btp_cfi_self_env(&self, &env, NULL, 0);
         env.cache = k ? btp_cfi_cache_global() : NULL;
-        env.memo = k ? &real_memo : NULL;
+        env.memo = k ? with : NULL;
         btp_collector c;
         btp_capture_options o = {0};
-        btp_collector_init(&c, s[k].f, CAP, 0, &o);
-        (void)btp_cfi_walk(&c, &regs, &env);
+        o.snip_pre = snip;
+        btp_collector_init(&c, s[k].f, CAP, anchor, &o);
+        (void)btp_cfi_walk(&c, regs, &env);
         s[k].n = btp_collector_finish(&c);
     }
-    if (!same_frames(s[0].f, s[0].n, s[1].f, s[1].n))
+    return s[0].n >= min && same_frames(s[0].f, s[0].n, s[1].f, s[1].n);
+}
+
+/* Two walks from this function's state (walk_pair). */
+static NOINL void pair(void)
+{
+    btp_cfi_regs regs;
+    BTP_CFI_REGS_HERE(&regs);
+    if (!walk_pair(&regs, &real_memo, 0, 0, 0))
         real_bad++;
     BARRIER();
 }
@@ -346,6 +360,75 @@ static void real_stack(void)
     CHECK(real_memo.used - used0 > 1000, "the memo was used in only %lu of 3000 walks",
           real_memo.used - used0);
     printf("real stack: %lu of 3000 walks ended from the memo\n", real_memo.used - used0);
+}
+
+/* ------------------------------------------------------------------ */
+/* The head                                                             */
+/* ------------------------------------------------------------------ */
+
+static btp_cfi_memo head_memo;
+static unsigned head_bad;
+
+/* As pair(), with the collector of a capture's entry point: the anchor is
+ * this function's return address, and the two frames from it on are
+ * snipped (as a heap tracer's record function and interposed malloc). */
+static NOINL void head_pair(void)
+{
+    btp_cfi_regs regs;
+    BTP_CFI_REGS_HERE(&regs);
+    if (!walk_pair(&regs, &head_memo, (uintptr_t)__builtin_return_address(0), 2, 3))
+        head_bad++;
+    BARRIER();
+}
+
+NOINL void head_mid(void);
+NOINL void head_top(int which);
+NOINL void head_recurse(int d);
+
+NOINL void head_mid(void)
+{
+    head_pair();
+    BARRIER();
+}
+
+/* head_mid from two places: the head's last return address changes */
+NOINL void head_top(int which)
+{
+    volatile int x = which;
+    if (which) {
+        head_mid();
+        x++;
+    } else {
+        head_mid();
+        x--;
+    }
+    BARRIER();
+}
+
+/* (alloca: a frame whose CFA the frame pointer gives, so that the walk
+ * after the head needs the frame pointer the head left) */
+NOINL void head_recurse(int d)
+{
+    volatile char *x = __builtin_alloca((size_t)d * 16 + 8);
+    x[0] = (char)d;
+    if (d > 0)
+        head_recurse(d - 1);
+    else
+        head_top(next_rand() % 4 == 0);
+    BARRIER();
+}
+
+static void head(void)
+{
+    unsigned long used0 = head_memo.head_used;
+    for (int i = 0; i < 3000; i++)
+        head_recurse((int)(next_rand() % 6));
+    unsigned long used = head_memo.head_used - used0;
+    CHECK(head_bad == 0, "%u walks with the memo's head differed from the walk without",
+          head_bad);
+    CHECK(!NEED_USE || used > 1000, "the head was taken from the memo in only %lu of 3000 walks",
+          used);
+    printf("head: %lu of 3000 walks took their head from the memo\n", used);
 }
 
 /* ------------------------------------------------------------------ */
@@ -467,6 +550,7 @@ int main(void)
     changed_stacks();
     replaced_image();
     real_stack();
+    head();
     threads_and_signals();
     return check_finish();
 #endif
