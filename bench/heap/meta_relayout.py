@@ -11,29 +11,11 @@ as the writer does (level 9, the tracer's).
 
 usage: meta_relayout.py IN.btlog OUT.btlog
 """
-import struct
+import os
 import sys
-import zlib
 
-
-def varint(v):
-    out = bytearray()
-    while True:
-        out.append((v & 0x7f) | (0x80 if v >> 7 else 0))
-        v >>= 7
-        if not v:
-            return bytes(out)
-
-
-def read_varint(d, p):
-    v = s = 0
-    while True:
-        b = d[p]
-        p += 1
-        v |= (b & 0x7f) << s
-        s += 7
-        if not b & 0x80:
-            return v, p
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
+from btlog_blocks import blocks as log_blocks, pack_block, read_varint, varint  # noqa: E402
 
 
 def items(raw):
@@ -63,27 +45,9 @@ def clock_rule(data):
     return "".join(l + "\n" for l in kept).encode()
 
 
-def block(header, raw, index, flags=0):
-    h = bytearray(header)
-    z = zlib.compress(raw, 9)
-    stored = z if len(z) < len(raw) else raw
-    h[5] = (h[5] & ~1 & 0xff) | flags | (1 if stored is z else 0)
-    struct.pack_into("<II", h, 8, len(stored), len(raw))
-    struct.pack_into("<Q", h, 24, index)
-    struct.pack_into("<I", h, 60, zlib.crc32(stored))
-    struct.pack_into("<I", h, 76, zlib.crc32(bytes(h[:76])))
-    return bytes(h) + stored
-
-
 def main(src, dst):
     d = open(src, "rb").read()
-    blocks, pos = [], 32
-    while pos + 80 <= len(d):
-        h = d[pos:pos + 80]
-        stored = struct.unpack_from("<I", h, 8)[0]
-        pl = d[pos + 80:pos + 80 + stored]
-        blocks.append((h, zlib.decompress(pl) if h[5] & 1 else pl))
-        pos += 80 + stored
+    blocks = log_blocks(d)
     kinds = [h[4] for h, _ in blocks]
     if kinds[-1] != 3 or 2 not in kinds or any(h[5] & 0x80 for h, _ in blocks):
         sys.exit("%s: not a complete log of one item per block with records" % src)
@@ -91,16 +55,17 @@ def main(src, dst):
     last = len(kinds) - 1 - kinds[::-1].index(2)
     out = [d[:32]]
     lead = [it for _, raw in blocks[:first] for it in items(raw)]
-    out.append(block(blocks[0][0], pack_items(lead), 0, 0x80 if len(lead) > 1 else 0))
+    out.append(pack_block(blocks[0][0], pack_items(lead), 0,
+                          flags=0x80 if len(lead) > 1 else 0))
     for h, raw in blocks[first:last + 1]:
-        out.append(block(h, raw, len(out) - 1))
+        out.append(pack_block(h, raw, len(out) - 1))
     tail = [(k, clock_rule(v) if k == b"clock" else v)
             for _, raw in blocks[last + 1:-1] for k, v in items(raw)]
     h, raw = blocks[-1]
     records = read_varint(raw, 0)[0]
     index = len(out) - 1
-    out.append(block(h, varint(records) + varint(index) + pack_items(tail), index,
-                     0x80 if tail else 0))
+    out.append(pack_block(h, varint(records) + varint(index) + pack_items(tail), index,
+                          flags=0x80 if tail else 0))
     open(dst, "wb").write(b"".join(out))
 
 

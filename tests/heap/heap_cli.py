@@ -8,15 +8,13 @@ signal handler that allocates, fork, exec, _exit, abort) and checks the
 report against what the program is known to do; reads seed-style CSV
 records and lws ~m# logs with known answers; checks the map outputs."""
 import json
-import lzma
 import os
-import struct
 import subprocess
 import sys
 import tempfile
-import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import btlog_blocks  # noqa: E402
 from pycheck import check, finish  # noqa: E402
 
 btpack, prog = sys.argv[1], sys.argv[2]
@@ -44,42 +42,23 @@ def sites_with(rep, key, name):
                    for f in s["frames"] for loc in f.get("symbols", []))]
 
 
-def varint(d, p):
-    v = s = 0
-    while True:
-        b = d[p]
-        p += 1
-        v |= (b & 0x7f) << s
-        s += 7
-        if not b & 0x80:
-            return v, p
-
-
 def log_blocks(path):
-    """(kind, [metadata keys]) of each block of a log (spec/log.md: a
-    32-byte file header, then 80-byte block headers and their payloads)."""
-    d = open(path, "rb").read()
-    out, pos = [], 32
-    while pos + 80 <= len(d):
-        kind, flags = d[pos + 4], d[pos + 5]
-        stored = struct.unpack_from("<I", d, pos + 8)[0]
-        pl = d[pos + 80:pos + 80 + stored]
-        raw = zlib.decompress(pl) if flags & 1 else pl
-        if flags & 0x40:  # LZMA: a raw LZMA2 stream, dictionary max(raw_len, 4096)
-            raw_len = struct.unpack_from("<I", d, pos + 12)[0]
-            raw = lzma.decompress(pl, format=lzma.FORMAT_RAW, filters=[
-                {"id": lzma.FILTER_LZMA2, "dict_size": max(raw_len, 4096)}])
+    """(kind, [metadata keys]) of each block of a log."""
+    read_varint = btlog_blocks.read_varint
+    out = []
+    for h, raw in btlog_blocks.blocks(open(path, "rb").read()):
+        kind, flags = h[4], h[5]
         keys, p = [], 0
         if kind == 3:  # END: its counts, then items (flag ITEMS)
-            p = varint(raw, varint(raw, 0)[1])[1] if flags & 0x80 else len(raw)
+            p = read_varint(raw, read_varint(raw, 0)[1])[1] if flags & btlog_blocks.ITEMS \
+                else len(raw)
         while kind != 2 and p < len(raw):
-            n, p = varint(raw, p)
+            n, p = read_varint(raw, p)
             keys.append(raw[p:p + n].decode())
             p += n
-            n, p = varint(raw, p)
+            n, p = read_varint(raw, p)
             p += n
         out.append((kind, keys))
-        pos += 80 + stored
     return out
 
 

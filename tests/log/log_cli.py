@@ -19,9 +19,9 @@ import struct
 import subprocess
 import sys
 import tempfile
-import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import btlog_blocks  # noqa: E402
 from pycheck import check, finish  # noqa: E402
 
 BTPACK, CORPUS = sys.argv[1], sys.argv[2]
@@ -369,43 +369,16 @@ def test_segment_reuse(tmp):
               (" ".join(flags), got[len(a_lines) - 1:len(a_lines) + 2], err[:300]))
 
 
-def varint(v):
-    out = bytearray()
-    while True:
-        out.append((v & 0x7f) | (0x80 if v >> 7 else 0))
-        v >>= 7
-        if not v:
-            return bytes(out)
-
-
 def regroup(log, end_items, compress):
     """The version 2 log `log` with its leading META blocks made one block
     of several items (flag ITEMS) and end_items [(key, data)] added to its
     END block, as btp_log_writer_meta_items() and close_items() write them
     (spec/log.md, "META payload", "END payload"); blocks zlib-compressed
     when `compress` and smaller (whatever they were before)."""
-    blocks, pos = [], 32
-    while pos + 80 <= len(log):
-        h = bytearray(log[pos:pos + 80])
-        stored = struct.unpack_from("<I", h, 8)[0]
-        pl = log[pos + 80:pos + 80 + stored]
-        if h[5] & 0x40:  # LZMA: a raw LZMA2 stream, dictionary max(raw_len, 4096)
-            pl = lzma.decompress(pl, format=lzma.FORMAT_RAW, filters=[
-                {"id": lzma.FILTER_LZMA2, "dict_size": max(struct.unpack_from("<I", h, 12)[0],
-                                                           4096)}])
-        blocks.append([h, zlib.decompress(pl) if h[5] & 1 else pl])
-        pos += 80 + stored
+    blocks = btlog_blocks.blocks(log)
 
     def pack(h, raw, index):
-        h = bytearray(h)
-        z = zlib.compress(raw, 9)
-        stored = z if compress and len(z) < len(raw) else raw
-        h[5] = (h[5] & ~0x41) | (1 if stored is z else 0)
-        struct.pack_into("<II", h, 8, len(stored), len(raw))
-        struct.pack_into("<Q", h, 24, index)
-        struct.pack_into("<I", h, 60, zlib.crc32(stored))
-        struct.pack_into("<I", h, 76, zlib.crc32(bytes(h[:76])))
-        return bytes(h) + stored
+        return btlog_blocks.pack_block(h, raw, index, compress)
 
     lead = 0
     while blocks[lead][0][4] == 1:
@@ -417,6 +390,7 @@ def regroup(log, end_items, compress):
     h, raw = blocks[-1]
     assert h[4] == 3
     records = struct.unpack_from("<Q", h, 32)[0]
+    varint = btlog_blocks.varint
     items = b"".join(varint(len(k)) + k + varint(len(d)) + d for k, d in end_items)
     h[5] |= 0x80
     out.append(pack(h, varint(records) + varint(len(blocks) - lead) + items,
