@@ -354,7 +354,8 @@ static void begin_block(btp_log_writer *w)
 }
 
 /* Whether a section's range-coded form (rc) is smaller than its byte form
- * (bytes) will be after deflate. Deflate is judged on the first
+ * (bytes) will be after the block's compressor (deflate, or LZMA2, which
+ * finds far more of a heap log's long repeats). It is judged on the first
  * RC_SAMPLE bytes of the byte form, at the writer's level (zlib's fastest
  * level misjudges long repeats, which are where the byte form wins), so
  * that choosing costs a small part of packing the block. */
@@ -366,9 +367,13 @@ static int rc_smaller(btp_log_writer *w, const log_buf *rc, const log_buf *bytes
     if (w->opt.flags & BTP_LOG_WRITE_NO_ZLIB)
         return 1;
     size_t n = bytes->len < RC_SAMPLE ? bytes->len : RC_SAMPLE;
-    if (log_deflate(bytes->p, n, w->opt.zlib_level, &w->scratch) != BTP_OK)
+    btp_status st = (w->opt.flags & BTP_LOG_WRITE_LZMA)
+                        ? log_lzma_pack(bytes->p, n, w->opt.zlib_level, &w->scratch)
+                        : log_deflate(bytes->p, n, w->opt.zlib_level, &w->scratch);
+    if (st != BTP_OK)
         return 1; /* no estimate: the smaller raw form */
-    return (uint64_t)rc->len * n < (uint64_t)w->scratch.len * bytes->len;
+    size_t packed = w->scratch.len ? w->scratch.len : n; /* LZMA2: 0 = not smaller */
+    return (uint64_t)rc->len * n < (uint64_t)packed * bytes->len;
 }
 
 #define RC_PAUSE 7u
