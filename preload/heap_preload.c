@@ -1203,16 +1203,19 @@ static void *writer_main(void *arg)
             uint64_t now = now_ns();
             if (now - g_last_sample >= CLOCK_EVERY)
                 sample_clock(now);
-            if (now - g_last_flush >= g_flush_ns && g_written == g_flushed) {
-                /* no record to flush: the samples wait for the next flush
-                 * or the end (an idle stretch stays two of them), rather
-                 * than a block every flush interval of an idle program */
-                g_last_flush = now;
-            } else if (now - g_last_flush >= g_flush_ns) {
-                note_set ns = {0};
-                note_objects(&ns);
-                flush_clock(&ns);
-                notes_write(&ns);
+            if (now - g_last_flush >= g_flush_ns) {
+                if (g_written == g_flushed) {
+                    /* no record to flush: the samples wait for the next
+                     * flush or the end (an idle stretch stays two of them),
+                     * rather than a block every flush interval of an idle
+                     * program */
+                    g_last_flush = now;
+                } else {
+                    note_set ns = {0};
+                    note_objects(&ns);
+                    flush_clock(&ns);
+                    notes_write(&ns);
+                }
             }
         }
         pthread_mutex_unlock(&g_wlock);
@@ -1490,10 +1493,8 @@ __attribute__((constructor)) static void heap_init(void)
         wo.zlib_level = x && *x ? atoi(x) : 2;
     } else {
         wo.zlib_level = z && *z ? atoi(z) : 9;
-        if (wo.zlib_level <= 0 || !btp_log_have_zlib()) {
-            wo.flags |= BTP_LOG_WRITE_NO_ZLIB;
-            wo.zlib_level = 6;
-        }
+        if (wo.zlib_level <= 0 || !btp_log_have_zlib())
+            wo.flags |= BTP_LOG_WRITE_NO_ZLIB; /* the level, clamped below, is unused */
     }
     if (wo.zlib_level < 1)
         wo.zlib_level = 1;

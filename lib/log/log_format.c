@@ -251,6 +251,11 @@ btp_status log_inflate(const uint8_t *in, size_t len, uint8_t *out, size_t raw_l
  * lc=3, pb=2 on heap and trace logs). The dictionary is never larger than
  * the block, as no match can reach further back: the decoder's memory is
  * then bounded by the block size too. */
+static uint32_t lzma2_dict(size_t len)
+{
+    return len < LZMA_DICT_SIZE_MIN ? LZMA_DICT_SIZE_MIN : (uint32_t)len;
+}
+
 static int lzma2_filter(lzma_options_lzma *o, lzma_filter f[2], int level, size_t len)
 {
     if (lzma_lzma_preset(o, (uint32_t)level))
@@ -258,9 +263,8 @@ static int lzma2_filter(lzma_options_lzma *o, lzma_filter f[2], int level, size_
     o->lc = 1;
     o->lp = 0;
     o->pb = 0;
-    uint32_t dict = len < LZMA_DICT_SIZE_MIN ? LZMA_DICT_SIZE_MIN : (uint32_t)len;
-    if (o->dict_size > dict)
-        o->dict_size = dict;
+    if (o->dict_size > lzma2_dict(len))
+        o->dict_size = lzma2_dict(len);
     f[0] = (lzma_filter){LZMA_FILTER_LZMA2, o};
     f[1] = (lzma_filter){LZMA_VLI_UNKNOWN, NULL};
     return 1;
@@ -302,7 +306,7 @@ btp_status log_lzma_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t r
      * carries lc/lp/pb); one of the block's size holds every match. */
     if (!lzma2_filter(&o, f, 1, raw_len))
         return BTP_E_LZMA;
-    o.dict_size = raw_len < LZMA_DICT_SIZE_MIN ? LZMA_DICT_SIZE_MIN : (uint32_t)raw_len;
+    o.dict_size = lzma2_dict(raw_len); /* above preset 1's when the block is larger */
     size_t in_pos = 0, out_pos = 0;
     lzma_ret rc = lzma_raw_buffer_decode(f, NULL, in, &in_pos, len, out, &out_pos, raw_len);
     /* A stream that stops short of raw_len, needs more room, or leaves

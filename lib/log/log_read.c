@@ -326,6 +326,19 @@ static btp_status add_meta(btp_log_reader *r, const uint8_t *p, size_t n, uint64
     return BTP_OK;
 }
 
+/* The items of metadata payload p[0..n) of block h (unless a read of it
+ * before a seek kept them already): add_meta, and the block marked read. */
+static btp_status take_meta(btp_log_reader *r, const log_block_header *h, const uint8_t *p,
+                            size_t n, int several)
+{
+    if (h->block_index < r->meta_upto)
+        return BTP_OK;
+    btp_status st = add_meta(r, p, n, h->first_record, several);
+    if (st == BTP_OK)
+        r->meta_upto = h->block_index + 1;
+    return st;
+}
+
 /* Room for an entry of n new nodes (and the work it costs). */
 static btp_status dict_room(btp_log_reader *r, uint64_t n)
 {
@@ -474,7 +487,6 @@ static btp_status read_stack(btp_log_reader *r, log_rd *s, int model2, uint32_t 
 }
 
 /* Decode every record of a record block into r->recs. */
-
 static btp_status read_records(btp_log_reader *r, log_rd *sec, uint32_t count, unsigned flags,
                                uint32_t next_new)
 {
@@ -911,13 +923,9 @@ static btp_status load_block(btp_log_reader *r)
         case LOG_BLOCK_META:
             r->st.meta_bytes += h.stored_len;
             /* placed among records already read: not where the writer put it */
-            if (h.first_record < r->next_index)
-                st = BTP_E_CORRUPT;
-            else if (h.block_index >= r->meta_upto) {
-                st = add_meta(r, raw, h.raw_len, h.first_record, h.flags & LOG_BF_ITEMS);
-                if (st == BTP_OK)
-                    r->meta_upto = h.block_index + 1;
-            }
+            st = h.first_record < r->next_index
+                     ? BTP_E_CORRUPT
+                     : take_meta(r, &h, raw, h.raw_len, h.flags & LOG_BF_ITEMS);
             break;
         case LOG_BLOCK_RECORDS:
             r->st.record_bytes += h.stored_len;
@@ -940,13 +948,10 @@ static btp_status load_block(btp_log_reader *r)
                 break;
             }
             /* the log's last metadata (ITEMS): returned before the end */
-            if (h.flags & LOG_BF_ITEMS)
+            if (h.flags & LOG_BF_ITEMS) {
                 r->st.meta_bytes += h.stored_len;
-            if ((h.flags & LOG_BF_ITEMS) && h.block_index >= r->meta_upto) {
-                st = add_meta(r, raw + rd.pos, rd.len - rd.pos, records, 1);
-                if (st != BTP_OK)
+                if ((st = take_meta(r, &h, raw + rd.pos, rd.len - rd.pos, 1)) != BTP_OK)
                     break;
-                r->meta_upto = h.block_index + 1;
             }
             r->final = 1;
             if (records > r->next_index) {

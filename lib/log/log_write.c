@@ -227,6 +227,15 @@ static btp_status emit(btp_log_writer *w, const void *data, size_t len)
     return st;
 }
 
+/* Compress in[0..len) with the compressor `flags` choose (LZMA2 or
+ * deflate) at `level` into out; with LZMA2 out->len is 0 when the result
+ * would not be smaller. */
+static btp_status compress(unsigned flags, int level, const uint8_t *in, size_t len, log_buf *out)
+{
+    return (flags & BTP_LOG_WRITE_LZMA) ? log_lzma_pack(in, len, level, out)
+                                        : log_deflate(in, len, level, out);
+}
+
 /* Pack one block and send it: header then payload (raw, or deflated or
  * LZMA2-compressed when smaller). h has every field but those set here. */
 static btp_status pack_block(btp_log_sink_fn sink, void *ctx, unsigned flags, int zlib_level,
@@ -236,15 +245,13 @@ static btp_status pack_block(btp_log_sink_fn sink, void *ctx, unsigned flags, in
     const uint8_t *stored = raw;
     size_t stored_len = raw_len;
     if (!(flags & BTP_LOG_WRITE_NO_ZLIB) && raw_len > 0) {
-        int lzma = (flags & BTP_LOG_WRITE_LZMA) != 0;
-        btp_status st = lzma ? log_lzma_pack(raw, raw_len, zlib_level, packed)
-                             : log_deflate(raw, raw_len, zlib_level, packed);
+        btp_status st = compress(flags, zlib_level, raw, raw_len, packed);
         if (st != BTP_OK)
             return st;
         if (packed->len > 0 && packed->len < raw_len) {
             stored = packed->p;
             stored_len = packed->len;
-            h->flags |= lzma ? LOG_BF_LZMA : LOG_BF_ZLIB;
+            h->flags |= (flags & BTP_LOG_WRITE_LZMA) ? LOG_BF_LZMA : LOG_BF_ZLIB;
         }
     }
     h->stored_len = (uint32_t)stored_len;
@@ -367,9 +374,7 @@ static int rc_smaller(btp_log_writer *w, const log_buf *rc, const log_buf *bytes
     if (w->opt.flags & BTP_LOG_WRITE_NO_ZLIB)
         return 1;
     size_t n = bytes->len < RC_SAMPLE ? bytes->len : RC_SAMPLE;
-    btp_status st = (w->opt.flags & BTP_LOG_WRITE_LZMA)
-                        ? log_lzma_pack(bytes->p, n, w->opt.zlib_level, &w->scratch)
-                        : log_deflate(bytes->p, n, w->opt.zlib_level, &w->scratch);
+    btp_status st = compress(w->opt.flags, w->opt.zlib_level, bytes->p, n, &w->scratch);
     if (st != BTP_OK)
         return 1; /* no estimate: the smaller raw form */
     size_t packed = w->scratch.len ? w->scratch.len : n; /* LZMA2: 0 = not smaller */
