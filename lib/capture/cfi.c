@@ -1249,10 +1249,7 @@ static void memo_save(walk *wk, unsigned j, uint64_t same_j)
             live = 1;
         if (live)
             f |= MI_FP_LIVE;
-        m->pc[k] = wk->rec_pc[at];
-        m->sp[k] = sp;
-        m->fp[k] = wk->rec_fp[at];
-        m->tag[k] = wk->rec_tag[at];
+        memo_put(m, k, wk, at);
         m->info[k] = f;
     }
     m->n = E - (j - q);
