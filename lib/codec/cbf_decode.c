@@ -453,12 +453,6 @@ static CBF_REST_INLINE btp_status decode_rest(const void *buf, size_t len, unsig
 }
 
 #if !BTP_CODEC_SMALL
-/* The 4 bytes at p as a little-endian number. */
-static BTP_ALWAYS_INLINE uint32_t load_le32(const uint8_t *p)
-{
-    return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | (uint32_t)p[0];
-}
-
 /*
  * The fast loop of decode_whole_w: plain address instructions from p on
  * (op is *p), into out from n, while n < room, the opcode is one the word

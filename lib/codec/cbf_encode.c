@@ -482,20 +482,6 @@ static BTP_ALWAYS_INLINE uint64_t top_bit32_in_place(uint32_t x)
 #endif
 }
 
-/* Write v big-endian to p[0..4). */
-static BTP_ALWAYS_INLINE void store_be32(uint8_t *p, uint32_t v)
-{
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    v = __builtin_bswap32(v);
-    __builtin_memcpy(p, &v, 4);
-#else
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-#endif
-}
-
 /* Write the instruction of kind shapes and shape t (relative or absolute)
  * for operand v at p
  * (room for CBF_MAX_INSTR bytes); returns its end. All 8 operand bytes
@@ -895,7 +881,7 @@ static BTP_ALWAYS_INLINE btp_status encode_whole_w(frame_src src, size_t n, int 
  * 32-bit corpus). Same choices and bytes as put_addresses;
  * the same hand-over to encode_rest at anything else (a first address of
  * 0, a run that reaches the end or needs several reps, a value too wide
- * for the word, found from the bits of all at the end).
+ * for the word, found frame by frame as the loop goes).
  */
 static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, unsigned kind,
                                                    int truncated, unsigned flags, uint8_t *buf,

@@ -195,6 +195,16 @@ static void copy_bytes(void *dst, const uint8_t *src, size_t n)
     }
 }
 
+/* The blob's end after its last field: zero padding to a byte (the writer
+ * leaves it), then the length. Returns the length. */
+static BTP_ALWAYS_INLINE size_t put_trailer(bit_writer *w, uint8_t *out)
+{
+    size_t bytes = bw_bytes(w, out), total = bytes + LWS_TRAILER_BITS / 8;
+    out[bytes] = (uint8_t)(total >> 8);
+    out[bytes + 1] = (uint8_t)total;
+    return total;
+}
+
 /* btp_lws_encode's work after its checks, with the word size a constant
  * in each copy (no test of it per extra bit). out has room for the
  * largest blob and the writer's slack. Returns the blob's length, or 0
@@ -219,11 +229,7 @@ static BTP_ALWAYS_INLINE size_t encode_w(const btp_frame *frames, size_t n, uint
         put_frame(&w, i, frames[i].value, c, word_bits);
     }
     put_counted(&w, alloc_size, word_bits);
-    /* Zero padding to a byte (the writer leaves it), then the length. */
-    size_t bytes = bw_bytes(&w, out), total = bytes + LWS_TRAILER_BITS / 8;
-    out[bytes] = (uint8_t)(total >> 8);
-    out[bytes + 1] = (uint8_t)total;
-    return total;
+    return put_trailer(&w, out);
 }
 
 #if !BTP_CODEC_SMALL
@@ -252,17 +258,13 @@ static BTP_ALWAYS_INLINE void start_blob(bit_writer *w, uint8_t *out, size_t n)
     w->bits = LWS_W_DEPTH + 1;
 }
 
-/* The blob's end: the size (a count and value), zero padding to a byte
- * (the writer leaves it), then the length. Returns the length. */
+/* The blob's end: the size (a count and value), then put_trailer. */
 static BTP_ALWAYS_INLINE size_t put_size(bit_writer *w, uint8_t *out, uint64_t alloc_size,
                                          const unsigned word_bits)
 {
     put_record(w, (uint64_t)lws_sigbits(alloc_size) << 1, 7, alloc_size, lws_sigbits(alloc_size),
                word_bits);
-    size_t bytes = bw_bytes(w, out), total = bytes + LWS_TRAILER_BITS / 8;
-    out[bytes] = (uint8_t)(total >> 8);
-    out[bytes + 1] = (uint8_t)total;
-    return total;
+    return put_trailer(w, out);
 }
 
 /* One reference of the scan below: the frame j back from frame i, keyed by

@@ -1,5 +1,5 @@
 /*
- * Big- and little-endian 64-bit loads and stores on byte buffers (private). Written
+ * Big- and little-endian 64- and 32-bit loads and stores on byte buffers (private). Written
  * byte by byte, which compilers turn into one load or store and a byte
  * swap; no libc, so usable in the async-signal-safe encoders.
  */
@@ -7,6 +7,8 @@
 #define BTPACK_BE64_H
 
 #include <stdint.h>
+
+#include "common/compiler.h"
 
 /* The 8 bytes at p as a big-endian number. */
 static inline uint64_t load_be64(const uint8_t *p)
@@ -60,6 +62,29 @@ static inline uint64_t load_le64(const uint8_t *p)
     return (uint64_t)p[7] << 56 | (uint64_t)p[6] << 48 | (uint64_t)p[5] << 40 |
            (uint64_t)p[4] << 32 | (uint64_t)p[3] << 24 | (uint64_t)p[2] << 16 |
            (uint64_t)p[1] << 8 | (uint64_t)p[0];
+}
+
+/* The 4 bytes at p as a little-endian number. (The 32-bit pair is forced
+ * inline, as the CBF codecs had them: as plain inline functions the CBF
+ * encoder through btp_frame took 37.0 instead of 36.1 instructions a frame
+ * on sqlite3_i386, bench/ir.py.) */
+static BTP_ALWAYS_INLINE uint32_t load_le32(const uint8_t *p)
+{
+    return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | (uint32_t)p[0];
+}
+
+/* Write v big-endian to p[0..4). */
+static BTP_ALWAYS_INLINE void store_be32(uint8_t *p, uint32_t v)
+{
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap32(v); /* a builtin, not libc, as in store_be64 */
+    __builtin_memcpy(p, &v, 4);
+#else
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+#endif
 }
 
 /* Write v big-endian to p[0..8). */
