@@ -203,6 +203,9 @@ def test_errors():
          b'{"architecture":"x86_64","backtrace":"AhEQAA","imageMap":"AgACAA"}\n',
          "btpack: <stdin>:1: imageMap: byte 4: image map ends inside a field "
          "(cif_truncated)\n", 1),
+        (["convert", "--from", "swift", "--to", "json"],
+         b'{"architecture":"x86_64","backtrace":"AhEQAA","imageMap":"AQAA"}\n',
+         "btpack: <stdin>:1: imageMap: a 32-bit image map for a 64-bit backtrace\n", 1),
         (["convert", "--from", "swift-crashlog", "--to", "json"],
          b'junk line\n{ "kind": "other" }\n',
          'btpack: <stdin>:2: not a swift-backtrace crash log (needs "kind": "crashReport")\n', 1),
