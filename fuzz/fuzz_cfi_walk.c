@@ -10,7 +10,10 @@
  * Input:
  *  byte 0       bit 0: the pc is a raw 64-bit value (else an offset into
  *               the text); bit 1: registers are raw values; bit 2: see
- *               below; bits 3-4: frames the collector snips (0-3)
+ *               below; bits 3-4: frames the collector snips (0-3); bit
+ *               5: the image is not one the environment keeps (the
+ *               walks ask for it; a walk that starts there records no
+ *               head)
  *  bytes 1-8    the pc (an offset into the text is taken modulo its size)
  *  byte 9       m: changes to the unwind tables (at most 64)
  *  m x 5 bytes  offset (4 bytes, modulo the tables' size), new byte
@@ -27,10 +30,10 @@
  *    the two buffers;
  *  - with a layout cache, empty and then filled by the first walk, the
  *    walk gives the same frames as without one (cached layouts are applied
- *    load for load as the full step applies the row); the image is one the
- *    environment keeps, so the walk's head (its first steps, while the
- *    collector snips) is recorded in the memo by the first and taken from
- *    it by the second.
+ *    load for load as the full step applies the row); the walk's head (its
+ *    first steps, while the collector snips) is recorded in the memo by the
+ *    first and taken from it by the second (without flag 32: with it the
+ *    image is one the environment is asked for, and no head is kept).
  */
 #include "fuzz.h"
 
@@ -143,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* the tables changed: the kept image's tag again, no layout or head of
      * the tables before */
-    n_kept = copy_find(&ce, text, &kept) ? 1 : 0;
+    n_kept = !(flags & 32) && copy_find(&ce, text, &kept) ? 1 : 0;
     kept.tag = btp_cfi_image_tag(&kept);
     snip = (flags >> 3) & 3;
 

@@ -1314,22 +1314,24 @@ static const seen no_image;
 /* ------------------------------------------------------------------ */
 
 /*
- * A walk's first steps are the same walk after walk where they lie in
- * images that stay loaded (the environment's kept ones: the library's own
- * frames, from the capture's entry point down to where it started): the
- * same pcs, the same layouts (fixed by each pc and its image's tag), the
- * same CFAs and slots relative to the start's stack pointer while the
- * CFAs are based on the stack pointer, or on a frame pointer at the same
- * place relative to it. The memo keeps those steps of the walk before
- * (at most BTP_CFI_HEAD_N from an exact start, each from a pc in a kept
- * image with a packed layout whose CFA is based on the stack or frame
- * pointer; a walk that records takes them all by the copy of fast_one()
- * that calls) and what they leave in the registers. A walk that starts at
- * the head's pc with the same registers known takes the head from the
- * memo once: every slot the head reads lies in one stretch of stack the
- * environment vouches for, the image holding each pc is a kept one with
- * the tag its layout had, each frame pointer a CFA is based on is where it
- * was, and each return-address slot but the last holds the pc of the next
+ * A walk's first steps are much the same walk after walk (the library's
+ * own frames, from the capture's entry point down to where it started,
+ * and often the caller's allocation wrappers after them): the same pcs,
+ * the same layouts (fixed by each pc and its image's tag), the same CFAs
+ * and slots relative to the start's stack pointer while the CFAs are
+ * based on the stack pointer, or on a frame pointer at the same place
+ * relative to it. The memo keeps those steps of the walk before (at most
+ * BTP_CFI_HEAD_N from an exact start in a kept image, each from a pc with
+ * a packed layout whose CFA is based on the stack or frame pointer; a walk
+ * from elsewhere, which may start at another pc each time, records none,
+ * as while it records it takes nothing from the memo; a walk that records
+ * takes them all by the copy of fast_one() that calls) and what they
+ * leave in the registers. A walk that starts at the head's pc with the
+ * same registers known takes the head from the memo once: every slot the
+ * head reads lies in one stretch of stack the environment vouches for,
+ * the image holding each pc has the tag its layout had (a kept image, or
+ * one asked for once this walk, as the walk asks), each frame pointer a
+ * CFA is based on is where it was, and each return-address slot but the last holds the pc of the next
  * step (whose layout is the recorded one); the last gives the pc the walk
  * goes on from, whatever it is (but 0, which ends the walk: the walk takes
  * that step itself). The steps are then the recorded ones, load for load:
@@ -1356,11 +1358,20 @@ static int32_t head_rel(uintptr_t a, uintptr_t b)
     return d > INT32_MIN && d <= INT32_MAX ? (int32_t)d : BTP_CFI_HEAD_NONE;
 }
 
-/* Register r takes its value from the slot at `rel` after the head. */
-static void head_reg(btp_cfi_memo *m, unsigned *n, unsigned r, int32_t rel)
+/* After step k, register r takes its value from the slot at `rel` (a
+ * later restore of the same register replaces an earlier one). */
+static void head_reg(btp_cfi_memo *m, unsigned k, unsigned r, int32_t rel)
 {
-    m->hregi[*n] = (uint8_t)r;
-    m->hreg[(*n)++] = rel;
+    unsigned j = 0, n = m->hpn[k];
+    while (j < n && m->hpi[k][j] != r)
+        j++;
+    if (j == n) {
+        if (n == BTP_CFI_NREG || r >= BTP_CFI_NREG)
+            return; /* cannot happen: one entry a register */
+        m->hpi[k][j] = (uint8_t)r;
+        m->hpn[k] = (uint8_t)(n + 1);
+    }
+    m->hp[k][j] = rel;
 }
 
 /* Step wk->hk of the head, just taken by fast_one() from state s with the
@@ -1378,9 +1389,10 @@ static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *
     int32_t lo = head_rel(cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 48) * (intptr_t)W), sp0);
     int32_t hi = head_rel(cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 56) * (intptr_t)W) + W, sp0);
     int32_t rcfa = head_rel(cfa, sp0), rfp = head_rel(s->fp, sp0);
-    unsigned nr = k ? m->hrn[k - 1] : 0, n = (unsigned)(w1 >> 48) & 0xf;
+    unsigned n = (unsigned)(w1 >> 48) & 0xf;
     wk->hk = HEAD_OFF;
-    if (k >= BTP_CFI_HEAD_N || n > 8 || (k == 0) != !s->adj || pc == 0 || !head_kept(wk, sn) ||
+    if (k >= BTP_CFI_HEAD_N || n > 8 || (k == 0) != !s->adj || pc == 0 || sn == &no_image ||
+        (k == 0 && !head_kept(wk, sn)) ||
         (base != BTP_CFI_SP && base != BTP_CFI_FP) || lo == BTP_CFI_HEAD_NONE ||
         hi == BTP_CFI_HEAD_NONE || rcfa == BTP_CFI_HEAD_NONE ||
         (base == BTP_CFI_FP && rfp == BTP_CFI_HEAD_NONE)) {
@@ -1403,27 +1415,20 @@ static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *
     m->hfp[k] = base == BTP_CFI_FP ? rfp : BTP_CFI_HEAD_NONE;
     m->hlo = lo < m->hlo ? lo : m->hlo;
     m->hhi = hi > m->hhi ? hi : m->hhi;
+    /* the registers after this step: those after the step before, then
+     * this step's restores */
+    m->hpn[k] = k ? m->hpn[k - 1] : 0;
+    if (k) {
+        memcpy(m->hpi[k], m->hpi[k - 1], m->hpn[k]);
+        memcpy(m->hp[k], m->hp[k - 1], m->hpn[k] * sizeof m->hp[k][0]);
+    }
     for (unsigned i = 0; i < n; i++) {
-        head_reg(m, &nr, regs & 0xff,
+        head_reg(m, k, regs & 0xff,
                  head_rel(cfa + (uintptr_t)((intptr_t)(int8_t)offs * (intptr_t)W), sp0));
         regs >>= 8;
         offs >>= 8;
     }
-    head_reg(m, &nr, (w1 >> 40) & 0xff, m->hra[k]);
-    m->hrn[k] = (uint8_t)nr;
-    /* the last slot of each register, for a walk that takes all the steps */
-    m->hfn = 0;
-    for (unsigned i = 0; i < nr; i++) {
-        unsigned j = 0;
-        while (j < m->hfn && m->hfi[j] != m->hregi[i])
-            j++;
-        if (j == m->hfn) {
-            if (j == BTP_CFI_NREG || m->hregi[i] >= BTP_CFI_NREG)
-                continue; /* cannot happen: one entry a register */
-            m->hfi[m->hfn++] = m->hregi[i];
-        }
-        m->hf[j] = m->hreg[i];
-    }
+    head_reg(m, k, (w1 >> 40) & 0xff, m->hra[k]);
     m->hpc[k + 1] = pc;
     m->hvalid[k] = (s->valid | w3 >> 32) & w3;
     m->hn = k + 1;
@@ -1460,12 +1465,12 @@ static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
     for (unsigned k = 0; k < hn; k++) {
         uintptr_t look = m->hpc[k] - (k ? 1 : 0);
         if (look - sn->lo >= sn->hi - sn->lo) {
-            unsigned i = 0;
-            while (i < wk->n_keep && look - wk->img[i]->lo >= wk->img[i]->hi - wk->img[i]->lo)
-                i++;
-            if (i == wk->n_keep)
+            /* a kept image, or one the environment is asked about once
+             * this walk (as the walk would ask) */
+            const seen *x = seen_image(wk, env, look);
+            if (!x)
                 break;
-            sn = wk->img[i];
+            sn = x;
         }
         if (sn->tag != m->htag[k] ||
             (m->hfp[k] != BTP_CFI_HEAD_NONE && fp - sp0 != (uintptr_t)(intptr_t)m->hfp[k]))
@@ -1483,13 +1488,8 @@ static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
     }
     if (steps == 0)
         return HEAD_NOT;
-    if (steps == hn) {
-        for (unsigned i = 0; i < m->hfn && i < BTP_CFI_NREG; i++)
-            cur->r[m->hfi[i]] = peek(sp0 + (uintptr_t)(intptr_t)m->hf[i]);
-    } else {
-        for (unsigned i = 0; i < m->hrn[steps - 1] && i < BTP_CFI_HEAD_REGS; i++)
-            cur->r[m->hregi[i]] = peek(sp0 + (uintptr_t)(intptr_t)m->hreg[i]);
-    }
+    for (unsigned i = 0; i < m->hpn[steps - 1] && i < BTP_CFI_NREG; i++)
+        cur->r[m->hpi[steps - 1][i]] = peek(sp0 + (uintptr_t)(intptr_t)m->hp[steps - 1][i]);
     s->pc = pc;
     s->sp = sp0 + (uintptr_t)(intptr_t)m->hcfa[steps - 1];
     s->fp = fp;

@@ -78,8 +78,7 @@ struct btp_cfi_cache;
  * thread).
  */
 #define BTP_CFI_MEMO_N 31 /* (with the end state, a power of two) */
-#define BTP_CFI_HEAD_N 4
-#define BTP_CFI_HEAD_REGS (BTP_CFI_HEAD_N * 9) /* restores: 8 saved registers and the pc a step */
+#define BTP_CFI_HEAD_N 6
 #define BTP_CFI_HEAD_NONE INT32_MIN
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(BTP_CFI_NO_MEMO)
 #define BTP_CFI_MEMO 1
@@ -93,8 +92,8 @@ typedef struct btp_cfi_memo {
     uint32_t tag[BTP_CFI_MEMO_N + 1];
     uint64_t info[BTP_CFI_MEMO_N + 1]; /* the step from each state (cfi.c) */
     /* The walk's head (cfi.c, "The head"): its first steps from its start,
-     * taken in images the environment keeps, relative to the start's stack
-     * pointer, and what they leave in the registers. */
+     * relative to the start's stack pointer, and what they leave in the
+     * registers. */
     unsigned hn;        /* steps (0: none) */
     unsigned hend;      /* 1: the step after them could not be recorded */
     unsigned hpart;     /* walks in a row that took only a part of them */
@@ -108,15 +107,12 @@ typedef struct btp_cfi_memo {
      * on (BTP_CFI_HEAD_NONE: none); the slots all steps read, [hlo, hhi) */
     int32_t hcfa[BTP_CFI_HEAD_N], hra[BTP_CFI_HEAD_N], hfps[BTP_CFI_HEAD_N], hfp[BTP_CFI_HEAD_N];
     int32_t hlo, hhi;
-    /* the registers the steps restore, in order, and the slot each takes
-     * its value from (hrn[k]: those of steps 0..k); and the same for all
-     * hn steps with one entry a register (hfn of them) */
-    uint8_t hrn[BTP_CFI_HEAD_N];
-    uint8_t hregi[BTP_CFI_HEAD_REGS];
-    int32_t hreg[BTP_CFI_HEAD_REGS];
-    unsigned hfn;
-    uint8_t hfi[BTP_CFI_NREG];
-    int32_t hf[BTP_CFI_NREG];
+    /* after steps 0..k: each register they restore (hpn[k] of them, one
+     * entry a register) and the slot its value comes from (the last step
+     * to restore it), so that a walk taking k + 1 steps loads each once */
+    uint8_t hpn[BTP_CFI_HEAD_N];
+    uint8_t hpi[BTP_CFI_HEAD_N][BTP_CFI_NREG];
+    int32_t hp[BTP_CFI_HEAD_N][BTP_CFI_NREG];
 } btp_cfi_memo;
 
 #define BTP_CFI_KEEP_MAX 4
