@@ -400,6 +400,10 @@ btp_status btp_cbf_encode_chain32(const uint32_t *addrs, size_t n, int truncated
 typedef struct cbf_shapes {
     uint64_t step[128];
     uint64_t scale[128];
+    /* For a relative shape t: the absolute form is strictly shorter when
+     * the value's sign edge is below this, 2^(8 * (t >> 3)) (0 for t < 8,
+     * where nothing is shorter than the relative form's one byte). */
+    uint64_t abs_below[64];
     uint8_t op[128];
 } cbf_shapes;
 /* x(bytes) for each t: bytes = (t >> 3) + 1, eight times each. */
@@ -415,14 +419,17 @@ typedef struct cbf_shapes {
 #define CBF_PC_ABS(bytes) CBF_OP_PC + CBF_OP_ABSOLUTE + (bytes) - 1
 #define CBF_RA_ABS(bytes) CBF_OP_RA + CBF_OP_ABSOLUTE + (bytes) - 1
 #define CBF_ASYNC_ABS(bytes) CBF_OP_ASYNC + CBF_OP_ABSOLUTE + (bytes) - 1
+#define CBF_BELOW(bytes) ((bytes) == 1 ? 0 : (uint64_t)1 << (8 * ((bytes) - 1)))
 #define CBF_KIND_SHAPES(rel, abs)                                                                 \
     {{CBF_BYTES64(CBF_STEP), CBF_BYTES64(CBF_STEP)},                                              \
      {CBF_BYTES64(CBF_SCALE), CBF_BYTES64(CBF_SCALE)},                                            \
+     {CBF_BYTES64(CBF_BELOW)},                                                                    \
      {CBF_BYTES64(rel), CBF_BYTES64(abs)}}
 static const cbf_shapes cbf_kind_shapes[3] = {CBF_KIND_SHAPES(CBF_PC, CBF_PC_ABS),
                                               CBF_KIND_SHAPES(CBF_RA, CBF_RA_ABS),
                                               CBF_KIND_SHAPES(CBF_ASYNC, CBF_ASYNC_ABS)};
 #undef CBF_KIND_SHAPES
+#undef CBF_BELOW
 #undef CBF_ASYNC_ABS
 #undef CBF_RA_ABS
 #undef CBF_PC_ABS
@@ -530,7 +537,7 @@ static BTP_ALWAYS_INLINE int is_zero(uint64_t delta, const unsigned word_bits)
  * bit is the highest bit the operand must keep below its sign bit (none
  * for 0 and -1, hence the | 1, for a delta only where the caller does not
  * know it is not 0); its index t gives the bytes. The absolute form is
- * sized only when its edge is below the delta's. The caller computes the
+ * sized only when it is shorter. The caller computes the
  * delta, as it tests it for a repeat (0) anyway. word_bits is a constant
  * in each inlined copy, so the masking of 64-bit words disappears.
  */
@@ -560,12 +567,15 @@ static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, uint64
      * they are not (a quarter of gcc12_cc1_sqlite3's frames), but a
      * choice by conditional moves made every corpus slower: it puts a
      * load and the moves on the way from each value to the output
-     * pointer's step. */
-    if (abs_shorter) {
-        uint64_t ta = top_bit(abs_edge | 1);
-        if ((ta >> 3) < (t >> 3))
-            return put_shape(p, shapes, 64 + ta, value, word_bits);
-    }
+     * pointer's step (and so did a loop of such choices entered only once
+     * a trace had written an absolute form: faster on long streams, slower
+     * per trace). The first test is on registers alone; the second,
+     * exact, by the table (the absolute form is shorter when its edge is
+     * below 2^(8 * (t >> 3))), not by a second `bsr` and a compare of
+     * byte counts: fewer instructions on the way to a frame that is not
+     * absolute after all. */
+    if (abs_shorter && abs_edge < shapes->abs_below[t])
+        return put_shape(p, shapes, 64 + top_bit(abs_edge | 1), value, word_bits);
     return put_shape(p, shapes, t, delta, word_bits);
 }
 
