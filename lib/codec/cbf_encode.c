@@ -906,24 +906,34 @@ static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, 
     size_t i = 0;
     /* A first address of 0 equals the starting prev, with no frame before
      * it: add() takes it. */
-    if (n && a[0] != 0) {
-        uint64_t prev = 0;
+    if (n && a[0] != 0 && a[0] <= mask) {
         /* Frames by a negative index k from the end, which the loop's step
          * tests for 0 (no compare). */
         const uint64_t *const end = a + n;
-        ptrdiff_t k = -(ptrdiff_t)n;
         /* The table's address in one register (else it is rebuilt from
          * the table and the kind's offset a frame). */
         BTP_OPAQUE(shapes);
+        /* The loop takes two frames a step. With an odd number of frames
+         * the first goes on its own first; with an even number it is
+         * written on its own all the same and then again by the loop, over
+         * the same bytes, as the first of a pair: so that which happens
+         * is picked by masks, not by a branch on the parity of the depth,
+         * which went either way from trace to trace. (A first address of
+         * 0, or too wide for the word, is add()'s.) */
+        const uint64_t odd = 0 - (uint64_t)(n & 1); /* all ones when odd */
+        uint8_t *const p1 = put_address(p, a[0], a[0], shapes, 1, word_bits);
+        uint64_t prev = a[0] & odd;
+        p += (size_t)(p1 - p) & odd;
+        ptrdiff_t k = (ptrdiff_t)(n & 1) - (ptrdiff_t)n;
         /* A delta of 0 is a repeat (`run` makes sure: where the word is
          * narrower than 64 bits a value too wide for it may have the
          * delta 0 too); a frame that put_address_fast leaves goes to
          * `careful`. Both are rare. */
-        for (;;) {
-            /* An odd number of frames left: one on its own, so that the
-             * rest go two a step, where prev needs no copy (each frame's
-             * value is the next one's prev) and one test of k serves two
-             * frames. */
+        while (k != 0) {
+            /* An odd number of frames left (after `careful` or `run`): one
+             * on its own, so that the rest go two a step, where prev needs
+             * no copy (each frame's value is the next one's prev) and one
+             * test of k serves two frames. */
             if (k & 1) {
                 uint64_t v = end[k], d = word_delta(v, prev, word_bits);
                 if (is_zero(d, word_bits))
