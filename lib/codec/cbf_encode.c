@@ -1158,10 +1158,21 @@ btp_status btp_cbf_encode_addrs(const uint64_t *addrs, size_t n, btp_frame_kind 
 {
     frame_src src = {NULL, addrs, (unsigned)kind};
 #if !BTP_CODEC_SMALL
-    if (buf && addrs && (unsigned)kind <= BTP_FRAME_ASYNC && btp_word_bits_valid(word_bits) &&
-        n <= (SIZE_MAX - 2) / 9 && cap >= BTP_CBF_BOUND(n))
-        return CBF_BY_WORD_BITS(word_bits, encode_addrs_w, addrs, n, (unsigned)kind, truncated,
-                                flags, buf, cap, len_out, needed_out);
+    /* The word size checked by the dispatch itself (anything else goes
+     * the general way, which reports it): on short traces a separate test
+     * of it was a noticeable part of the call. */
+    if (buf && addrs && (unsigned)kind <= BTP_FRAME_ASYNC && n <= (SIZE_MAX - 2) / 9 &&
+        cap >= BTP_CBF_BOUND(n)) {
+        if (word_bits == 32)
+            return encode_addrs_w(addrs, n, (unsigned)kind, truncated, flags, buf, cap, len_out,
+                                  needed_out, 32);
+        if (word_bits == 64)
+            return encode_addrs_w(addrs, n, (unsigned)kind, truncated, flags, buf, cap, len_out,
+                                  needed_out, 64);
+        if (word_bits == 16)
+            return encode_addrs_w(addrs, n, (unsigned)kind, truncated, flags, buf, cap, len_out,
+                                  needed_out, 16);
+    }
 #endif
     return encode_rest(src, 1, 0, n, truncated, word_bits, flags, buf, buf, cap, len_out,
                        needed_out);
