@@ -506,6 +506,8 @@ static BTP_ALWAYS_INLINE unsigned fast_run(const uint8_t **pp, const uint8_t *li
             n++;
             p = next;
             x = shr64(after, c);
+            if (!addrs)
+                x &= 0xff; /* see below */
             continue;
         }
         /* The operand, and the 8 bytes from the one after the opcode on
@@ -521,8 +523,13 @@ static BTP_ALWAYS_INLINE unsigned fast_run(const uint8_t **pp, const uint8_t *li
         put_frame(out, n, prev, kind, addrs);
         n++;
         p = next;
-        /* The next opcode: byte op & 7 of `after`. */
+        /* The next opcode: byte op & 7 of `after`. Into btp_frame the
+         * kind needs it masked, and masked at once it measured faster
+         * there (fewer instructions than masking it twice off the chain:
+         * 33.2 against 35.3 a frame on py311_regrtest). */
         x = shr64(after, c);
+        if (!addrs)
+            x &= 0xff;
     }
     *pp = p;
     *np = n;
