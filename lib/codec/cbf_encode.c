@@ -588,17 +588,6 @@ static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, uint64
     return put_shape(p, shapes, t, delta, word_bits);
 }
 
-/*
- * put_address for a fast loop over an address array: writes the
- * instruction and returns 1, or returns 0 having written nothing when the
- * value is too wide for the word (the caller hands it over) or, on 32-bit
- * words, may have a shorter absolute form (the caller then calls
- * put_address). On 32-bit words that test is on the value alone: an
- * absolute operand of 4 bytes is never shorter than a relative one, and
- * one compare of the 64-bit value finds those (it lies in [0x800000,
- * 0xff800000)) and every value too wide, so the loop needs no sign edge of
- * the value and no collecting of the bits of all values.
- */
 /* put_address_fast's write for a 32-bit word's address in [0x800000,
  * 0xff800000), known to be in it: the relative form (delta not 0). */
 static BTP_ALWAYS_INLINE uint8_t *put_address_in_range32(uint8_t *p, uint64_t delta,
@@ -630,6 +619,17 @@ static BTP_ALWAYS_INLINE int pair_in_range32(const uint64_t *a)
 }
 #endif
 
+/*
+ * put_address for a fast loop over an address array: writes the
+ * instruction and returns 1, or returns 0 having written nothing when the
+ * value is too wide for the word (the caller hands it over) or, on 32-bit
+ * words, may have a shorter absolute form (the caller then calls
+ * put_address). On 32-bit words that test is on the value alone: an
+ * absolute operand of 4 bytes is never shorter than a relative one, and
+ * one compare of the 64-bit value finds those (it lies in [0x800000,
+ * 0xff800000)) and every value too wide, so the loop needs no sign edge of
+ * the value and no collecting of the bits of all values.
+ */
 static BTP_ALWAYS_INLINE int put_address_fast(uint8_t **pp, uint64_t value, uint64_t delta,
                                               const cbf_shapes *shapes,
                                               const unsigned word_bits)
