@@ -112,8 +112,9 @@ static btp_status decode_careful(const uint8_t *p, size_t len, unsigned word_bit
 #if !BTP_CODEC_SMALL
 /* The last bytes of a blob are read from a copy of them followed by zeros
  * (LWS_TAIL bytes of the blob, LWS_PAD of zeros): every look starts at most
- * 3 bytes past the blob (see decode_fast_w) and is 8 bytes long. */
-#define LWS_TAIL 16
+ * 7 bytes past the blob (see decode_fast_w) and is 8 bytes long; a blob
+ * shorter than the tail is read from the copy from its start. */
+#define LWS_TAIL 24
 #define LWS_PAD 16
 
 /* The 64 bits of b from bit pos on, MSB first. */
@@ -139,7 +140,7 @@ static inline uint64_t top(uint64_t w, unsigned n)
  * of the blob's last LWS_TAIL bytes padded with zeros (`tail`; positions
  * then count from the copy's first byte). A
  * frame starts only while the position is inside the blob, so no look
- * starts more than 3 bytes past it (LWS_PAD covers that); fields may run
+ * starts more than 7 bytes past it (LWS_PAD covers that); fields may run
  * into the trailer or past it, which the end position shows, and a bad
  * reference or (64-bit words) a count that is too wide stops it; the
  * counts of a 32-bit word are checked after the last frame (see counts).
@@ -166,14 +167,16 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
         memset(tail, 0, LWS_TAIL);
         memcpy(tail, p, len);
     }
-    /* A frame at pos looks at most at bytes (pos + 30) / 8 .. + 8 (pos + 9
-     * on 32-bit words, whose frames take one look): in the blob while pos
-     * <= direct_lim. From the tail on, positions count from the tail's
+    /* A frame at pos looks at most at bytes (pos + 9) / 8 + 8 .. + 16 (the
+     * second look of a wide literal; (pos + 9) / 8 .. + 8 on 32-bit words,
+     * whose frames take one look): in the blob while pos <= lim (which
+     * needs len >= 17 on 64-bit words, so the tail is 24 bytes). From the
+     * tail on, positions count from the tail's
      * first byte, (len - LWS_TAIL) * 8 bits into the blob (0 for a blob
      * shorter than the tail, read from it from the start), and stop at the
      * trailer. The switch happens once at most: the values it needs are
      * worked out there. */
-    const size_t reach = wide ? 31 : 10;
+    const size_t reach = wide ? 74 : 10;
     const uint8_t *b = p;
     size_t lim;
     if (len >= LWS_TAIL) {
@@ -261,9 +264,18 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
                     any_suspect = (uint64_t)1 << 63;
                 }
                 /* the next header: a holds at least 57 bits from pos + 9,
-                 * so it lies in raw when 10 + n <= 51, else in a second
-                 * look at pos + 30 */
-                w = n <= 41 ? raw << (k1 + n) : look(b, p9 + 21) << (n - 20);
+                 * so it lies in raw when 10 + n <= 51, else it straddles
+                 * raw and the 8 bytes after them, whose load, like raw's,
+                 * waits only for the position (a look at the header's own
+                 * position would also wait for the count): the 128 bits
+                 * shifted by k + 1 + n (43..64, as 1 + (k + n) and 63 -
+                 * (k + n), each in 0..63) */
+                if (n <= 41) {
+                    w = raw << (k1 + n);
+                } else {
+                    uint64_t raw2 = load_be64(b + (p9 >> 3) + 8);
+                    w = ((raw << 1) << (k + n)) | (raw2 >> (63 - k - n));
+                }
             }
             p9 = p19 + n;
         } else {

@@ -169,12 +169,6 @@ static int swift_read_line(reader *r, const char *line, size_t len, trace *t)
                                           &info)) != BTP_OK)
                 rc = rd_error(r, "imageMap: byte %zu: %s (%s)", info.error_offset,
                               btp_strerror(st), btp_status_name(st));
-            /* A trace and its map share one word size (symbolizing and
-             * writing back depend on it); Swift writes both from one
-             * context, so a mismatch is damage, not a variant. */
-            else if (s->maps[cur].map.word_bits != t->word_bits)
-                rc = rd_error(r, "imageMap: a %u-bit image map for a %u-bit backtrace",
-                              s->maps[cur].map.word_bits, t->word_bits);
             else
                 t->image_map = &s->maps[cur].map;
             if (t->image_map)
