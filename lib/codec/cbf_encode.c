@@ -12,6 +12,15 @@
  */
 #include "cbf_internal.h"
 
+/* btp_cbf_encode_addrs checks two 32-bit addresses at a time with SSE2
+ * (pair_in_range32) on x86-64, where it is always there. */
+#if !BTP_CODEC_SMALL && defined(__x86_64__) && defined(__GNUC__) && defined(__SSE2__)
+#define CBF_SSE2 1
+#include <emmintrin.h>
+#else
+#define CBF_SSE2 0
+#endif
+
 /* The instruction writer: inlined for speed, one copy in the small build
  * (it is called from a few places; inlined, each pays for it). */
 #if BTP_CODEC_SMALL
@@ -400,6 +409,10 @@ btp_status btp_cbf_encode_chain32(const uint32_t *addrs, size_t n, int truncated
 typedef struct cbf_shapes {
     uint64_t step[128];
     uint64_t scale[128];
+    /* For a relative shape t: the absolute form is strictly shorter when
+     * the value's sign edge is below this, 2^(8 * (t >> 3)) (0 for t < 8,
+     * where nothing is shorter than the relative form's one byte). */
+    uint64_t abs_below[64];
     uint8_t op[128];
 } cbf_shapes;
 /* x(bytes) for each t: bytes = (t >> 3) + 1, eight times each. */
@@ -415,14 +428,17 @@ typedef struct cbf_shapes {
 #define CBF_PC_ABS(bytes) CBF_OP_PC + CBF_OP_ABSOLUTE + (bytes) - 1
 #define CBF_RA_ABS(bytes) CBF_OP_RA + CBF_OP_ABSOLUTE + (bytes) - 1
 #define CBF_ASYNC_ABS(bytes) CBF_OP_ASYNC + CBF_OP_ABSOLUTE + (bytes) - 1
+#define CBF_BELOW(bytes) ((bytes) == 1 ? 0 : (uint64_t)1 << (8 * ((bytes) - 1)))
 #define CBF_KIND_SHAPES(rel, abs)                                                                 \
     {{CBF_BYTES64(CBF_STEP), CBF_BYTES64(CBF_STEP)},                                              \
      {CBF_BYTES64(CBF_SCALE), CBF_BYTES64(CBF_SCALE)},                                            \
+     {CBF_BYTES64(CBF_BELOW)},                                                                    \
      {CBF_BYTES64(rel), CBF_BYTES64(abs)}}
 static const cbf_shapes cbf_kind_shapes[3] = {CBF_KIND_SHAPES(CBF_PC, CBF_PC_ABS),
                                               CBF_KIND_SHAPES(CBF_RA, CBF_RA_ABS),
                                               CBF_KIND_SHAPES(CBF_ASYNC, CBF_ASYNC_ABS)};
 #undef CBF_KIND_SHAPES
+#undef CBF_BELOW
 #undef CBF_ASYNC_ABS
 #undef CBF_RA_ABS
 #undef CBF_PC_ABS
@@ -530,7 +546,7 @@ static BTP_ALWAYS_INLINE int is_zero(uint64_t delta, const unsigned word_bits)
  * bit is the highest bit the operand must keep below its sign bit (none
  * for 0 and -1, hence the | 1, for a delta only where the caller does not
  * know it is not 0); its index t gives the bytes. The absolute form is
- * sized only when its edge is below the delta's. The caller computes the
+ * sized only when it is shorter. The caller computes the
  * delta, as it tests it for a repeat (0) anyway. word_bits is a constant
  * in each inlined copy, so the masking of 64-bit words disappears.
  */
@@ -560,14 +576,48 @@ static BTP_ALWAYS_INLINE uint8_t *put_address(uint8_t *p, uint64_t value, uint64
      * they are not (a quarter of gcc12_cc1_sqlite3's frames), but a
      * choice by conditional moves made every corpus slower: it puts a
      * load and the moves on the way from each value to the output
-     * pointer's step. */
-    if (abs_shorter) {
-        uint64_t ta = top_bit(abs_edge | 1);
-        if ((ta >> 3) < (t >> 3))
-            return put_shape(p, shapes, 64 + ta, value, word_bits);
-    }
+     * pointer's step (and so did a loop of such choices entered only once
+     * a trace had written an absolute form: faster on long streams, slower
+     * per trace). The first test is on registers alone; the second,
+     * exact, by the table (the absolute form is shorter when its edge is
+     * below 2^(8 * (t >> 3))), not by a second `bsr` and a compare of
+     * byte counts: fewer instructions on the way to a frame that is not
+     * absolute after all. */
+    if (abs_shorter && abs_edge < shapes->abs_below[t])
+        return put_shape(p, shapes, 64 + top_bit(abs_edge | 1), value, word_bits);
     return put_shape(p, shapes, t, delta, word_bits);
 }
+
+/* put_address_fast's write for a 32-bit word's address in [0x800000,
+ * 0xff800000), known to be in it: the relative form (delta not 0). */
+static BTP_ALWAYS_INLINE uint8_t *put_address_in_range32(uint8_t *p, uint64_t delta,
+                                                        const cbf_shapes *shapes)
+{
+    uint32_t d = (uint32_t)delta;
+    return put_shape(p, shapes, top_bit32_in_place(d ^ (d << 1)), d, 32);
+}
+
+#if CBF_SSE2
+/*
+ * Whether both 32-bit words' addresses at a[0] and a[1] (64-bit values)
+ * lie in [0x800000, 0xff800000), where put_address_fast needs no more
+ * test: for the address loop of btp_cbf_encode_addrs, two frames' tests
+ * as a handful of vector steps, one move of a mask and one compare,
+ * instead of an address computation and a compare each on the integer
+ * units, which that loop keeps busy. Per 32-bit half: the low half minus
+ * 0x800000 below 0xff000000 and the high half 0, compared as signed
+ * numbers with their top bits flipped (SSE2 compares only signed).
+ */
+static BTP_ALWAYS_INLINE int pair_in_range32(const uint64_t *a)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)a);
+    __m128i t = _mm_xor_si128(_mm_sub_epi32(x, _mm_set_epi32(0, 0x800000, 0, 0x800000)),
+                              _mm_set1_epi32(INT32_MIN));
+    __m128i ok = _mm_cmplt_epi32(
+        t, _mm_set_epi32(INT32_MIN + 1, 0x7f000000, INT32_MIN + 1, 0x7f000000));
+    return _mm_movemask_epi8(ok) == 0xffff;
+}
+#endif
 
 /*
  * put_address for a fast loop over an address array: writes the
@@ -587,8 +637,7 @@ static BTP_ALWAYS_INLINE int put_address_fast(uint8_t **pp, uint64_t value, uint
     if (word_bits == 32) {
         if (value - 0x800000u >= 0xff000000u)
             return 0;
-        uint32_t d = (uint32_t)delta;
-        *pp = put_shape(*pp, shapes, top_bit32_in_place(d ^ (d << 1)), d, 32);
+        *pp = put_address_in_range32(*pp, delta, shapes);
         return 1;
     }
     if (word_bits < 64 && value > btp_word_mask(word_bits))
@@ -896,24 +945,34 @@ static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, 
     size_t i = 0;
     /* A first address of 0 equals the starting prev, with no frame before
      * it: add() takes it. */
-    if (n && a[0] != 0) {
-        uint64_t prev = 0;
+    if (n && a[0] != 0 && a[0] <= mask) {
         /* Frames by a negative index k from the end, which the loop's step
          * tests for 0 (no compare). */
         const uint64_t *const end = a + n;
-        ptrdiff_t k = -(ptrdiff_t)n;
         /* The table's address in one register (else it is rebuilt from
          * the table and the kind's offset a frame). */
         BTP_OPAQUE(shapes);
+        /* The loop takes two frames a step. With an odd number of frames
+         * the first goes on its own first; with an even number it is
+         * written on its own all the same and then again by the loop, over
+         * the same bytes, as the first of a pair: so that which happens
+         * is picked by masks, not by a branch on the parity of the depth,
+         * which went either way from trace to trace. (A first address of
+         * 0, or too wide for the word, is add()'s.) */
+        const uint64_t odd = 0 - (uint64_t)(n & 1); /* all ones when odd */
+        uint8_t *const p1 = put_address(p, a[0], a[0], shapes, 1, word_bits);
+        uint64_t prev = a[0] & odd;
+        p += (size_t)(p1 - p) & odd;
+        ptrdiff_t k = (ptrdiff_t)(n & 1) - (ptrdiff_t)n;
         /* A delta of 0 is a repeat (`run` makes sure: where the word is
          * narrower than 64 bits a value too wide for it may have the
          * delta 0 too); a frame that put_address_fast leaves goes to
          * `careful`. Both are rare. */
-        for (;;) {
-            /* An odd number of frames left: one on its own, so that the
-             * rest go two a step, where prev needs no copy (each frame's
-             * value is the next one's prev) and one test of k serves two
-             * frames. */
+        while (k != 0) {
+            /* An odd number of frames left (after `careful` or `run`): one
+             * on its own, so that the rest go two a step, where prev needs
+             * no copy (each frame's value is the next one's prev) and one
+             * test of k serves two frames. */
             if (k & 1) {
                 uint64_t v = end[k], d = word_delta(v, prev, word_bits);
                 if (is_zero(d, word_bits))
@@ -924,6 +983,30 @@ static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, 
                 if (++k == 0)
                     break;
             }
+#if CBF_SSE2
+            if (word_bits == 32) {
+                /* Both frames of a step in range by one test (else the
+                 * first goes on its own, with its own test, and so does the
+                 * next to keep the pairs). */
+                do {
+                    if (!pair_in_range32(end + k))
+                        goto single;
+                    uint64_t v0 = end[k], d0 = word_delta(v0, prev, 32);
+                    if (is_zero(d0, 32))
+                        goto run;
+                    p = put_address_in_range32(p, d0, shapes);
+                    uint64_t v1 = end[k + 1], d1 = word_delta(v1, v0, 32);
+                    prev = v0;
+                    k++;
+                    if (is_zero(d1, 32))
+                        goto run;
+                    p = put_address_in_range32(p, d1, shapes);
+                    prev = v1;
+                    k++;
+                } while (k != 0);
+                break;
+            }
+#endif
             do {
                 uint64_t v0 = end[k], d0 = word_delta(v0, prev, word_bits);
                 if (is_zero(d0, word_bits))
@@ -941,6 +1024,19 @@ static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, 
                 k++;
             } while (k != 0);
             break;
+#if CBF_SSE2
+        single:;
+            {
+                uint64_t v = end[k], d = word_delta(v, prev, word_bits);
+                if (is_zero(d, word_bits))
+                    goto run;
+                if (!put_address_fast(&p, v, d, shapes, word_bits))
+                    goto careful;
+                prev = v;
+                ++k; /* not 0: a pair was left */
+                continue;
+            }
+#endif
         careful:;
             /* The exact choice, or add() for a value too wide. */
             uint64_t v = end[k];
@@ -1062,10 +1158,21 @@ btp_status btp_cbf_encode_addrs(const uint64_t *addrs, size_t n, btp_frame_kind 
 {
     frame_src src = {NULL, addrs, (unsigned)kind};
 #if !BTP_CODEC_SMALL
-    if (buf && addrs && (unsigned)kind <= BTP_FRAME_ASYNC && btp_word_bits_valid(word_bits) &&
-        n <= (SIZE_MAX - 2) / 9 && cap >= BTP_CBF_BOUND(n))
-        return CBF_BY_WORD_BITS(word_bits, encode_addrs_w, addrs, n, (unsigned)kind, truncated,
-                                flags, buf, cap, len_out, needed_out);
+    /* The word size checked by the dispatch itself (anything else goes
+     * the general way, which reports it): on short traces a separate test
+     * of it was a noticeable part of the call. */
+    if (buf && addrs && (unsigned)kind <= BTP_FRAME_ASYNC && n <= (SIZE_MAX - 2) / 9 &&
+        cap >= BTP_CBF_BOUND(n)) {
+        if (word_bits == 32)
+            return encode_addrs_w(addrs, n, (unsigned)kind, truncated, flags, buf, cap, len_out,
+                                  needed_out, 32);
+        if (word_bits == 64)
+            return encode_addrs_w(addrs, n, (unsigned)kind, truncated, flags, buf, cap, len_out,
+                                  needed_out, 64);
+        if (word_bits == 16)
+            return encode_addrs_w(addrs, n, (unsigned)kind, truncated, flags, buf, cap, len_out,
+                                  needed_out, 16);
+    }
 #endif
     return encode_rest(src, 1, 0, n, truncated, word_bits, flags, buf, buf, cap, len_out,
                        needed_out);
