@@ -974,6 +974,9 @@ static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, 
              * no copy (each frame's value is the next one's prev) and one
              * test of k serves two frames. */
             if (k & 1) {
+#if CBF_SSE2
+            one:;
+#endif
                 uint64_t v = end[k], d = word_delta(v, prev, word_bits);
                 if (is_zero(d, word_bits))
                     goto run;
@@ -982,6 +985,10 @@ static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, 
                 prev = v;
                 if (++k == 0)
                     break;
+#if CBF_SSE2
+                if (k & 1) /* came from `single`: the pair's second frame */
+                    continue;
+#endif
             }
 #if CBF_SSE2
             if (word_bits == 32) {
@@ -1025,17 +1032,9 @@ static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, 
             } while (k != 0);
             break;
 #if CBF_SSE2
-        single:;
-            {
-                uint64_t v = end[k], d = word_delta(v, prev, word_bits);
-                if (is_zero(d, word_bits))
-                    goto run;
-                if (!put_address_fast(&p, v, d, shapes, word_bits))
-                    goto careful;
-                prev = v;
-                ++k; /* not 0: a pair was left */
-                continue;
-            }
+        single:
+            goto one; /* a pair was left: k is even, and the frame after
+                         this one goes on its own too */
 #endif
         careful:;
             /* The exact choice, or add() for a value too wide. */
