@@ -1206,6 +1206,8 @@ static int8_t mi_off(uint64_t info, unsigned byte)
 static void memo_put(btp_cfi_memo *m, unsigned at, const walk *wk, unsigned r)
 {
     m->pc[at] = wk->rec_pc[r];
+    m->fr[at].value = (uint64_t)wk->rec_pc[r];
+    m->fr[at].kind = BTP_FRAME_RA;
     m->sp[at] = wk->rec_sp[r];
     m->fp[at] = wk->rec_fp[r];
     m->tag[at] = wk->rec_tag[r];
@@ -1866,11 +1868,7 @@ __attribute__((no_sanitize_address, noinline)) static int memo_try(fast_state *s
     size_t cnt = n - j - ((m->info[n] & MI_END0) ? 1 : 0);
     if (c->n_seg == 1 && c->head_n <= c->fast_end && c->fast_end - c->head_n >= cnt &&
         (cnt == 0 || m->sp[j + 1] > c->seg_hi[0])) {
-        btp_frame *out = c->out + c->head_n;
-        for (size_t i = 0; i < cnt; i++) {
-            out[i].value = (uint64_t)m->pc[j + 1 + i];
-            out[i].kind = BTP_FRAME_RA;
-        }
+        memcpy(c->out + c->head_n, &m->fr[j + 1], cnt * sizeof m->fr[0]);
         c->head_n += cnt;
         if (cnt)
             c->seg_hi[0] = m->sp[j + cnt];
