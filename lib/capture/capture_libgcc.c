@@ -60,7 +60,7 @@ _Unwind_Reason_Code btp_capture_libgcc_frame(struct _Unwind_Context *ctx, void *
 {
     btp_libgcc_walk *w = arg;
     uintptr_t ip = (uintptr_t)w->getip(ctx);
-    if (ip == 0 || !btp_collector_push(w->c, ip))
+    if (ip == 0 || !btp_collector_add(w->c, ip))
         return _URC_END_OF_STACK;
     /* libgcc follows a frame pointer that points at itself for ever (the
      * same frame again and again): a frame whose CFA is not above the
