@@ -51,6 +51,7 @@ enum {
 #define ALIGN_MAX 0x10000u  /* code/data alignment factors */
 #define CACHE_N 4           /* rows remembered per walk (recursion repeats them) */
 #define SEEN_N 8            /* images remembered per walk (with a layout cache) */
+#define PEND_N 16           /* cached steps whose saved registers wait to be loaded */
 
 /* ------------------------------------------------------------------ */
 /* A bounded reader with a sticky error flag                           */
@@ -276,6 +277,15 @@ typedef struct walk {
     uintptr_t rec_pc[BTP_CFI_MEMO_N + 1], rec_sp[BTP_CFI_MEMO_N + 1], rec_fp[BTP_CFI_MEMO_N + 1];
     uint32_t rec_tag[BTP_CFI_MEMO_N + 1];
     uint64_t rec_info[BTP_CFI_MEMO_N + 1];
+    uintptr_t rec_ra[BTP_CFI_MEMO_N + 1], rec_fpa[BTP_CFI_MEMO_N + 1]; /* each step's slots */
+    /* The cached steps whose other saved registers (all but the pc, stack
+     * and frame pointer) are not loaded yet (pend_flush()): the CFA, packed
+     * layout words and return address of each, in order. */
+    unsigned pend_n;
+    unsigned pend_head;   /* and before them, the registers after this many steps of the head */
+    uintptr_t pend_hsp0;  /* (from the start's stack pointer) */
+    uintptr_t pend_cfa[PEND_N], pend_pc[PEND_N];
+    uint64_t pend_w1[PEND_N], pend_regs[PEND_N], pend_offs[PEND_N];
 } walk;
 
 static uint64_t bit(unsigned r)
@@ -1196,11 +1206,15 @@ static int8_t mi_off(uint64_t info, unsigned byte)
 static void memo_put(btp_cfi_memo *m, unsigned at, const walk *wk, unsigned r)
 {
     m->pc[at] = wk->rec_pc[r];
+    m->fr[at].value = (uint64_t)wk->rec_pc[r];
+    m->fr[at].kind = BTP_FRAME_RA;
     m->sp[at] = wk->rec_sp[r];
     m->fp[at] = wk->rec_fp[r];
     m->tag[at] = wk->rec_tag[r];
     m->info[at] = wk->rec_info[r];
 }
+
+_Static_assert(BTP_CFI_MEMO_N <= 32, "a memo's states are bits of a uint32_t");
 
 /*
  * The memo after this walk: the last steps of its run, then the memo's
@@ -1215,8 +1229,12 @@ static void memo_save(walk *wk, unsigned j, uint64_t same_j)
     btp_cfi_memo *m = wk->memo;
     unsigned q = wk->rec_n < j ? wk->rec_n : j;
     if (j <= E) {
-        if (q > 0) /* the state before it is the run's: whether its pc lies in that one's image */
+        if (q > 0) { /* the state before it is the run's: whether its pc lies in that one's image */
             m->info[j] = (m->info[j] & ~MI_SAME_IMG) | same_j;
+            if (j < E)
+                m->img_mask = same_j ? m->img_mask & ~((uint32_t)1 << j)
+                                     : m->img_mask | (uint32_t)1 << j;
+        }
     } else {
         q = wk->rec_n < E ? wk->rec_n : E;
         j = E;
@@ -1229,6 +1247,7 @@ static void memo_save(walk *wk, unsigned j, uint64_t same_j)
      * checked. The states must go up the stack, else the memo is dropped. */
     int live = (m->info[j] & MI_FP_LIVE) != 0;
     uintptr_t above = m->sp[j];
+    uint32_t fpb = 0, imgb = 0; /* the run's bits of the masks */
     for (unsigned k = j, r = wk->rec_n; k-- > j - q;) {
         unsigned at = --r & BTP_CFI_MEMO_N;
         uint64_t f = wk->rec_info[at]; /* (no MI_FP_LIVE, MI_FP_CHECK yet) */
@@ -1251,6 +1270,15 @@ static void memo_save(walk *wk, unsigned j, uint64_t same_j)
             f |= MI_FP_LIVE;
         memo_put(m, k, wk, at);
         m->info[k] = f;
+        m->ra_at[k] = wk->rec_ra[at];
+        m->fp_at[k] = wk->rec_fpa[at];
+        fpb |= (uint32_t)(f >> 40 & 1) << k;         /* MI_FP_CHECK */
+        imgb |= (uint32_t)(~f >> 39 & 1) << k;       /* not MI_SAME_IMG */
+    }
+    if (q > 0) {
+        uint32_t run = (((uint32_t)1 << q) - 1) << (j - q); /* (q <= j <= E < 32) */
+        m->fp_mask = (m->fp_mask & ~run) | fpb;
+        m->img_mask = (m->img_mask & ~run) | imgb;
     }
     m->n = E - (j - q);
 }
@@ -1488,8 +1516,10 @@ static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
     }
     if (steps == 0)
         return HEAD_NOT;
-    for (unsigned i = 0; i < m->hpn[steps - 1] && i < BTP_CFI_NREG; i++)
-        cur->r[m->hpi[steps - 1][i]] = peek(sp0 + (uintptr_t)(intptr_t)m->hp[steps - 1][i]);
+    /* the registers the steps restore: when something needs them (pend_flush) */
+    wk->pend_head = steps;
+    wk->pend_hsp0 = sp0;
+    (void)cur;
     s->pc = pc;
     s->sp = sp0 + (uintptr_t)(intptr_t)m->hcfa[steps - 1];
     s->fp = fp;
@@ -1506,6 +1536,43 @@ static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
     return HEAD_TAKEN;
 }
 #endif
+
+/*
+ * The saved registers of the cached steps taken since the last call, loaded
+ * as each step would have loaded them, in order (a step restores them, then
+ * its return-address column). A walk that ends in the cached steps (the
+ * memo's rest, the outermost frame) never needs them: they feed only a CFA
+ * based on another register and the full step. Their slots were checked by
+ * their steps (in the stretch of stack known then, which stays so), and the
+ * stack above the walker does not change while it runs.
+ */
+__attribute__((no_sanitize_address)) static void pend_flush(walk *wk, btp_cfi_regs *cur)
+{
+#if BTP_CFI_MEMO
+    if (wk->pend_head) {
+        /* the head's (head_take): each register from the last slot it was
+         * restored from */
+        const btp_cfi_memo *m = wk->memo;
+        unsigned k = wk->pend_head - 1;
+        for (unsigned i = 0; i < m->hpn[k] && i < BTP_CFI_NREG; i++)
+            cur->r[m->hpi[k][i]] = peek(wk->pend_hsp0 + (uintptr_t)(intptr_t)m->hp[k][i]);
+        wk->pend_head = 0;
+    }
+#endif
+    for (unsigned p = 0; p < wk->pend_n && p < PEND_N; p++) {
+        uintptr_t cfa = wk->pend_cfa[p];
+        uint64_t w1 = wk->pend_w1[p], regs = wk->pend_regs[p], offs = wk->pend_offs[p];
+        unsigned n = (unsigned)(w1 >> 48) & 0xf;
+        for (unsigned i = 0; i < n; i++) {
+            cur->r[(regs & 0xff) % BTP_CFI_NREG] =
+                peek(cfa + (uintptr_t)((intptr_t)(int8_t)offs * (intptr_t)W));
+            regs >>= 8;
+            offs >>= 8;
+        }
+        cur->r[((w1 >> 40) & 0xff) % BTP_CFI_NREG] = wk->pend_pc[p];
+    }
+    wk->pend_n = 0;
+}
 
 /*
  * One frame of fast_frames(). With may_call 0 it calls nothing and returns
@@ -1581,7 +1648,15 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
     unsigned base = (unsigned)(w1 >> 32) & 0xff;
     if (!(s->valid >> base & 1))
         return FS_DONE; /* apply() fails the step too */
-    uintptr_t cfa = base == BTP_CFI_FP ? s->fp : base == BTP_CFI_SP ? s->sp : cur->r[base];
+    uintptr_t cfa;
+    if (base == BTP_CFI_FP) {
+        cfa = s->fp;
+    } else if (base == BTP_CFI_SP) {
+        cfa = s->sp;
+    } else {
+        pend_flush(wk, cur);
+        cfa = cur->r[base];
+    }
     cfa += (uintptr_t)(intptr_t)(int32_t)(uint32_t)w2;
     /* The slots, lowest to highest; all in one stretch of stack: each is. */
     uintptr_t lo = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 48) * (intptr_t)W);
@@ -1601,37 +1676,39 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
     uintptr_t ra_at = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 32) * (intptr_t)W);
     int8_t fp_off = (int8_t)(w2 >> 40);
     uintptr_t pc, fp = s->fp;
-    const uint64_t regs0 = regs, offs0 = offs;
     if (cfa % W == 0) {
         /* the usual case: aligned */
         pc = *(const volatile uintptr_t *)ra_at;
         if (fp_off != -128)
             fp = *(const volatile uintptr_t *)(cfa + (uintptr_t)((intptr_t)fp_off * (intptr_t)W));
-        for (unsigned i = 0; i < n; i++) {
-            cur->r[regs & 0xff] = *(const volatile uintptr_t *)(cfa + (uintptr_t)((intptr_t)(int8_t)offs *
-                                                                                  (intptr_t)W));
-            regs >>= 8;
-            offs >>= 8;
-        }
     } else {
         pc = peek(ra_at);
         if (fp_off != -128)
             fp = peek(cfa + (uintptr_t)((intptr_t)fp_off * (intptr_t)W));
-        for (unsigned i = 0; i < n; i++) {
-            cur->r[regs & 0xff] = peek(cfa + (uintptr_t)((intptr_t)(int8_t)offs * (intptr_t)W));
-            regs >>= 8;
-            offs >>= 8;
-        }
     }
-    cur->r[(w1 >> 40) & 0xff] = pc;
+    /* the other saved registers: when something needs them (pend_flush) */
+    unsigned p = wk->pend_n;
+    if (p >= PEND_N) {
+        pend_flush(wk, cur);
+        p = 0;
+    }
+    wk->pend_cfa[p] = cfa;
+    wk->pend_pc[p] = pc;
+    wk->pend_w1[p] = w1;
+    wk->pend_regs[p] = regs;
+    wk->pend_offs[p] = offs;
+    wk->pend_n = p + 1;
     if (BTP_CFI_MEMO && may_call && wk->hk != HEAD_OFF)
-        head_record(wk, s, sn, base, cfa, w1, w2, w3, regs0, offs0, pc);
+        head_record(wk, s, sn, base, cfa, w1, w2, w3, regs, offs, pc);
     if (BTP_CFI_MEMO && wk->memo) {
         if (base == BTP_CFI_SP || base == BTP_CFI_FP) {
-            rec_state(wk, wk->rec_n & BTP_CFI_MEMO_N, s->pc, s->sp, s->fp, sn->tag,
+            unsigned at = wk->rec_n & BTP_CFI_MEMO_N;
+            rec_state(wk, at, s->pc, s->sp, s->fp, sn->tag,
                       (uint32_t)(w2 >> 32) | mi_state(adj, s->valid) | same_img |
                           (base == BTP_CFI_FP ? MI_BASE_FP : 0) |
                           ((w3 >> BTP_CFI_FP & 1) ? 0 : MI_FP_UNDEF));
+            wk->rec_ra[at] = ra_at;
+            wk->rec_fpa[at] = cfa + (uintptr_t)((intptr_t)fp_off * (intptr_t)W);
             wk->rec_n++;
         } else {
             wk->rec_n = 0; /* a CFA the memo cannot vouch for: a run starts after it */
@@ -1739,7 +1816,29 @@ __attribute__((no_sanitize_address, noinline)) static int memo_try(fast_state *s
     const seen *sn = s->sn;
     uintptr_t look_j = m->pc[j] - ((m->info[j] & MI_ADJ) ? 1 : 0);
     uint64_t same_j = look_j - sn->lo < sn->hi - sn->lo ? MI_SAME_IMG : 0;
-    for (; k < n; k++) {
+    if (!each) {
+        /* The usual case: the slots, then the images, from what memo_save()
+         * derived (the same checks as the loop below, in another order: any
+         * that fails fails the states up to its step) */
+        for (; k < n; k++)
+            if (peek(m->ra_at[k]) != m->pc[k + 1])
+                goto fail;
+        const uint32_t from = (uint32_t)~0u << j, to = n < 32 ? ((uint32_t)1 << n) - 1 : ~0u;
+        for (uint32_t b = m->fp_mask & from & to; b; b &= b - 1) {
+            k = (unsigned)__builtin_ctz(b);
+            if (peek(m->fp_at[k]) != m->fp[k + 1])
+                goto fail;
+        }
+        k = j;
+        if (!memo_image(wk, env, &sn, m->pc[j], m->info[j], m->tag[j]))
+            goto fail;
+        for (uint32_t b = m->img_mask & (from << 1) & to; b; b &= b - 1) {
+            k = (unsigned)__builtin_ctz(b);
+            if (!memo_image(wk, env, &sn, m->pc[k], m->info[k], m->tag[k]))
+                goto fail;
+        }
+    }
+    for (; each && k < n; k++) {
         f = m->info[k];
         if ((k == j || !(f & MI_SAME_IMG)) && !memo_image(wk, env, &sn, m->pc[k], f, m->tag[k]))
             goto fail;
@@ -1769,11 +1868,7 @@ __attribute__((no_sanitize_address, noinline)) static int memo_try(fast_state *s
     size_t cnt = n - j - ((m->info[n] & MI_END0) ? 1 : 0);
     if (c->n_seg == 1 && c->head_n <= c->fast_end && c->fast_end - c->head_n >= cnt &&
         (cnt == 0 || m->sp[j + 1] > c->seg_hi[0])) {
-        btp_frame *out = c->out + c->head_n;
-        for (size_t i = 0; i < cnt; i++) {
-            out[i].value = (uint64_t)m->pc[j + 1 + i];
-            out[i].kind = BTP_FRAME_RA;
-        }
+        memcpy(c->out + c->head_n, &m->fr[j + 1], cnt * sizeof m->fr[0]);
         c->head_n += cnt;
         if (cnt)
             c->seg_hi[0] = m->sp[j + cnt];
@@ -1813,6 +1908,8 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
     fast_state s = {cur->pc,    cur->r[BTP_CFI_SP], cur->r[BTP_CFI_FP], cur->valid,
                     !*exact_io, &no_image,          *first_io, UINTPTR_MAX};
     int st;
+    wk->pend_n = 0;
+    wk->pend_head = 0;
 #if BTP_CFI_MEMO
     wk->rec_n = 0; /* a run of cached steps starts here */
     wk->hk = HEAD_OFF;
@@ -1836,6 +1933,7 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
                 m->hpart = 0;
                 wk->hk = h == HEAD_NOT ? 0 : taken;
                 wk->hsp0 = sp0;
+                pend_flush(wk, cur); /* (before the head's record changes) */
             }
         }
         s.msp = memo_next(wk);
@@ -1867,6 +1965,9 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
     if (st == FS_END && wk->memo)
         memo_save(wk, BTP_CFI_MEMO_N + 1, 0);
 #endif
+    if (st == FS_DONE || st == FS_END)
+        return FAST_DONE; /* (cur is not used again) */
+    pend_flush(wk, cur);
     cur->pc = s.pc;
     cur->r[BTP_CFI_SP] = s.sp;
     cur->r[BTP_CFI_FP] = s.fp;

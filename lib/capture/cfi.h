@@ -91,6 +91,15 @@ typedef struct btp_cfi_memo {
     uintptr_t pc[BTP_CFI_MEMO_N + 1], sp[BTP_CFI_MEMO_N + 1], fp[BTP_CFI_MEMO_N + 1];
     uint32_t tag[BTP_CFI_MEMO_N + 1];
     uint64_t info[BTP_CFI_MEMO_N + 1]; /* the step from each state (cfi.c) */
+    /* Derived from the above when a state is saved, so that taking the
+     * memo's rest is a load and compare a step: each step's return-address
+     * slot and frame-pointer slot (where checked), and the states whose
+     * step checks its frame-pointer slot (fp_mask) or whose pc is not known
+     * to lie in the image of the state before (img_mask: its tag is
+     * checked), bit k for state k. */
+    uintptr_t ra_at[BTP_CFI_MEMO_N], fp_at[BTP_CFI_MEMO_N];
+    btp_frame fr[BTP_CFI_MEMO_N + 1]; /* pc[k] as the collector takes it (a return address) */
+    uint32_t fp_mask, img_mask;
     /* The walk's head (cfi.c, "The head"): its first steps from its start,
      * relative to the start's stack pointer, and what they leave in the
      * registers. */
