@@ -12,6 +12,7 @@
 # Workloads as in compare_heaptrack.sh (sqlite3, python3-malloc, cc1); its
 # inputs are made in OUT_DIR first if missing.
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd) # before the cd below: $0 may be relative
 old=$(cd "${1:?before build dir}" && pwd)
 new=$(cd "${2:?after build dir}" && pwd)
 out=${3:-$(mktemp -d /tmp/btpack-interleave-XXXXXX)}
@@ -19,7 +20,7 @@ rounds=${R:-5}
 mkdir -p "$out"
 cd "$out"
 if [ ! -f alloc.py ] || [ ! -f sqlite.sql ] || [ ! -f big.c ]; then
-  sed -n '/^python3 - <<.PY.$/,/^PY$/p' "$(dirname "$0")/compare_heaptrack.sh" | sed '1d;$d' | python3 -
+  sed -n '/^python3 - <<.PY.$/,/^PY$/p' "$here/compare_heaptrack.sh" | sed '1d;$d' | python3 -
 fi
 cc1=$(gcc -print-prog-name=cc1)
 run() {
