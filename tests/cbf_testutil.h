@@ -17,18 +17,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../lib/common/hexdigit.h"
 #include "check.h"
-
-static inline int tu_hex_digit(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* Hex text (even length, no separators) into a malloc'ed buffer; NULL on
  * bad input. *len gets the byte count. */
@@ -41,7 +31,8 @@ static inline uint8_t *tu_parse_hex(const char *hex, size_t *len)
     if (!out)
         return NULL;
     for (size_t i = 0; i < n / 2; i++) {
-        int hi = tu_hex_digit(hex[2 * i]), lo = tu_hex_digit(hex[2 * i + 1]);
+        int hi = btp_hex_digit((unsigned char)hex[2 * i]);
+        int lo = btp_hex_digit((unsigned char)hex[2 * i + 1]);
         if (hi < 0 || lo < 0) {
             free(out);
             return NULL;

@@ -59,6 +59,16 @@ int cli_check_thread_option(const char *cmd, const cli_options *opt, const forma
  * Returns 1 when `ch` was one of them (stored in *opt), 0 when it was not,
  * -1 on a bad value (usage error printed). */
 int cli_read_option(const char *cmd, int ch, const char *arg, cli_options *opt);
+/* The getopt_long entries of those options: the seven every reader of
+ * traces takes, and the three trace log limits. */
+#define CLI_READ_LONGOPTS                                                                         \
+    {"word-bits", required_argument, NULL, 'w'}, {"strict", no_argument, NULL, 's'},              \
+        {"keep-going", no_argument, NULL, 'k'}, {"progress", no_argument, NULL, 'v'},             \
+        {"max-warnings", required_argument, NULL, 'W'},                                           \
+        {"max-frames", required_argument, NULL, 'm'}, {"thread", required_argument, NULL, 'R'}
+#define CLI_LOG_LIMIT_LONGOPTS                                                                    \
+    {"max-nodes", required_argument, NULL, 'N'}, {"max-live", required_argument, NULL, 'L'},      \
+        {"max-expansion", required_argument, NULL, 'X'}
 /* --elf FILE of any command: 0 when FILE is a regular file btpack can
  * read, else -1 after saying why (`btpack: FILE: cannot read the ELF
  * file: ...`; the command exits with status 1). Checked before any input

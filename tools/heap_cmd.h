@@ -20,9 +20,7 @@ int heap_read_option(const char *cmd, int ch, const char *arg, heap_read_opts *o
 #define HEAP_READ_LONGOPTS                                                              \
     {"from", required_argument, NULL, 'F'}, {"elf", required_argument, NULL, 'E'},      \
         {"word-bits", required_argument, NULL, 'w'},                                    \
-        {"keep-going", no_argument, NULL, 'k'}, {"max-nodes", required_argument, NULL, 'N'}, \
-        {"max-live", required_argument, NULL, 'L'},                                     \
-        {"max-expansion", required_argument, NULL, 'X'},                                 \
+        {"keep-going", no_argument, NULL, 'k'}, CLI_LOG_LIMIT_LONGOPTS,                 \
         {"max-warnings", required_argument, NULL, 'W'}, {"progress", no_argument, NULL, 'v'}
 
 #endif

@@ -206,16 +206,8 @@ int cmd_stats(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"from", required_argument, NULL, 'f'},
-        {"word-bits", required_argument, NULL, 'w'},
-        {"strict", no_argument, NULL, 's'},
-        {"keep-going", no_argument, NULL, 'k'},
-        {"progress", no_argument, NULL, 'v'},
-        {"max-warnings", required_argument, NULL, 'W'},
-        {"max-frames", required_argument, NULL, 'm'},
-        {"max-nodes", required_argument, NULL, 'N'},
-        {"max-live", required_argument, NULL, 'L'},
-        {"max-expansion", required_argument, NULL, 'X'},
-        {"thread", required_argument, NULL, 'R'},
+        CLI_READ_LONGOPTS,
+        CLI_LOG_LIMIT_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {"elf", required_argument, NULL, 'E'},
         {"top", required_argument, NULL, 'T'},

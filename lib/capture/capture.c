@@ -386,6 +386,8 @@ static inline __attribute__((always_inline)) btp_status here_at(const btp_captur
         btp_cfi_regs regs;
         BTP_CFI_REGS_HERE(&regs);
         st = btp_capture_cfi_from(&c, &regs, opt);
+    } else if (m == BTP_CAPTURE_LIBGCC) {
+        st = btp_capture_libgcc_here(&c); /* the same: from this frame */
     } else {
         btp_regs here = {0, fp, fp};
         st = run(m, &c, NULL, &here, opt);

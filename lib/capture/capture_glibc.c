@@ -37,7 +37,7 @@ btp_status btp_capture_glibc(btp_collector *c, const void *uc)
     void *addrs[BTP_CAPTURE_GLIBC_MAX_FRAMES];
     int n = resolve()(addrs, BTP_CAPTURE_GLIBC_MAX_FRAMES);
     for (int i = 0; i < n; i++)
-        if (addrs[i] == NULL || !btp_collector_push(c, (uintptr_t)addrs[i]))
+        if (addrs[i] == NULL || !btp_collector_add(c, (uintptr_t)addrs[i]))
             break;
     return n > 0 ? BTP_OK : BTP_E_NO_METHOD;
 }

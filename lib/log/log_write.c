@@ -728,6 +728,18 @@ static btp_status stack_ref(btp_log_writer *w, const btp_frame *frames, size_t n
     return st;
 }
 
+/* The start of a record with a stack (an allocation, a trace): the writer
+ * usable, then stack_ref (which checks the frames). */
+static btp_status stack_record(btp_log_writer *w, const btp_frame *frames, size_t n,
+                               uint32_t *sid)
+{
+    if (!w)
+        return BTP_E_INVALID_ARGUMENT;
+    if (w->error)
+        return w->error;
+    return stack_ref(w, frames, n, sid);
+}
+
 
 /* Whether the pending block has waited flush_interval_ms (ms: the clock
  * now; *wait: how long until it will have). */
@@ -773,12 +785,8 @@ btp_status btp_log_writer_poll(btp_log_writer *w, uint32_t *wait_ms)
 btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
                                 const btp_frame *frames, size_t n)
 {
-    if (!w)
-        return BTP_E_INVALID_ARGUMENT;
-    if (w->error)
-        return w->error;
     uint32_t sid;
-    btp_status st = stack_ref(w, frames, n, &sid); /* checks the frames */
+    btp_status st = stack_record(w, frames, n, &sid);
     if (st != BTP_OK)
         return st;
     log_model *m = &w->model;
@@ -861,12 +869,8 @@ btp_status btp_log_writer_alloc(btp_log_writer *w, uint64_t size, uint64_t ptr,
 btp_status btp_log_writer_trace(btp_log_writer *w, const btp_frame *frames, size_t n,
                                 int truncated)
 {
-    if (!w)
-        return BTP_E_INVALID_ARGUMENT;
-    if (w->error)
-        return w->error;
     uint32_t sid;
-    btp_status st = stack_ref(w, frames, n, &sid); /* checks the frames */
+    btp_status st = stack_record(w, frames, n, &sid);
     if (st != BTP_OK)
         return st;
     log_buf_byte(&w->sec[BTP_LOG_SEC_TAGS], truncated ? TAG_TRACE_TRUNC : TAG_TRACE);

@@ -238,18 +238,7 @@ static void threads_and_signals(void)
         pthread_create(&t[i], NULL, hammer, &bad[i]);
     /* Meanwhile: empty the cache under them now and then, and interrupt
      * them with captures of their own. */
-    for (unsigned k = 0; k < SIGNAL_ROUNDS; k++) {
-        if (k % 16 == 0)
-            btp_cfi_cache_clear(btp_cfi_cache_global());
-        for (int i = 0; i < T; i++)
-            pthread_kill(t[i], SIGUSR1);
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
-    stop = 1;
-    for (int i = 0; i < T; i++)
-        pthread_join(t[i], NULL);
-    signal(SIGUSR1, SIG_IGN);
+    interrupt_and_join(t, T, SIGNAL_ROUNDS, 16, &stop);
     uint64_t total = 0, made = 0;
     for (int i = 0; i < T; i++) {
         total += bad[i] & 0xffffffffu;

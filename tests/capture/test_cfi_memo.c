@@ -511,16 +511,7 @@ static void threads_and_signals(void)
         jobs[i] = (job){2, 0};
         pthread_create(&t[i], NULL, hammer, &jobs[i]);
     }
-    for (unsigned k = 0; k < 300; k++) {
-        for (int i = 0; i < T; i++)
-            pthread_kill(t[i], SIGUSR1);
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
-    stop = 1;
-    for (int i = 0; i < T; i++)
-        pthread_join(t[i], NULL);
-    signal(SIGUSR1, SIG_IGN);
+    interrupt_and_join(t, T, 300, 0, &stop);
     uint64_t total = 0, made = 0;
     for (int i = 0; i < T; i++) {
         total += jobs[i].bad & 0xffffffffu;
