@@ -117,10 +117,19 @@ static btp_status decode_careful(const uint8_t *p, size_t len, unsigned word_bit
 #define LWS_TAIL 24
 #define LWS_PAD 16
 
-/* The 64 bits of b from bit pos on, MSB first. */
-static inline uint64_t look(const uint8_t *b, size_t pos)
+/* The 8 bytes from byte i of the bytes at address b, big-endian. The fast
+ * path's base address is an integer: it may be the tail's address moved
+ * back by the blob's bytes before the tail (see decode_fast_w), which no
+ * pointer may be; every byte loaded lies in the blob or in the tail. */
+static inline uint64_t load_at(uintptr_t b, size_t i)
 {
-    return load_be64(b + (pos >> 3)) << (pos & 7);
+    return load_be64((const uint8_t *)(b + i));
+}
+
+/* The 64 bits from bit pos on, MSB first. */
+static inline uint64_t look(uintptr_t b, size_t pos)
+{
+    return load_at(b, pos >> 3) << (pos & 7);
 }
 
 /* The top n (0..57) bits of w (n = 0 too, which a plain shift by 64 - n
@@ -137,9 +146,8 @@ static inline uint64_t top(uint64_t w, unsigned n)
  * the top 5 bits of byte 0). Each field is one 8-byte look with no check of
  * length: the looks read the caller's blob itself up to the position `lim`
  * from which a frame's looks could reach past it, and from there on a copy
- * of the blob's last LWS_TAIL bytes padded with zeros (`tail`; positions
- * then count from the copy's first byte). A
- * frame starts only while the position is inside the blob, so no look
+ * of the blob's last LWS_TAIL bytes padded with zeros (`tail`; a position
+ * is the same bit of the blob in both). A frame starts only while the position is inside the blob, so no look
  * starts more than 7 bytes past it (LWS_PAD covers that); fields may run
  * into the trailer or past it, which the end position shows, and a bad
  * reference or (64-bit words) a count that is too wide stops it; the
@@ -170,20 +178,23 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     /* A frame at pos looks at most at bytes (pos + 9) / 8 + 8 .. + 16 (the
      * second look of a wide literal; (pos + 9) / 8 .. + 8 on 32-bit words,
      * whose frames take one look): in the blob while pos <= lim (which
-     * needs len >= 17 on 64-bit words, so the tail is 24 bytes). From the
-     * tail on, positions count from the tail's
-     * first byte, (len - LWS_TAIL) * 8 bits into the blob (0 for a blob
-     * shorter than the tail, read from it from the start), and stop at the
-     * trailer. The switch happens once at most: the values it needs are
-     * worked out there. */
+     * needs len >= 17 on 64-bit words, so the tail is 24 bytes). From there
+     * on the looks go to the tail through `tb`, the tail's address moved
+     * back by the bytes it skips (len - LWS_TAIL), so that a position means
+     * the same bit in both (no rebasing of positions, and the end checks
+     * are one comparison with the bitstream's length). The switch happens
+     * once at most: after it the limit is the bitstream's end, where a
+     * frame can no longer start. */
     const size_t reach = wide ? 74 : 10;
-    const uint8_t *b = p;
+    const size_t bitlen = (len - 2) * 8;
+    uintptr_t b = (uintptr_t)p, tb = (uintptr_t)tail;
     size_t lim;
     if (len >= LWS_TAIL) {
         lim = (len - 7) * 8 - reach;
+        tb -= len - LWS_TAIL;
     } else {
-        b = tail;
-        lim = (len - 2) * 8;
+        b = tb;
+        lim = bitlen;
     }
     size_t depth = (size_t)(p[0] >> 3), pos = LWS_W_DEPTH + 1;
     uint32_t suspect = 0;
@@ -217,26 +228,39 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     for (size_t off = 0; off != end_off; off += sizeof(btp_frame)) {
         if (p9 > lim9) {
             /* past the part read in place: on into the tail, or past the
-             * bitstream */
-            if (b == tail || p9 - 9 > (len - 2) * 8)
+             * bitstream (which the tail's limit is) */
+            if (p9 - 9 > bitlen)
                 return 0;
-            b = tail;
-            p9 -= (len - LWS_TAIL) * 8;
-            lim9 = (LWS_TAIL - 2) * 8 + 9;
+            b = tb;
+            lim9 = bitlen + 9;
         }
         /* a = raw << k: the look's bytes and its shift within the byte,
          * kept apart so that the next header comes from raw by one shift,
          * by k + 1 + n or k + 7 + q, and the next position as p9 + 10 + n
          * or p9 + 16 + q, each with the constant part added first, off the
          * chain (BTP_OPAQUE keeps that order: the count is known last). */
-        uint64_t raw = load_be64(b + (p9 >> 3)), v;
+        uint64_t raw = load_at(b, p9 >> 3), v;
         unsigned k = (unsigned)(p9 & 7);
         uint64_t a = raw << k;
         if (!(w >> 63)) {
             /* literal: kind 0|x, count cccccc|x, then the value; a count of
              * 0 (which no encoder writes) goes the careful way, so the
              * value is the top n bits of a by one shift */
-            unsigned n = (unsigned)(w >> 56) & 0x3f;
+            /* The count without masking on the way that real records take
+             * (the mask is an operation on the chain): kind 0 leaves the
+             * top bits clear but for the kind's extra bit, which
+             * libwebsockets built with gcc writes as 0; where it is 1
+             * (clang), n is 64 more than the count and a branch taken
+             * only then takes the mask (opaque, so that the compiler keeps
+             * the branch instead of masking always). */
+            size_t nz = (size_t)(w >> 56);
+            if (nz > 63) {
+                nz &= 63;
+                BTP_OPAQUE(nz);
+            }
+            /* nz, a word, for the position (no zero extension on the
+             * chain) */
+            unsigned n = (unsigned)nz;
             unsigned k1 = k + 1;
             size_t p19 = p9 + 10;
             BTP_OPAQUE(k1);
@@ -273,11 +297,11 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
                 if (n <= 41) {
                     w = raw << (k1 + n);
                 } else {
-                    uint64_t raw2 = load_be64(b + (p9 >> 3) + 8);
+                    uint64_t raw2 = load_at(b, (p9 >> 3) + 8);
                     w = ((raw << 1) << (k + n)) | (raw2 >> (63 - k - n));
                 }
             }
-            p9 = p19 + n;
+            p9 = p19 + nz;
         } else {
             /* delta: kind 1|x, ref rrr|x, sign s|x, count qqqqqq|x, then
              * |d|; the reference 16 * (rrr + 1) bytes back */
@@ -334,14 +358,13 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     if (!wide && counts >= 32)
         return 0; /* a count of 0 or wider than the word */
     pos = p9 - 9;
-    lim = lim9 - 9;
     /* The size field's two looks reach (pos + 7) / 8 + 8 at most: in the
-     * blob at the frames' limit, else from the tail. */
-    if (pos > lim) {
-        if (b == tail || pos > (len - 2) * 8)
+     * blob at the frames' limit, else from the tail (or past the
+     * bitstream). */
+    if (pos > lim9 - 9) {
+        if (pos > bitlen)
             return 0;
-        b = tail;
-        pos -= (len - LWS_TAIL) * 8;
+        b = tb;
     }
     /* size: count cccccc|x (at the top of w, as every header is), then
      * the value */
@@ -350,16 +373,13 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
         return 0;
     uint64_t size = top(look(b, pos + 7), n);
     pos += 8 + n;
-    if (b == tail && len >= LWS_TAIL)
-        pos += (len - LWS_TAIL) * 8;
-    if (pos > (len - 2) * 8)
+    if (pos > bitlen)
         return 0; /* a field ran past the bitstream */
     if (wide && (lws_truncation_signature(size, n) || lws_truncated_form(size)))
         suspect |= BTP_LWS_SUSPECT_SIZE;
-    info->depth = depth;
-    info->alloc_size = size;
-    info->bits = pos;
-    info->suspect = suspect;
+    /* every field at once: the caller has not cleared info (the careful
+     * way does, when this returns 0) */
+    *info = (btp_lws_info){.depth = depth, .alloc_size = size, .bits = pos, .suspect = suspect};
     return 1;
 }
 
@@ -386,16 +406,15 @@ btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_
     btp_lws_info scratch;
     if (!info)
         info = &scratch;
-    *info = (btp_lws_info){0};
-    if (!lws_word_ok(word_bits) || (len && !blob) || (max_frames && !out))
+    /* info is cleared on each way out below but the fast path's, which
+     * writes all of it once (clearing it first too stored it twice). */
+    if (!lws_word_ok(word_bits) || (len && !blob) || (max_frames && !out)) {
+        *info = (btp_lws_info){0};
         return BTP_E_INVALID_ARGUMENT;
-    const uint8_t *p = blob;
-    if (len < 2) {
-        info->error_bit = 0;
-        return BTP_E_LENGTH_MISMATCH;
     }
-    if (((size_t)p[len - 2] << 8 | p[len - 1]) != len) {
-        info->error_bit = (len - 2) * 8;
+    const uint8_t *p = blob;
+    if (len < 2 || ((size_t)p[len - 2] << 8 | p[len - 1]) != len) {
+        *info = (btp_lws_info){.error_bit = len < 2 ? 0 : (len - 2) * 8};
         return BTP_E_LENGTH_MISMATCH;
     }
     /* The fast path writes straight into out, so it runs when the record's
