@@ -112,6 +112,14 @@
  * stack bounds (fp and cfi), the cfi cache above, the functions the libgcc
  * and glibc methods resolved (set once), and the crash handler's
  * configuration and image snapshot (set by btp_crash_install()).
+ *
+ * Stack: besides the caller's frames array, a capture uses about 1 KiB of
+ * stack with the fp method and about 10 KiB with cfi (the walker's
+ * register rows, layout lookups and its memo's working copy; x86_64, gcc
+ * -O2); libgcc, libunwind and glibc add their unwinder's own, glibc's an
+ * array of BTP_CAPTURE_GLIBC_MAX_FRAMES pointers. A signal handler that
+ * captures on an alternate stack needs that room (the crash handler's
+ * own is 64 KiB unless configured otherwise).
  */
 #ifndef BTPACK_CAPTURE_H
 #define BTPACK_CAPTURE_H
@@ -288,8 +296,8 @@ BTP_API btp_status btp_capture_regs(const btp_capture_options *opt, const btp_re
  * the stream is cut with `trunc` (cap >= 2 needed). *len_out gets its length.
  * Returns the capture's status, BTP_E_INVALID_ARGUMENT for cap < 2, or
  * BTP_E_BUFFER_TOO_SMALL when the stream had to be cut (buf still holds
- * valid CBF). No allocation; uses about 2 KiB of stack. Signal safety as
- * for the capture.
+ * valid CBF). No allocation; uses about 3 KiB of stack (its frames) on top
+ * of the method's (see above). Signal safety as for the capture.
  */
 BTP_API btp_status btp_capture_cbf(const btp_capture_options *opt, const void *ucontext,
                                    void *buf, size_t cap, size_t *len_out);
