@@ -1464,13 +1464,14 @@ static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *
 }
 
 /* The walk is at its start s (an exact pc): take the head from the memo,
- * as far as it holds (see above). HEAD_TAKEN (s, cur and the collector are
- * those after the steps taken, *taken of them), HEAD_OVER (the collector
- * ended the walk inside them), or HEAD_NOT (nothing changed). */
+ * as far as it holds (see above). HEAD_TAKEN (s and the collector are
+ * those after the steps taken, *taken of them; the registers the steps
+ * restore wait for pend_flush()), HEAD_OVER (the collector ended the walk
+ * inside them), or HEAD_NOT (nothing changed). */
 #if BTP_CFI_MEMO
 enum { HEAD_NOT, HEAD_TAKEN, HEAD_OVER };
 static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
-                                  const btp_cfi_env *env, btp_cfi_regs *cur, unsigned *taken)
+                                  const btp_cfi_env *env, unsigned *taken)
 {
     const btp_cfi_memo *m = wk->memo;
     const unsigned hn = m->hn;
@@ -1519,7 +1520,6 @@ static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
     /* the registers the steps restore: when something needs them (pend_flush) */
     wk->pend_head = steps;
     wk->pend_hsp0 = sp0;
-    (void)cur;
     s->pc = pc;
     s->sp = sp0 + (uintptr_t)(intptr_t)m->hcfa[steps - 1];
     s->fp = fp;
@@ -1923,7 +1923,7 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
              * where a walk left the cached layouts (the first walks) */
             uintptr_t sp0 = s.sp;
             unsigned taken = 0;
-            int h = head_take(wk, &s, c, env, cur, &taken);
+            int h = head_take(wk, &s, c, env, &taken);
             if (h == HEAD_OVER)
                 return FAST_DONE;
             btp_cfi_memo *m = wk->memo;
