@@ -986,7 +986,7 @@ static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, 
                 if (++k == 0)
                     break;
 #if CBF_SSE2
-                if (k & 1) /* came from `single`: the pair's second frame */
+                if (k & 1) /* came from a pair out of range: its second frame */
                     continue;
 #endif
             }
@@ -994,10 +994,11 @@ static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, 
             if (word_bits == 32) {
                 /* Both frames of a step in range by one test (else the
                  * first goes on its own, with its own test, and so does the
-                 * next to keep the pairs). */
+                 * next to keep the pairs: k is even there, so `one` comes
+                 * back for the second). */
                 do {
                     if (!pair_in_range32(end + k))
-                        goto single;
+                        goto one;
                     uint64_t v0 = end[k], d0 = word_delta(v0, prev, 32);
                     if (is_zero(d0, 32))
                         goto run;
@@ -1031,11 +1032,6 @@ static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, 
                 k++;
             } while (k != 0);
             break;
-#if CBF_SSE2
-        single:
-            goto one; /* a pair was left: k is even, and the frame after
-                         this one goes on its own too */
-#endif
         careful:;
             /* The exact choice, or add() for a value too wide. */
             uint64_t v = end[k];
