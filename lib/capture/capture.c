@@ -62,17 +62,15 @@ static void spill(btp_collector *c)
     c->ring_total = c->ring_cap;
 }
 
-static void keep(btp_collector *c, uintptr_t addr)
+/* A frame past the head's linear part: into the ring (spilling into it
+ * first), or only counted. Out of line, as the rest of what is rare here,
+ * so that the usual cases of btp_collector_push (a frame set aside while
+ * the anchor is sought, the anchor, one snipped, one stored in order) take
+ * no saved registers: it runs for each of the library's own frames. */
+static BTP_NOINLINE int keep_ring(btp_collector *c, uintptr_t addr)
 {
-    if (c->skip > 0) {
-        c->skip--;
-        btp_collector_go_fast(c);
-        return;
-    }
     btp_frame f = {(uint64_t)addr, BTP_FRAME_RA};
-    if (c->ring_total == 0 && c->head_n < c->lin_cap) {
-        c->out[c->head_n++] = f;
-    } else if (c->ring_cap > 0) {
+    if (c->ring_cap > 0) {
         if (c->ring_total == 0)
             spill(c);
         c->out[c->head_cap + 1 + c->ring_pos] = f;
@@ -82,6 +80,23 @@ static void keep(btp_collector *c, uintptr_t addr)
     } else {
         c->ring_total++; /* no ring: counted only, reported as nothing */
     }
+    return 1;
+}
+
+static inline int keep(btp_collector *c, uintptr_t addr)
+{
+    if (c->skip > 0) {
+        c->skip--;
+        btp_collector_go_fast(c);
+        return 1;
+    }
+    if (c->ring_total == 0 && c->head_n < c->lin_cap) {
+        c->out[c->head_n].value = (uint64_t)addr;
+        c->out[c->head_n].kind = BTP_FRAME_RA;
+        c->head_n++;
+        return 1;
+    }
+    return keep_ring(c, addr);
 }
 
 static void flush_pending(btp_collector *c)
@@ -91,6 +106,16 @@ static void flush_pending(btp_collector *c)
     c->pending_n = 0;
     c->seeking = 0;
     btp_collector_go_fast(c);
+}
+
+/* More frames than BTP_CAPTURE_SEEK_MAX and no anchor yet: give up, or keep
+ * those set aside and go on without it. */
+static BTP_NOINLINE int seek_overflow(btp_collector *c, uintptr_t addr)
+{
+    if (c->drop_unanchored)
+        return 0; /* give up: the caller falls back to another walk */
+    flush_pending(c);
+    return keep(c, addr);
 }
 
 int btp_collector_push(btp_collector *c, uintptr_t addr)
@@ -108,14 +133,11 @@ int btp_collector_push(btp_collector *c, uintptr_t addr)
         } else if (c->pending_n < BTP_CAPTURE_SEEK_MAX) {
             c->pending[c->pending_n++] = addr;
             return 1;
-        } else if (c->drop_unanchored) {
-            return 0; /* give up: the caller falls back to another walk */
         } else {
-            flush_pending(c);
+            return seek_overflow(c, addr);
         }
     }
-    keep(c, addr);
-    return 1;
+    return keep(c, addr);
 }
 
 int btp_collector_missed_anchor(const btp_collector *c)

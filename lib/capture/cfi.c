@@ -1064,11 +1064,19 @@ static inline const seen *met_image(const walk *wk, uintptr_t look)
     return NULL;
 }
 
-static const seen *seen_image(walk *wk, const btp_cfi_env *env, uintptr_t look)
+static BTP_NOINLINE const seen *seen_image_new(walk *wk, const btp_cfi_env *env,
+                                               uintptr_t look);
+
+/* (the images met, inline: a walk meets most of its images again) */
+static inline const seen *seen_image(walk *wk, const btp_cfi_env *env, uintptr_t look)
 {
     const seen *met = met_image(wk, look);
-    if (met)
-        return met;
+    return met ? met : seen_image_new(wk, env, look);
+}
+
+static BTP_NOINLINE const seen *seen_image_new(walk *wk, const btp_cfi_env *env,
+                                               uintptr_t look)
+{
     /* Into a free place of own[] (a find that fails leaves it free), else
      * over the oldest (only once found: the walk may hold it). */
     unsigned own = wk->n_img - wk->n_keep;
@@ -2215,6 +2223,10 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
         wk.mask = env->cache->mask;
         if (BTP_CFI_MEMO && env->region)
             wk.memo = env->memo;
+        if (env->region && env->known.hi > env->known.lo) {
+            wk.rlo = env->known.lo;
+            wk.rhi = env->known.hi;
+        }
         wk.mi = wk.memo ? BTP_CFI_MEMO_N - wk.memo->n : 0;
     }
     btp_cfi_regs cur = *start, next;

@@ -143,6 +143,10 @@ typedef struct btp_cfi_env {
      * holding addr, every part of which stack_ok would accept; 1 if there
      * is one. Lets the walker check saved-register slots inline. */
     int (*region)(void *ctx, uintptr_t addr, btp_stack_bounds *out);
+    /* Optional (hi 0: none; used only with `region`): a stretch of stack
+     * `region` would answer with for any address in it, known before the
+     * walk (the stack it starts on), so that the walk need not ask. */
+    btp_stack_bounds known;
     /* Optional (NULL: none): a cache of frame layouts (cfi_cache.h). With
      * one, `find` must answer for any pc in [lo, hi) of an image it
      * returned with that image (the walker then asks once per image per

@@ -245,6 +245,7 @@ void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_boun
     env->stack_ok = self_stack_ok;
     env->code_ok = self_code_ok;
     env->region = self_region;
+    env->known = self->n_stack ? self->stack[0] : (btp_stack_bounds){0, 0};
     env->cache = btp_cfi_cache_global();
     env->memo = NULL;
     self->n_keep = env->n_keep = perm_keep(self->keep, &env->keep);
@@ -268,8 +269,10 @@ btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
     btp_cfi_self_env(&self, &env, opt ? opt->bounds : NULL, opt ? opt->flags : 0);
     /* The stack the walk starts on, when the thread's is known and holds
      * it: what the first question about it would find anyway. */
-    if (!self.given && btp_capture_known_stack(regs->r[BTP_CFI_SP], &self.stack[0]))
+    if (!self.given && btp_capture_known_stack(regs->r[BTP_CFI_SP], &self.stack[0])) {
         self.n_stack = 1;
+        env.known = self.stack[0]; /* (what self_region answers within it) */
+    }
 #if BTP_CFI_MEMO
     /* Walks of the thread's own stack only: with bounds from the caller
      * the stack may be another one (the memo keeps to the thread's). */

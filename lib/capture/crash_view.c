@@ -381,6 +381,7 @@ void btp_crash_view_env(btp_crash_view *v, btp_cfi_env *env)
     env->stack_ok = view_stack_ok;
     env->code_ok = view_code_ok;
     env->region = NULL;
+    env->known.lo = env->known.hi = 0;
     env->cache = NULL; /* the crash handler walks with nothing but the maps */
     env->memo = NULL;
     env->keep = NULL;
