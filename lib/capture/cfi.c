@@ -261,6 +261,9 @@ typedef struct walk {
     seen own[SEEN_N];
     unsigned n_img, n_keep, next_img;
     uintptr_t rlo, rhi;
+    /* and the CFAs all of whose slots (within 128 words: pack()) lie in
+     * it: cfa - rin_lo < rin_n */
+    uintptr_t rin_lo, rin_n;
     btp_cfi_slot *slots; /* the cache's, and its mask */
     size_t mask;
     /* With a memo (see "The walk memo"): the memo, the first of its states a
@@ -1255,7 +1258,7 @@ static void memo_save(walk *wk, unsigned j, uint64_t same_j)
      * checked. The states must go up the stack, else the memo is dropped. */
     int live = (m->info[j] & MI_FP_LIVE) != 0;
     uintptr_t above = m->sp[j];
-    uint32_t fpb = 0, imgb = 0; /* the run's bits of the masks */
+    uint32_t fpb = 0, imgb = 0, uab = 0; /* the run's bits of the masks */
     for (unsigned k = j, r = wk->rec_n; k-- > j - q;) {
         unsigned at = --r & BTP_CFI_MEMO_N;
         uint64_t f = wk->rec_info[at]; /* (no MI_FP_LIVE, MI_FP_CHECK yet) */
@@ -1282,11 +1285,13 @@ static void memo_save(walk *wk, unsigned j, uint64_t same_j)
         m->fp_at[k] = wk->rec_fpa[at];
         fpb |= (uint32_t)(f >> 40 & 1) << k;         /* MI_FP_CHECK */
         imgb |= (uint32_t)(~f >> 39 & 1) << k;       /* not MI_SAME_IMG */
+        uab |= (uint32_t)(wk->rec_ra[at] % W != 0) << k;
     }
     if (q > 0) {
         uint32_t run = (((uint32_t)1 << q) - 1) << (j - q); /* (q <= j <= E < 32) */
         m->fp_mask = (m->fp_mask & ~run) | fpb;
         m->img_mask = (m->img_mask & ~run) | imgb;
+        m->ua_mask = (m->ua_mask & ~run) | uab;
     }
     m->n = E - (j - q);
 }
@@ -1327,6 +1332,15 @@ static inline int memo_here(fast_state *s, walk *wk)
     return 0;
 }
 
+/* The stretch of stack the walk knows now (see walk). */
+static void set_region(walk *wk, uintptr_t lo, uintptr_t hi)
+{
+    wk->rlo = lo;
+    wk->rhi = hi;
+    wk->rin_lo = lo + 128 * W;
+    wk->rin_n = hi > lo && hi - lo > 256 * W ? hi - lo - 256 * W : 0;
+}
+
 /* Whether the slots lo..hi (the lowest and the highest: [lo, hi + W)) lie
  * in one stretch of stack the environment vouches for: the last one it
  * named, else the one holding lo (which becomes the last). */
@@ -1337,8 +1351,7 @@ static int slots_ok(walk *wk, const btp_cfi_env *env, uintptr_t lo, uintptr_t hi
     btp_stack_bounds b;
     if (!env->region || !env->region(env->ctx, lo, &b) || lo < b.lo || hi + W > b.hi)
         return 0;
-    wk->rlo = b.lo;
-    wk->rhi = b.hi;
+    set_region(wk, b.lo, b.hi);
     return 1;
 }
 
@@ -1666,16 +1679,20 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
         cfa = cur->r[base];
     }
     cfa += (uintptr_t)(intptr_t)(int32_t)(uint32_t)w2;
-    /* The slots, lowest to highest; all in one stretch of stack: each is. */
-    uintptr_t lo = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 48) * (intptr_t)W);
-    uintptr_t hi = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 56) * (intptr_t)W);
-    if (hi < lo || hi + W < hi)
-        return FS_MISS;
-    if (lo < wk->rlo || hi + W > wk->rhi) {
-        if (!may_call)
-            return FS_CALL;
-        if (!slots_ok(wk, env, lo, hi))
+    /* The slots, lowest to highest; all in one stretch of stack: each is.
+     * They lie within 128 words of the CFA: where all of that lies in the
+     * stretch known, so do they (the usual case, checked at once). */
+    if (cfa - wk->rin_lo >= wk->rin_n) {
+        uintptr_t lo = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 48) * (intptr_t)W);
+        uintptr_t hi = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 56) * (intptr_t)W);
+        if (hi < lo || hi + W < hi)
             return FS_MISS;
+        if (lo < wk->rlo || hi + W > wk->rhi) {
+            if (!may_call)
+                return FS_CALL;
+            if (!slots_ok(wk, env, lo, hi))
+                return FS_MISS;
+        }
     }
     /* The caller: its cycle check and its slot in the collector, before
      * anything changes (a call needed there is made by the other copy). */
@@ -1828,10 +1845,19 @@ __attribute__((no_sanitize_address, noinline)) static int memo_try(fast_state *s
         /* The usual case: the slots, then the images, from what memo_save()
          * derived (the same checks as the loop below, in another order: any
          * that fails fails the states up to its step) */
-        for (; k < n; k++)
-            if (peek(m->ra_at[k]) != m->pc[k + 1])
-                goto fail;
         const uint32_t from = (uint32_t)~0u << j, to = n < 32 ? ((uint32_t)1 << n) - 1 : ~0u;
+        if (m->ua_mask & from & to) {
+            for (; k < n; k++)
+                if (peek(m->ra_at[k]) != m->pc[k + 1])
+                    goto fail;
+        } else { /* (all aligned: peek()'s usual case, without its test) */
+            for (size_t i = k; i < n; i++)
+                if (*(const volatile uintptr_t *)m->ra_at[i] != m->pc[i + 1]) {
+                    k = (unsigned)i;
+                    goto fail;
+                }
+            k = n;
+        }
         for (uint32_t b = m->fp_mask & from & to; b; b &= b - 1) {
             k = (unsigned)__builtin_ctz(b);
             if (peek(m->fp_at[k]) != m->fp[k + 1])
@@ -2210,7 +2236,7 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
         wk.cache[i].look = 0;
     wk.next_slot = 0;
     wk.n_img = wk.n_keep = wk.next_img = 0;
-    wk.rlo = wk.rhi = 0;
+    set_region(&wk, 0, 0);
     wk.memo = NULL;
     wk.hk = HEAD_OFF;
     if (env->cache) {
@@ -2224,8 +2250,7 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
         if (BTP_CFI_MEMO && env->region)
             wk.memo = env->memo;
         if (env->region && env->known.hi > env->known.lo) {
-            wk.rlo = env->known.lo;
-            wk.rhi = env->known.hi;
+            set_region(&wk, env->known.lo, env->known.hi);
         }
         wk.mi = wk.memo ? BTP_CFI_MEMO_N - wk.memo->n : 0;
     }

@@ -94,15 +94,16 @@ typedef struct btp_cfi_memo {
     /* Derived from the above when a state is saved, so that taking the
      * memo's rest is a load and compare a step: each step's return-address
      * slot and frame-pointer slot (where checked), and the states whose
-     * step checks its frame-pointer slot (fp_mask) or whose pc is not known
-     * to lie in the image of the state before (img_mask: its tag is
-     * checked), bit k for state k. */
+     * step checks its frame-pointer slot (fp_mask), whose step's
+     * return-address slot is not aligned (ua_mask: read a byte at a time)
+     * or whose pc is not known to lie in the image of the state before
+     * (img_mask: its tag is checked), bit k for state k. */
     uintptr_t ra_at[BTP_CFI_MEMO_N], fp_at[BTP_CFI_MEMO_N];
     /* pc[k] as the collector takes it (a return address), copied out in one
      * go; pc[] stays for the checks, whose loops step 8 bytes (reading the
      * pcs from fr[] instead cost 1 instruction a replayed frame) */
     btp_frame fr[BTP_CFI_MEMO_N + 1];
-    uint32_t fp_mask, img_mask;
+    uint32_t fp_mask, img_mask, ua_mask;
     /* The walk's head (cfi.c, "The head"): its first steps from its start,
      * relative to the start's stack pointer, and what they leave in the
      * registers. */
