@@ -1424,11 +1424,13 @@ static void head_reg(btp_cfi_memo *m, unsigned k, unsigned r, int32_t rel)
 }
 
 /* Step wk->hk of the head, just taken by fast_one() from state s with the
- * packed layout w1..w5 (regs, offs), giving cfa and the caller's pc: add it
- * to the memo's head, or end the recording. */
-static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *sn, unsigned base,
-                                     uintptr_t cfa, uint64_t w1, uint64_t w2, uint64_t w3,
-                                     uint64_t regs, uint64_t offs, uintptr_t pc)
+ * packed layout w1..w5 (regs, offs), giving cfa and the caller's pc (its
+ * pc in the image of the step before: same_img): add it to the memo's head,
+ * or end the recording. */
+static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *sn,
+                                     uint64_t same_img, unsigned base, uintptr_t cfa,
+                                     uint64_t w1, uint64_t w2, uint64_t w3, uint64_t regs,
+                                     uint64_t offs, uintptr_t pc)
 {
     btp_cfi_memo *m = wk->memo;
     unsigned k = wk->hk;
@@ -1457,6 +1459,7 @@ static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *
     m->hn = 0; /* complete again below */
     m->hpc[k] = s->pc;
     m->htag[k] = sn->tag;
+    m->hsame = (uint16_t)((m->hsame & ~(1u << k)) | (same_img ? 1u << k : 0));
     m->hcfa[k] = rcfa;
     m->hra[k] = head_rel(ra_at, sp0);
     m->hfps[k] = fp_off != -128 ? head_rel(cfa + (uintptr_t)((intptr_t)fp_off * (intptr_t)W), sp0)
@@ -1512,18 +1515,26 @@ static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
     uintptr_t fp = s->fp, pc = 0;
     const seen *sn = &no_image, *last = &no_image;
     unsigned steps = 0;
+    const unsigned hsame = m->hsame & ~1u; /* (step 0 has no step before) */
     for (unsigned k = 0; k < hn; k++) {
-        uintptr_t look = m->hpc[k] - (k ? 1 : 0);
-        if (look - sn->lo >= sn->hi - sn->lo) {
-            /* a kept image, or one the environment is asked about once
-             * this walk (as the walk would ask) */
-            const seen *x = seen_image(wk, env, look);
-            if (!x)
+        /* A step whose pc lay in the image of the step before when it was
+         * recorded lies in it again (its pc is the recorded one, and that
+         * image has the tag it had, which covers its range): nothing to
+         * look up or check. */
+        if (!(hsame >> k & 1)) {
+            uintptr_t look = m->hpc[k] - (k ? 1 : 0);
+            if (look - sn->lo >= sn->hi - sn->lo) {
+                /* a kept image, or one the environment is asked about once
+                 * this walk (as the walk would ask) */
+                const seen *x = seen_image(wk, env, look);
+                if (!x)
+                    break;
+                sn = x;
+            }
+            if (sn->tag != m->htag[k])
                 break;
-            sn = x;
         }
-        if (sn->tag != m->htag[k] ||
-            (m->hfp[k] != BTP_CFI_HEAD_NONE && fp - sp0 != (uintptr_t)(intptr_t)m->hfp[k]))
+        if (m->hfp[k] != BTP_CFI_HEAD_NONE && fp - sp0 != (uintptr_t)(intptr_t)m->hfp[k])
             break;
         uintptr_t ra = peek(sp0 + (uintptr_t)(intptr_t)m->hra[k]);
         if (ra == 0)
@@ -1695,8 +1706,10 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
         }
     }
     /* The caller: its cycle check and its slot in the collector, before
-     * anything changes (a call needed there is made by the other copy). */
-    if (!may_call && (c->head_n >= c->fast_end || c->n_seg != 1 || cfa <= c->seg_hi[0]))
+     * anything changes (a call needed there is made by the other copy; the
+     * collector has one stretch of stack, as fast_run() checked, and the
+     * copy that calls nothing adds none). */
+    if (!may_call && (c->head_n >= c->fast_end || cfa <= c->seg_hi[0]))
         return FS_CALL;
     uintptr_t ra_at = cfa + (uintptr_t)((intptr_t)(int8_t)(w2 >> 32) * (intptr_t)W);
     int8_t fp_off = (int8_t)(w2 >> 40);
@@ -1724,7 +1737,7 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
     wk->pend_offs[p] = offs;
     wk->pend_n = p + 1;
     if (BTP_CFI_MEMO && may_call && wk->hk != HEAD_OFF)
-        head_record(wk, s, sn, base, cfa, w1, w2, w3, regs, offs, pc);
+        head_record(wk, s, sn, same_img, base, cfa, w1, w2, w3, regs, offs, pc);
     if (BTP_CFI_MEMO && wk->memo) {
         if (base == BTP_CFI_SP || base == BTP_CFI_FP) {
             unsigned at = wk->rec_n & BTP_CFI_MEMO_N;
@@ -1771,8 +1784,8 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
 __attribute__((no_sanitize_address, noinline, aligned(64))) static int fast_run(
     fast_state *sp, walk *wk, btp_collector *c, const btp_cfi_env *env, btp_cfi_regs *cur)
 {
-    if (!sp->adj)
-        return FS_CALL; /* the first frame: the other copy */
+    if (!sp->adj || c->n_seg != 1)
+        return FS_CALL; /* the first frame, or no stretch of stack yet: the other copy */
     fast_state s = *sp;
     int st;
     while ((st = fast_one(&s, wk, c, env, cur, 0)) == FS_OK)
@@ -2241,9 +2254,14 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
     wk.hk = HEAD_OFF;
     if (env->cache) {
         /* the images the environment keeps: met without asking */
-        for (unsigned i = 0; i < env->n_keep && i < BTP_CFI_KEEP_MAX; i++)
-            if (env->keep[i]->tag && env->keep[i]->hi > env->keep[i]->lo)
-                wk.img[wk.n_img++] = env->keep[i];
+        const btp_cfi_image *const *keep = env->keep;
+        unsigned n_keep = env->n_keep < BTP_CFI_KEEP_MAX ? env->n_keep : BTP_CFI_KEEP_MAX, n = 0;
+        for (unsigned i = 0; i < n_keep; i++) {
+            const btp_cfi_image *k = keep[i];
+            if (k->tag && k->hi > k->lo)
+                wk.img[n++] = k;
+        }
+        wk.n_img = n;
         wk.n_keep = wk.n_img;
         wk.slots = env->cache->slot;
         wk.mask = env->cache->mask;

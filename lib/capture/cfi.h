@@ -108,7 +108,8 @@ typedef struct btp_cfi_memo {
      * relative to the start's stack pointer, and what they leave in the
      * registers. */
     unsigned hn;        /* steps (0: none) */
-    unsigned hend;      /* 1: the step after them could not be recorded */
+    uint16_t hend;      /* 1: the step after them could not be recorded */
+    uint16_t hsame;     /* bit k: step k's pc lay in the image of step k - 1's */
     unsigned hpart;     /* walks in a row that took only a part of them */
     unsigned long head_used; /* walks that took their head from it */
     uint64_t hvalid0;   /* the registers known at the start */
