@@ -1234,7 +1234,7 @@ _Static_assert(BTP_CFI_MEMO_N <= 32, "a memo's states are bits of a uint32_t");
  * E = BTP_CFI_MEMO_N, so the memo's own stay where they are and the run's
  * go before them (as many as there is room for).
  */
-static void memo_save(walk *wk, unsigned j, uint64_t same_j)
+static inline __attribute__((always_inline)) void memo_save(walk *wk, unsigned j, uint64_t same_j)
 {
     const unsigned E = BTP_CFI_MEMO_N;
     btp_cfi_memo *m = wk->memo;
@@ -1294,6 +1294,12 @@ static void memo_save(walk *wk, unsigned j, uint64_t same_j)
         m->ua_mask = (m->ua_mask & ~run) | uab;
     }
     m->n = E - (j - q);
+}
+
+/* (memo_try() has it inline: it ends nearly every walk) */
+static BTP_NOINLINE void memo_save_end(walk *wk)
+{
+    memo_save(wk, BTP_CFI_MEMO_N + 1, 0);
 }
 #endif
 
@@ -2010,7 +2016,7 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
     }
 #if BTP_CFI_MEMO
     if (st == FS_END && wk->memo)
-        memo_save(wk, BTP_CFI_MEMO_N + 1, 0);
+        memo_save_end(wk);
 #endif
     if (st == FS_DONE || st == FS_END)
         return FAST_DONE; /* (cur is not used again) */
