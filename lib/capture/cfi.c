@@ -1497,11 +1497,14 @@ static BTP_NOINLINE void head_record(walk *wk, const fast_state *s, const seen *
  * as far as it holds (see above). HEAD_TAKEN (s and the collector are
  * those after the steps taken, *taken of them; the registers the steps
  * restore wait for pend_flush()), HEAD_OVER (the collector ended the walk
- * inside them), or HEAD_NOT (nothing changed). */
+ * inside them), or HEAD_NOT (nothing changed). Inline in fast_frames(),
+ * its one caller, once a walk. */
 #if BTP_CFI_MEMO
 enum { HEAD_NOT, HEAD_TAKEN, HEAD_OVER };
-static BTP_NOINLINE int head_take(walk *wk, fast_state *s, btp_collector *c,
-                                  const btp_cfi_env *env, unsigned *taken)
+static inline __attribute__((always_inline)) int head_take(walk *wk, fast_state *s,
+                                                           btp_collector *c,
+                                                           const btp_cfi_env *env,
+                                                           unsigned *taken)
 {
     const btp_cfi_memo *m = wk->memo;
     const unsigned hn = m->hn;
