@@ -1821,7 +1821,8 @@ static inline int memo_image(walk *wk, const btp_cfi_env *env, const seen **sn, 
 }
 
 /*
- * The walk is at state s: if it is one of the memo's and the rest of the
+ * The walk is at state s, which memo_here() found to have the stack pointer
+ * and pc of the memo's state wk->mi: if it is that state and the rest of the
  * memo still holds (see "The walk memo"), push the rest's frames, make the
  * memo this walk's and return 1 (the walk is over). Else 0, with s->msp
  * moved past s (and past the step that failed).
@@ -1832,19 +1833,16 @@ __attribute__((no_sanitize_address, noinline)) static int memo_try(fast_state *s
 {
     const unsigned n = BTP_CFI_MEMO_N; /* the end state */
     btp_cfi_memo *m = wk->memo;
-    unsigned j = wk->mi, k;
-    while (j < n && m->sp[j] < s->sp)
-        j++;
-    k = j;
-    if (j >= n || m->sp[j] != s->sp) {
-        /* no state here: the next one up may still come */
-        wk->mi = j;
+    /* (memo_here() found state j with s's stack pointer and pc) */
+    unsigned j = wk->mi, k = j;
+    if (j >= n) {
         s->msp = memo_next(wk);
         return 0;
     }
     uint64_t f = m->info[j];
     uint64_t want = mi_state(s->adj, s->valid) | (f & MI_FP_LIVE);
-    if (m->pc[j] != s->pc || (f & (MI_ADJ | MI_FP_OK | MI_SP_OK | MI_FP_LIVE)) != want ||
+    if (m->sp[j] != s->sp || m->pc[j] != s->pc ||
+        (f & (MI_ADJ | MI_FP_OK | MI_SP_OK | MI_FP_LIVE)) != want ||
         ((f & MI_FP_LIVE) && m->fp[j] != s->fp))
         goto fail;
     /* Each step's slots lie within 128 words of its CFA (pack()), and the
