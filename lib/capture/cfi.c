@@ -281,6 +281,9 @@ typedef struct walk {
     uint32_t rec_tag[BTP_CFI_MEMO_N + 1];
     uint64_t rec_info[BTP_CFI_MEMO_N + 1];
     uintptr_t rec_ra[BTP_CFI_MEMO_N + 1], rec_fpa[BTP_CFI_MEMO_N + 1]; /* each step's slots */
+    /* The walk's start while its register set is still that (not copied
+     * until something writes it: cur_own()); NULL once copied. */
+    const btp_cfi_regs *cur_src;
     /* The cached steps whose other saved registers (all but the pc, stack
      * and frame pointer) are not loaded yet (pend_flush()): the CFA, packed
      * layout words and return address of each, in order. */
@@ -1587,8 +1590,18 @@ static inline __attribute__((always_inline)) int head_take(walk *wk, fast_state 
  * their steps (in the stretch of stack known then, which stays so), and the
  * stack above the walker does not change while it runs.
  */
+/* cur, copied from the start where not yet (see walk): before it is written. */
+static inline void cur_own(walk *wk, btp_cfi_regs *cur)
+{
+    if (wk->cur_src) {
+        *cur = *wk->cur_src;
+        wk->cur_src = NULL;
+    }
+}
+
 __attribute__((no_sanitize_address)) static void pend_flush(walk *wk, btp_cfi_regs *cur)
 {
+    cur_own(wk, cur);
 #if BTP_CFI_MEMO
     if (wk->pend_head) {
         /* the head's (head_take): each register from the last slot it was
@@ -1653,6 +1666,7 @@ __attribute__((no_sanitize_address, always_inline)) static inline int fast_one(
     if (!s->first) {
         if (!may_call)
             return FS_CALL;
+        cur_own(wk, cur);
         cur->pc = s->pc;
         cur->r[BTP_CFI_SP] = s->sp;
         cur->valid = s->valid;
@@ -1959,8 +1973,9 @@ __attribute__((no_sanitize_address, noinline)) static int fast_frames(
     walk *wk, btp_collector *c, const btp_cfi_env *env, btp_cfi_regs *cur, int *exact_io,
     int *first_io)
 {
-    fast_state s = {cur->pc,    cur->r[BTP_CFI_SP], cur->r[BTP_CFI_FP], cur->valid,
-                    !*exact_io, &no_image,          *first_io, UINTPTR_MAX};
+    const btp_cfi_regs *in = wk->cur_src ? wk->cur_src : cur;
+    fast_state s = {in->pc,     in->r[BTP_CFI_SP], in->r[BTP_CFI_FP], in->valid,
+                    !*exact_io, &no_image,         *first_io, UINTPTR_MAX};
     int st;
     wk->pend_n = 0;
     wk->pend_head = 0;
@@ -2259,6 +2274,7 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
     set_region(&wk, 0, 0);
     wk.memo = NULL;
     wk.hk = HEAD_OFF;
+    wk.cur_src = NULL;
     if (env->cache) {
         /* the images the environment keeps: met without asking */
         const btp_cfi_image *const *keep = env->keep;
@@ -2279,17 +2295,23 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
         }
         wk.mi = wk.memo ? BTP_CFI_MEMO_N - wk.memo->n : 0;
     }
-    btp_cfi_regs cur = *start, next;
+    btp_cfi_regs cur, next;
     int exact = 1, first = 1;
-    for (;;) {
-        if (!btp_collector_add(c, cur.pc))
+    if (!btp_collector_add(c, start->pc))
+        return BTP_OK;
+    if (env->cache && start->pc != 0) {
+        /* (cur is *start until something writes it: most walks end in
+         * cached steps without) */
+        wk.cur_src = start;
+        if (fast_frames(&wk, c, env, &cur, &exact, &first) == FAST_DONE)
             return BTP_OK;
-        /* Frames whose layouts are cached, as far as they go. */
-        if (env->cache && cur.pc != 0) {
-            if (fast_frames(&wk, c, env, &cur, &exact, &first) == FAST_DONE)
-                return BTP_OK;
-            /* cur (pushed, perhaps a later frame) takes the full step */
-        }
+        cur_own(&wk, &cur);
+    } else {
+        cur = *start;
+    }
+    for (;;) {
+        /* cur (pushed, perhaps a later frame than the one fast_frames()
+         * started from) takes the full step */
         /* A return address is looked up inside its call (the call may be
          * a function's last instruction); an interrupted pc as it is. */
         uintptr_t look = exact ? cur.pc : cur.pc - 1;
@@ -2339,6 +2361,12 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
         exact = signal;
         first = 0;
         cur = next;
+        if (!btp_collector_add(c, cur.pc))
+            return BTP_OK;
+        /* Frames whose layouts are cached, as far as they go. */
+        if (env->cache && cur.pc != 0 &&
+            fast_frames(&wk, c, env, &cur, &exact, &first) == FAST_DONE)
+            return BTP_OK;
     }
 #endif
 }
