@@ -633,6 +633,12 @@ static BTP_ALWAYS_INLINE btp_status decode_whole_w(const uint8_t *buf, size_t le
         while (p <= lim && take_rep(op, &p, out, &n, room, prev, addrs));
     }
     size_t rest = len - (size_t)(p - buf);
+    /* The usual stream ends here: the fast loop took every frame and
+     * stopped at `end` (inside the input: every instruction it takes ends
+     * before the input does). The last bytes need no tail then, which on
+     * short traces was a noticeable part of the call. */
+    if (rest && *p == CBF_OP_END)
+        rest = 0;
     if (rest < reach && rest && len >= 8) {
         tail_run(&p, buf, len, out, &n, room, &prev, addrs, word_bits);
     } else if (rest < reach && rest) {
