@@ -13,6 +13,7 @@
 #include "log_model.h"
 #include "log_model4.h"
 #include "log_rc.h"
+#include "table_alloc.h"
 
 /* Open-addressing map pointer -> live-table slot of its newest live
  * allocation (backward-shift deletion, so no tombstones pile up). Sixteen
@@ -158,7 +159,7 @@ static btp_status map_room(btp_log_writer *w)
     if ((uint64_t)(w->map_used + 1) * 2 <= w->map_cap)
         return BTP_OK;
     uint32_t oc = w->map_cap, nc = oc ? oc * 2 : 1024;
-    ptr_slot *old = w->map, *nm = nc > oc ? calloc(nc, sizeof *nm) : NULL;
+    ptr_slot *old = w->map, *nm = nc > oc ? log_table_calloc(nc, sizeof *nm) : NULL;
     if (!nm)
         return BTP_E_OUT_OF_MEMORY;
     w->map = nm;
@@ -491,9 +492,9 @@ static btp_status writer_open(btp_log_writer **out, btp_log_sink_fn sink, void *
         st = log_model_init(&w->model, o.word_bits, o.max_live);
     if (st == BTP_OK)
         st = log_m4_init(&w->m4);
-    if (st == BTP_OK && !(w->freed_at = calloc(FREED_AT_SLOTS, sizeof *w->freed_at)))
+    if (st == BTP_OK && !(w->freed_at = log_table_calloc(FREED_AT_SLOTS, sizeof *w->freed_at)))
         st = BTP_E_OUT_OF_MEMORY;
-    if (st == BTP_OK && !(w->hints = calloc(STACK_CACHE, sizeof *w->hints)))
+    if (st == BTP_OK && !(w->hints = log_table_calloc(STACK_CACHE, sizeof *w->hints)))
         st = BTP_E_OUT_OF_MEMORY;
     if (st == BTP_OK) {
         begin_block(w);
