@@ -613,9 +613,12 @@ static BTP_ALWAYS_INLINE int pair_in_range32(const uint64_t *a)
     __m128i x = _mm_loadu_si128((const __m128i *)(const void *)a);
     __m128i t = _mm_xor_si128(_mm_sub_epi32(x, _mm_set_epi32(0, 0x800000, 0, 0x800000)),
                               _mm_set1_epi32(INT32_MIN));
-    __m128i ok = _mm_cmplt_epi32(
-        t, _mm_set_epi32(INT32_MIN + 1, 0x7f000000, INT32_MIN + 1, 0x7f000000));
-    return _mm_movemask_epi8(ok) == 0xffff;
+    /* Out of range where t > the last value in range: with t as the
+     * compare's destination no copy of the constant is needed (as t < the
+     * bound it was), and the mask is tested for 0. */
+    __m128i bad = _mm_cmpgt_epi32(
+        t, _mm_set_epi32(INT32_MIN, 0x7effffff, INT32_MIN, 0x7effffff));
+    return _mm_movemask_epi8(bad) == 0;
 }
 #endif
 
@@ -996,22 +999,37 @@ static BTP_ALWAYS_INLINE btp_status encode_addrs_w(const uint64_t *a, size_t n, 
                  * first goes on its own, with its own test, and so does the
                  * next to keep the pairs: k is even there, so `one` comes
                  * back for the second). */
+                /* By a pointer, which the vector load and the two
+                 * values share (with k as well, the compiler kept both
+                 * and a copy), and prev in 32 bits: in range, the values
+                 * are their low halves. k and prev are set again only
+                 * where the loop leaves. */
+                const uint64_t *q = end + k;
+                uint32_t pv = (uint32_t)prev;
                 do {
-                    if (!pair_in_range32(end + k))
+                    if (!pair_in_range32(q)) {
+                        k = q - end;
+                        prev = pv;
                         goto one;
-                    uint64_t v0 = end[k], d0 = word_delta(v0, prev, 32);
-                    if (is_zero(d0, 32))
+                    }
+                    uint32_t v0 = (uint32_t)q[0], d0 = v0 - pv;
+                    if (d0 == 0) {
+                        k = q - end;
+                        prev = pv;
                         goto run;
+                    }
                     p = put_address_in_range32(p, d0, shapes);
-                    uint64_t v1 = end[k + 1], d1 = word_delta(v1, v0, 32);
-                    prev = v0;
-                    k++;
-                    if (is_zero(d1, 32))
+                    uint32_t v1 = (uint32_t)q[1], d1 = v1 - v0;
+                    if (d1 == 0) {
+                        k = q + 1 - end;
+                        prev = v0;
                         goto run;
+                    }
                     p = put_address_in_range32(p, d1, shapes);
-                    prev = v1;
-                    k++;
-                } while (k != 0);
+                    pv = v1;
+                    q += 2;
+                } while (q != end);
+                k = 0;
                 break;
             }
 #endif

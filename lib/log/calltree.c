@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "calltree.h"
+#include "table_alloc.h"
 
 static uint64_t mix(uint32_t parent, btp_frame f)
 {
@@ -42,7 +43,7 @@ btp_status calltree_init(calltree *t, int with_index)
         if (!grow((void **)&t->node_stack, &c, sizeof *t->node_stack, t->cap_nodes))
             return BTP_E_OUT_OF_MEMORY;
         t->child_cap = 2048;
-        t->child = calloc(t->child_cap, sizeof *t->child);
+        t->child = log_table_calloc(t->child_cap, sizeof *t->child);
         if (!t->child)
             return BTP_E_OUT_OF_MEMORY;
     }
@@ -122,7 +123,7 @@ btp_status calltree_add(calltree *t, uint32_t parent, btp_frame f, int known, ui
         /* keep the child table at most half full */
         if ((uint64_t)(t->n_nodes + 1) * 2 > t->child_cap) {
             uint32_t nc = t->child_cap * 2;
-            uint32_t *c = calloc(nc, sizeof *c);
+            uint32_t *c = log_table_calloc(nc, sizeof *c);
             if (!c)
                 return BTP_E_OUT_OF_MEMORY;
             free(t->child);

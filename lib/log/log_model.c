@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "log_model.h"
+#include "table_alloc.h"
 
 /* Set bits of x. __builtin_popcountll is a libgcc call where the target
  * has no popcount instruction (x86-64's baseline): this is inline. */
@@ -201,7 +202,7 @@ btp_status log_model_init(log_model *m, unsigned word_bits, uint32_t max_live)
     m->word_bits = word_bits;
     m->max_live = max_live;
     /* the bins are not cleared: a bin is set up when its class comes */
-    m->slots = calloc(2 * LOG_BIN_CLASSES, sizeof *m->slots);
+    m->slots = log_table_calloc(2 * LOG_BIN_CLASSES, sizeof *m->slots);
     m->bins = malloc(LOG_BIN_CLASSES * sizeof *m->bins);
     m->freed = malloc(LOG_FREED_RING * sizeof *m->freed);
     m->freed_known = malloc(LOG_FREED_RING);
