@@ -2297,19 +2297,18 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
     }
     btp_cfi_regs cur, next;
     int exact = 1, first = 1;
-    if (!btp_collector_add(c, start->pc))
-        return BTP_OK;
-    if (env->cache && start->pc != 0) {
-        /* (cur is *start until something writes it: most walks end in
-         * cached steps without) */
-        wk.cur_src = start;
-        if (fast_frames(&wk, c, env, &cur, &exact, &first) == FAST_DONE)
+    /* cur is *start until something writes it (cur_own()): most walks end
+     * in cached steps without */
+    wk.cur_src = start;
+    for (;;) {
+        const btp_cfi_regs *at = wk.cur_src ? wk.cur_src : &cur;
+        if (!btp_collector_add(c, at->pc))
+            return BTP_OK;
+        /* Frames whose layouts are cached, as far as they go. */
+        if (env->cache && at->pc != 0 &&
+            fast_frames(&wk, c, env, &cur, &exact, &first) == FAST_DONE)
             return BTP_OK;
         cur_own(&wk, &cur);
-    } else {
-        cur = *start;
-    }
-    for (;;) {
         /* cur (pushed, perhaps a later frame than the one fast_frames()
          * started from) takes the full step */
         /* A return address is looked up inside its call (the call may be
@@ -2361,12 +2360,6 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
         exact = signal;
         first = 0;
         cur = next;
-        if (!btp_collector_add(c, cur.pc))
-            return BTP_OK;
-        /* Frames whose layouts are cached, as far as they go. */
-        if (env->cache && cur.pc != 0 &&
-            fast_frames(&wk, c, env, &cur, &exact, &first) == FAST_DONE)
-            return BTP_OK;
     }
 #endif
 }
