@@ -43,7 +43,7 @@ static void set_thread_stack(const btp_stack_bounds *t)
 {
     uintptr_t lo_a, lim;
     int ok = region_limits(t, &lo_a, &lim);
-    btp_fp_thread_state.lim = lim;
+    btp_fp_thread_state.not_lim = ~lim;
     btp_fp_thread_state.k = ok ? (lim - lo_a) / WORD + 1 : 0;
     thread_stack = *t;
 }
@@ -134,13 +134,13 @@ __attribute__((no_sanitize_address)) static inline uintptr_t fast_records(
     uintptr_t k = (lim - lo_a) / WORD + 1;
     if (last >= lo_a) /* above it: f > last is lim - f < lim - last */
         k = last > lim ? 0 : (lim - last + WORD - 1) / WORD;
-    const uintptr_t k_start = k;
+    uintptr_t nk = ~k;
     btp_frame *const o0 = *op;
     size_t i = 0;
-    f = btp_fp_records(lim, &k, f, o0, &i, (size_t)(o_end - o0), ended, 0);
+    f = btp_fp_records(~lim, &nk, f, o0, &i, (size_t)(o_end - o0), ended, 0);
     *op = o0 + i;
-    if (k != k_start)
-        *prev = lim - k * WORD; /* the last record read */
+    if (~nk != k)
+        *prev = lim - ~nk * WORD; /* the last record read */
     return f;
 }
 

@@ -205,17 +205,19 @@ void btp_capture_cache_thread_bounds(void);
 
 /*
  * The fp walks' state of the calling thread: its stack (hi 0: not found
- * yet) and, worked out once when it was found, what the quick walk needs:
- * the highest address a frame record may lie at (lim: both its words
- * below hi) and one more than the distance in words from there down to
- * the lowest word-aligned address in the stack (k; 0: no room for a
- * record). One block, reached from one thread-pointer offset; the
- * initial-exec model keeps the access a plain thread-pointer load with no
- * call into the dynamic linker, so reading it in a signal handler is
- * safe. Written only by capture_fp.c.
+ * yet) and, worked out once when it was found, what the quick walk needs
+ * (btp_fp_records): ~lim, where lim is the highest address a frame record
+ * may lie at (both its words below hi), and k, one more than the distance
+ * in words from lim down to the lowest word-aligned address in the stack
+ * (0: no room for a record, which is also what a thread that has not
+ * found its stack yet reads: every record fails the test). One block,
+ * reached from one thread-pointer offset; the initial-exec model keeps
+ * the access a plain thread-pointer load with no call into the dynamic
+ * linker, so reading it in a signal handler is safe. Written only by
+ * capture_fp.c.
  */
 typedef struct btp_fp_thread {
-    uintptr_t lim;
+    uintptr_t not_lim;
     uintptr_t k;
     btp_stack_bounds stack;
 } btp_fp_thread;
@@ -256,19 +258,24 @@ static BTP_ALWAYS_INLINE void btp_fp_put(void *out, size_t i, uintptr_t ra, cons
  * rotated right by the alignment's bits is f's distance below lim in
  * words when f is aligned and at most lim, and at least 2^61 otherwise (a
  * misaligned f puts its low bits at the top, one above lim wraps around);
- * it must be smaller than the previous record's distance, which *kp holds
- * (one more than the lowest record's distance to start with). So the chain
- * only climbs, and a zero frame pointer (below the region, or not above
- * the last record) fails. A zero return address ends the walk too.
+ * it must be smaller than the previous record's distance k (one more than
+ * the lowest record's distance to start with). So the chain only climbs,
+ * and a zero frame pointer (below the region, or not above the last
+ * record) fails. A zero return address ends the walk too.
+ * The comparison is made on complements, which gives the same answer with
+ * one instruction fewer a frame: f + ~lim is ~(lim - f), a rotation of a
+ * complement is the complement of the rotation, and a < b exactly when
+ * ~a > ~b; so the test is rotr(f + ~lim) > ~k, an add that keeps f (lea)
+ * where lim - f needed a copy of lim first. not_lim is ~lim; *nkp holds ~k.
  * BTP_FP_PASS records a pass, so that the loop's own test costs an eighth
  * of a compare and branch a frame (end must be at least BTP_FP_PASS).
  * Returns the record the walk would go on with: with *ended set, the one
  * that failed the test or had a zero return address (the general walk
  * looks at it again); else the slots ran out first (fewer than a pass
- * left). *ip and *kp are left at the next slot and the distance of the
- * last record read.
+ * left). *ip and *nkp are left at the next slot and the (complemented)
+ * distance of the last record read.
  */
-static BTP_ALWAYS_INLINE uintptr_t btp_fp_records(uintptr_t lim, uintptr_t *kp, uintptr_t f,
+static BTP_ALWAYS_INLINE uintptr_t btp_fp_records(uintptr_t not_lim, uintptr_t *nkp, uintptr_t f,
                                                   void *out, size_t *ip, size_t end,
                                                   int *ended, const int addrs)
 {
@@ -278,15 +285,15 @@ static BTP_ALWAYS_INLINE uintptr_t btp_fp_records(uintptr_t lim, uintptr_t *kp, 
     unsigned char *o = base + *ip * stride;
     /* the last position with room for a pass */
     unsigned char *const o_last = base + (end - BTP_FP_PASS) * stride;
-    uintptr_t k = *kp, k1, ra;
+    uintptr_t nk = *nkp, nk1, ra;
     *ended = 1;
 #define BTP_FP_STEP(j)                                                                            \
-    if ((k1 = btp_fp_rotr(lim - f)) >= k || (ra = btp_fp_load(f + BTP_FP_WORD)) == 0) {           \
+    if ((nk1 = btp_fp_rotr(f + not_lim)) <= nk || (ra = btp_fp_load(f + BTP_FP_WORD)) == 0) {     \
         o += (j) * stride;                                                                        \
         goto done;                                                                                \
     }                                                                                             \
     btp_fp_put(o, (j), ra, addrs);                                                                \
-    k = k1;                                                                                       \
+    nk = nk1;                                                                                     \
     f = btp_fp_load(f)
     while (o <= o_last) {
         BTP_FP_STEP(0);
@@ -303,7 +310,7 @@ static BTP_ALWAYS_INLINE uintptr_t btp_fp_records(uintptr_t lim, uintptr_t *kp, 
     *ended = 0;
 done:
     *ip = (size_t)(o - base) / stride;
-    *kp = k;
+    *nkp = nk;
     return f;
 }
 
@@ -326,9 +333,9 @@ static BTP_ALWAYS_INLINE int btp_fp_quick(void *out, size_t cap, uintptr_t ra, u
                                           uintptr_t above, size_t *n_out, const int addrs)
 {
     const btp_fp_thread *t = &btp_fp_thread_state;
-    uintptr_t k = t->k, lim = t->lim;
+    uintptr_t nk = ~t->k, not_lim = t->not_lim;
     /* (the first record's test is the loop's first too: computed once) */
-    if (ra == 0 || f <= above || btp_fp_rotr(lim - f) >= k)
+    if (ra == 0 || f <= above || btp_fp_rotr(f + not_lim) <= nk)
         return 0;
     if (addrs) {
         ((uint64_t *)out)[0] = (uint64_t)ra;
@@ -338,7 +345,7 @@ static BTP_ALWAYS_INLINE int btp_fp_quick(void *out, size_t cap, uintptr_t ra, u
     }
     size_t i = 1;
     int ended;
-    btp_fp_records(lim, &k, f, out, &i, cap - 1, &ended, addrs);
+    btp_fp_records(not_lim, &nk, f, out, &i, cap - 1, &ended, addrs);
     *n_out = i;
     return ended;
 }

@@ -6,6 +6,7 @@
 #include "../check.h"
 
 #include <btpack/btpack.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -239,6 +240,32 @@ static __attribute__((noinline)) void test_quick_forged(const uint8_t *fence)
 #undef SET
 #undef REC
 }
+
+/* A thread's first capture, before it has found its stack: the quick
+ * walk's limits are not set yet, so it must take no record (a chain into
+ * the fence would fault) and leave the chain to the general walk, which
+ * finds the bounds and stops there. */
+static __attribute__((noinline)) void *first_capture(void *fence)
+{
+    volatile uintptr_t area[16];
+    const uintptr_t ras[] = {0x7100};
+    btp_frame f[64];
+    size_t n = 0;
+    btp_capture_options o = {0};
+    o.method = BTP_CAPTURE_FP;
+    area[8] = (uintptr_t)fence + 64;
+    area[9] = ras[0];
+    btp_status st = capture_from((uintptr_t)&area[8], &o, f, 64, &n);
+    expect_quick("a thread's first capture, forged into the fence", st, f, n, ras, 1);
+    return NULL;
+}
+
+static void test_quick_first_in_thread(uint8_t *fence)
+{
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, first_capture, fence) == 0, "pthread_create");
+    pthread_join(t, NULL);
+}
 #endif
 
 int main(void)
@@ -339,6 +366,7 @@ int main(void)
     test_shortening();
 #if defined(__x86_64__) && defined(__GNUC__)
     test_quick_forged(mem);
+    test_quick_first_in_thread(mem);
 #endif
     munmap(mem, 3 * psize);
     return check_finish();
