@@ -628,8 +628,12 @@ static __attribute__((noinline)) btp_status capture_cbf_general(const btp_captur
     else
         st = here_at(opt, ra, fp, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n);
     size_t len = 0;
-    btp_status est = btp_cbf_encode(frames, n, 0, (unsigned)(8 * sizeof(void *)),
-                                    BTP_CBF_ENC_TRUNCATE_ON_FULL, buf, cap, &len, NULL);
+    /* (n is at most BTP_CAPTURE_CBF_MAX_FRAMES: the usual buffer has room
+     * for the longest stream of n frames) */
+    btp_status est = cap >= BTP_CBF_BOUND(n)
+                         ? btp_cbf_encode_bounded(frames, n, buf, &len)
+                         : btp_cbf_encode(frames, n, 0, (unsigned)(8 * sizeof(void *)),
+                                          BTP_CBF_ENC_TRUNCATE_ON_FULL, buf, cap, &len, NULL);
     *len_out = len;
     st = st != BTP_OK ? st : est;
     __asm__ volatile("" : "+r"(st) : : "memory");

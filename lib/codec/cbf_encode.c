@@ -1165,6 +1165,15 @@ btp_status btp_cbf_encode(const btp_frame *frames, size_t n, int truncated, unsi
                        needed_out);
 }
 
+#if !BTP_CODEC_SMALL
+btp_status btp_cbf_encode_bounded(const btp_frame *frames, size_t n, void *buf, size_t *len_out)
+{
+    frame_src src = {frames, NULL, 0};
+    return encode_whole_w(src, n, 0, BTP_CBF_ENC_TRUNCATE_ON_FULL, buf, BTP_CBF_BOUND(n), len_out,
+                          NULL, (unsigned)(8 * sizeof(void *)));
+}
+#endif
+
 btp_status btp_cbf_encode_addrs(const uint64_t *addrs, size_t n, btp_frame_kind kind,
                                 int truncated, unsigned word_bits, unsigned flags, void *buf,
                                 size_t cap, size_t *len_out, size_t *needed_out)

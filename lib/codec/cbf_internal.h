@@ -41,4 +41,25 @@ static inline uint8_t cbf_info_byte(unsigned word_bits)
      : (word_bits) == 32 ? fn(__VA_ARGS__, 32)                                                   \
                          : fn(__VA_ARGS__, 16))
 
+/*
+ * btp_cbf_encode(frames, n, 0, pointer width, BTP_CBF_ENC_TRUNCATE_ON_FULL,
+ * buf, BTP_CBF_BOUND(n), len_out, NULL), what the capture's CBF entry asks
+ * for, with no check of what that caller guarantees: frames (n of them, n
+ * at most BTP_CAPTURE_CBF_MAX_FRAMES), buf and len_out not NULL, and buf
+ * holding at least BTP_CBF_BOUND(n) bytes. The same stream; the checks,
+ * the word size's dispatch and the optional outputs were a noticeable part
+ * of the encoder's fixed cost on short stacks.
+ */
+#if !BTP_CODEC_SMALL
+btp_status btp_cbf_encode_bounded(const btp_frame *frames, size_t n, void *buf, size_t *len_out);
+#else
+/* (no fast path to enter: the general one, and no code where no one calls it) */
+static inline btp_status btp_cbf_encode_bounded(const btp_frame *frames, size_t n, void *buf,
+                                                size_t *len_out)
+{
+    return btp_cbf_encode(frames, n, 0, (unsigned)(8 * sizeof(void *)),
+                          BTP_CBF_ENC_TRUNCATE_ON_FULL, buf, BTP_CBF_BOUND(n), len_out, NULL);
+}
+#endif
+
 #endif
