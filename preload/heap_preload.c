@@ -437,6 +437,22 @@ static ring *reserve(uint64_t want)
     return NULL;
 }
 
+/* reserve()'s usual case, inline in every entry point: the thread's own
+ * ring, with `want` bytes left before its buffer's end and room by the
+ * producer's copy of tail. What make_room and wait_room would find without
+ * a wrap marker and without reading tail; everything else goes to
+ * reserve(). */
+static inline __attribute__((always_inline)) ring *reserve_fast(uint64_t want)
+{
+    ring *r = t_self.r;
+    if (r) {
+        uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+        if (RING_BYTES - h % RING_BYTES >= want && h - r->tail_seen + want <= RING_BYTES)
+            return r;
+    }
+    return reserve(want);
+}
+
 static void release(ring *r)
 {
     if (r == &g_late_ring_storage)
@@ -459,7 +475,7 @@ NOINLINE static void record_alloc(ring *r, void *p, size_t size)
     if (p && btp_capture(&g_capture, e->frames, MAX_FRAMES, &n) != BTP_OK)
         n = 0;
     e->n = (uint32_t)n;
-    publish(r);
+    advance(r, event_bytes((uint32_t)n));
 }
 
 /* An event numbered before the real call: FREE, or the free half of a
@@ -483,7 +499,7 @@ static event *begin_free(ring *r, void *p)
             return (expr);                                                              \
         }                                                                               \
         t_self.busy = 1;                                                                \
-        ring *r_ = reserve(EVENT_MAX);                                                  \
+        ring *r_ = reserve_fast(EVENT_MAX);                                             \
         void *p_ = (expr);                                                              \
         if (r_) {                                                                       \
             record_alloc(r_, p_, (size));                                               \
@@ -522,10 +538,10 @@ EXPORT void free(void *p)
         return;
     }
     t_self.busy = 1;
-    ring *r = reserve(sizeof(event));
+    ring *r = reserve_fast(sizeof(event));
     if (r) {
         begin_free(r, p);
-        publish(r);
+        advance(r, event_bytes(0));
         release(r);
     }
     real_free(p);
@@ -553,7 +569,7 @@ static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t 
         return real_realloc(p, size);
     }
     t_self.busy = 1;
-    ring *r = reserve(p ? sizeof(event) : EVENT_MAX);
+    ring *r = reserve_fast(p ? sizeof(event) : EVENT_MAX);
     void *q;
     if (r) {
         /* The free half is numbered before the real call (the old block may
@@ -565,7 +581,7 @@ static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t 
                 e->kind = EV_NOP; /* failed: the old block is still live */
             publish(r);
             release(r);
-            r = (q && size) ? reserve(EVENT_MAX) : NULL;
+            r = (q && size) ? reserve_fast(EVENT_MAX) : NULL;
         }
         if (r) {
             record_alloc(r, q, size);
@@ -606,7 +622,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
         return real_posix_memalign(out, align, size);
     }
     t_self.busy = 1;
-    ring *r = reserve(EVENT_MAX);
+    ring *r = reserve_fast(EVENT_MAX);
     int rc = real_posix_memalign(out, align, size);
     if (r) {
         record_alloc(r, rc == 0 ? *out : NULL, size);
