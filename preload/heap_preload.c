@@ -56,6 +56,8 @@
  */
 #include <btpack/btpack.h>
 
+#include "capture/cfi.h"
+
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -464,7 +466,19 @@ static uint64_t take_seq(void)
     return atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed);
 }
 
-NOINLINE static void record_alloc(ring *r, void *p, size_t size)
+/* The entry point's frame record (ENTRY_FRAME, in the interposed function
+ * itself): on x86_64 its saved frame pointer and return address, and the
+ * program's stack pointer after the return just above them. With the cfi
+ * method, the capture starts there, at the program's frame, instead of
+ * walking the tracer's own frames to snip them (btp_capture_cfi_caller). */
+#define ENTRY_FRAME() ((const uintptr_t *)__builtin_frame_address(0))
+#if defined(__x86_64__)
+static int g_from_caller; /* the capture starts at the program's frame */
+#else
+enum { g_from_caller = 0 };
+#endif
+
+NOINLINE static void record_alloc(ring *r, void *p, size_t size, const uintptr_t *entry)
 {
     event *e = slot_of(r);
     e->seq = take_seq();
@@ -472,7 +486,9 @@ NOINLINE static void record_alloc(ring *r, void *p, size_t size)
     e->ptr = (uintptr_t)p;
     e->size = size;
     size_t n = 0;
-    if (p && btp_capture(&g_capture, e->frames, MAX_FRAMES, &n) != BTP_OK)
+    if (p && (g_from_caller ? btp_capture_cfi_caller(&g_capture, entry[1], (uintptr_t)(entry + 2),
+                                                     entry[0], e->frames, MAX_FRAMES, &n)
+                            : btp_capture(&g_capture, e->frames, MAX_FRAMES, &n)) != BTP_OK)
         n = 0;
     e->n = (uint32_t)n;
     advance(r, event_bytes((uint32_t)n));
@@ -502,7 +518,7 @@ static event *begin_free(ring *r, void *p)
         ring *r_ = reserve_fast(EVENT_MAX);                                             \
         void *p_ = (expr);                                                              \
         if (r_) {                                                                       \
-            record_alloc(r_, p_, (size));                                               \
+            record_alloc(r_, p_, (size), ENTRY_FRAME());                                \
             release(r_);                                                                \
         }                                                                               \
         t_self.busy = 0;                                                                \
@@ -550,7 +566,8 @@ EXPORT void free(void *p)
 
 /* Inlined into realloc and reallocarray, so the stack depth to snip is the
  * same as for every other entry point. */
-static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t size)
+static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t size,
+                                                                 const uintptr_t *entry)
 {
     if (is_boot(p)) {
         /* Moving out of the arena: the old size is unknown, but the arena
@@ -584,7 +601,7 @@ static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t 
             r = (q && size) ? reserve_fast(EVENT_MAX) : NULL;
         }
         if (r) {
-            record_alloc(r, q, size);
+            record_alloc(r, q, size, entry);
             release(r);
         }
     } else {
@@ -596,7 +613,7 @@ static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t 
 
 EXPORT void *realloc(void *p, size_t size)
 {
-    return realloc_impl(p, size);
+    return realloc_impl(p, size, ENTRY_FRAME());
 }
 
 EXPORT void *reallocarray(void *p, size_t n, size_t size)
@@ -605,7 +622,7 @@ EXPORT void *reallocarray(void *p, size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    return realloc_impl(p, n * size);
+    return realloc_impl(p, n * size, ENTRY_FRAME());
 }
 
 EXPORT int posix_memalign(void **out, size_t align, size_t size)
@@ -625,7 +642,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
     ring *r = reserve_fast(EVENT_MAX);
     int rc = real_posix_memalign(out, align, size);
     if (r) {
-        record_alloc(r, rc == 0 ? *out : NULL, size);
+        record_alloc(r, rc == 0 ? *out : NULL, size, ENTRY_FRAME());
         release(r);
     }
     t_self.busy = 0;
@@ -1496,6 +1513,10 @@ __attribute__((constructor)) static void heap_init(void)
     }
     btp_capture_options_init(&g_capture);
     g_capture.snip_pre = SNIP;
+#if defined(__x86_64__)
+    g_from_caller = g_capture.method == BTP_CAPTURE_CFI &&
+                    btp_capture_method_available(BTP_CAPTURE_CFI);
+#endif
     btp_log_writer_options wo;
     btp_log_writer_options_init(&wo, (unsigned)sizeof(void *) * 8);
     wo.block_bytes = BTP_LOG_MAX_BLOCK / 2; /* the largest: see the top of this file */
