@@ -13,7 +13,8 @@
  *               below; bits 3-4: frames the collector snips (0-3); bit
  *               5: the image is not one the environment keeps (the
  *               walks ask for it; a walk that starts there records no
- *               head)
+ *               head); bit 6: the pc is a return address (the walks
+ *               start as after a step: btp_cfi_walk_ret)
  *  bytes 1-8    the pc (an offset into the text is taken modulo its size)
  *  byte 9       m: changes to the unwind tables (at most 64)
  *  m x 5 bytes  offset (4 bytes, modulo the tables' size), new byte
@@ -82,7 +83,7 @@ static btp_cfi_memo memo;
 /* The copy as an image the environment keeps (with its tag), for the
  * walks with the cache; the frames the collector snips. */
 static btp_cfi_image kept;
-static unsigned n_kept, snip;
+static unsigned n_kept, snip, ret;
 
 static size_t walk(const btp_cfi_regs *regs, btp_cfi_cache *with, btp_frame *out)
 {
@@ -95,7 +96,7 @@ static size_t walk(const btp_cfi_regs *regs, btp_cfi_cache *with, btp_frame *out
     btp_capture_options o = {0};
     o.snip_pre = snip;
     btp_collector_init(&c, out, CAP, 0, &o);
-    btp_status st = btp_cfi_walk(&c, regs, &env);
+    btp_status st = ret ? btp_cfi_walk_ret(&c, regs, &env) : btp_cfi_walk(&c, regs, &env);
     size_t n = btp_collector_finish(&c);
     FUZZ_CHECK(st == BTP_OK, "status %s", btp_status_name(st));
     FUZZ_CHECK(n >= (snip ? 0u : 1u) && n <= CAP, "%zu frames", n); /* (all may be snipped) */
@@ -149,6 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     n_kept = !(flags & 32) && copy_find(&ce, text, &kept) ? 1 : 0;
     kept.tag = btp_cfi_image_tag(&kept);
     snip = (flags >> 3) & 3;
+    ret = (flags >> 6) & 1;
 
     btp_frame plain[CAP], first[CAP], again[CAP];
     size_t n = walk(&regs, NULL, plain);

@@ -56,6 +56,8 @@
  */
 #include <btpack/btpack.h>
 
+#include "capture/cfi.h"
+
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -437,6 +439,22 @@ static ring *reserve(uint64_t want)
     return NULL;
 }
 
+/* reserve()'s usual case, inline in every entry point: the thread's own
+ * ring, with `want` bytes left before its buffer's end and room by the
+ * producer's copy of tail. What make_room and wait_room would find without
+ * a wrap marker and without reading tail; everything else goes to
+ * reserve(). */
+static inline __attribute__((always_inline)) ring *reserve_fast(uint64_t want)
+{
+    ring *r = t_self.r;
+    if (r) {
+        uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+        if (RING_BYTES - h % RING_BYTES >= want && h - r->tail_seen + want <= RING_BYTES)
+            return r;
+    }
+    return reserve(want);
+}
+
 static void release(ring *r)
 {
     if (r == &g_late_ring_storage)
@@ -448,7 +466,19 @@ static uint64_t take_seq(void)
     return atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed);
 }
 
-NOINLINE static void record_alloc(ring *r, void *p, size_t size)
+/* The entry point's frame record (ENTRY_FRAME, in the interposed function
+ * itself): on x86_64 its saved frame pointer and return address, and the
+ * program's stack pointer after the return just above them. With the cfi
+ * method, the capture starts there, at the program's frame, instead of
+ * walking the tracer's own frames to snip them (btp_capture_cfi_caller). */
+#define ENTRY_FRAME() ((const uintptr_t *)__builtin_frame_address(0))
+#if defined(__x86_64__)
+static int g_from_caller; /* the capture starts at the program's frame */
+#else
+enum { g_from_caller = 0 };
+#endif
+
+NOINLINE static void record_alloc(ring *r, void *p, size_t size, const uintptr_t *entry)
 {
     event *e = slot_of(r);
     e->seq = take_seq();
@@ -456,10 +486,12 @@ NOINLINE static void record_alloc(ring *r, void *p, size_t size)
     e->ptr = (uintptr_t)p;
     e->size = size;
     size_t n = 0;
-    if (p && btp_capture(&g_capture, e->frames, MAX_FRAMES, &n) != BTP_OK)
+    if (p && (g_from_caller ? btp_capture_cfi_caller(&g_capture, entry[1], (uintptr_t)(entry + 2),
+                                                     entry[0], e->frames, MAX_FRAMES, &n)
+                            : btp_capture(&g_capture, e->frames, MAX_FRAMES, &n)) != BTP_OK)
         n = 0;
     e->n = (uint32_t)n;
-    publish(r);
+    advance(r, event_bytes((uint32_t)n));
 }
 
 /* An event numbered before the real call: FREE, or the free half of a
@@ -483,10 +515,10 @@ static event *begin_free(ring *r, void *p)
             return (expr);                                                              \
         }                                                                               \
         t_self.busy = 1;                                                                \
-        ring *r_ = reserve(EVENT_MAX);                                                  \
+        ring *r_ = reserve_fast(EVENT_MAX);                                             \
         void *p_ = (expr);                                                              \
         if (r_) {                                                                       \
-            record_alloc(r_, p_, (size));                                               \
+            record_alloc(r_, p_, (size), ENTRY_FRAME());                                \
             release(r_);                                                                \
         }                                                                               \
         t_self.busy = 0;                                                                \
@@ -522,10 +554,10 @@ EXPORT void free(void *p)
         return;
     }
     t_self.busy = 1;
-    ring *r = reserve(sizeof(event));
+    ring *r = reserve_fast(sizeof(event));
     if (r) {
         begin_free(r, p);
-        publish(r);
+        advance(r, event_bytes(0));
         release(r);
     }
     real_free(p);
@@ -534,7 +566,8 @@ EXPORT void free(void *p)
 
 /* Inlined into realloc and reallocarray, so the stack depth to snip is the
  * same as for every other entry point. */
-static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t size)
+static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t size,
+                                                                 const uintptr_t *entry)
 {
     if (is_boot(p)) {
         /* Moving out of the arena: the old size is unknown, but the arena
@@ -553,7 +586,7 @@ static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t 
         return real_realloc(p, size);
     }
     t_self.busy = 1;
-    ring *r = reserve(p ? sizeof(event) : EVENT_MAX);
+    ring *r = reserve_fast(p ? sizeof(event) : EVENT_MAX);
     void *q;
     if (r) {
         /* The free half is numbered before the real call (the old block may
@@ -565,10 +598,10 @@ static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t 
                 e->kind = EV_NOP; /* failed: the old block is still live */
             publish(r);
             release(r);
-            r = (q && size) ? reserve(EVENT_MAX) : NULL;
+            r = (q && size) ? reserve_fast(EVENT_MAX) : NULL;
         }
         if (r) {
-            record_alloc(r, q, size);
+            record_alloc(r, q, size, entry);
             release(r);
         }
     } else {
@@ -580,7 +613,7 @@ static inline __attribute__((always_inline)) void *realloc_impl(void *p, size_t 
 
 EXPORT void *realloc(void *p, size_t size)
 {
-    return realloc_impl(p, size);
+    return realloc_impl(p, size, ENTRY_FRAME());
 }
 
 EXPORT void *reallocarray(void *p, size_t n, size_t size)
@@ -589,7 +622,7 @@ EXPORT void *reallocarray(void *p, size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    return realloc_impl(p, n * size);
+    return realloc_impl(p, n * size, ENTRY_FRAME());
 }
 
 EXPORT int posix_memalign(void **out, size_t align, size_t size)
@@ -606,10 +639,10 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
         return real_posix_memalign(out, align, size);
     }
     t_self.busy = 1;
-    ring *r = reserve(EVENT_MAX);
+    ring *r = reserve_fast(EVENT_MAX);
     int rc = real_posix_memalign(out, align, size);
     if (r) {
-        record_alloc(r, rc == 0 ? *out : NULL, size);
+        record_alloc(r, rc == 0 ? *out : NULL, size, ENTRY_FRAME());
         release(r);
     }
     t_self.busy = 0;
@@ -1480,6 +1513,10 @@ __attribute__((constructor)) static void heap_init(void)
     }
     btp_capture_options_init(&g_capture);
     g_capture.snip_pre = SNIP;
+#if defined(__x86_64__)
+    g_from_caller = g_capture.method == BTP_CAPTURE_CFI &&
+                    btp_capture_method_available(BTP_CAPTURE_CFI);
+#endif
     btp_log_writer_options wo;
     btp_log_writer_options_init(&wo, (unsigned)sizeof(void *) * 8);
     wo.block_bytes = BTP_LOG_MAX_BLOCK / 2; /* the largest: see the top of this file */

@@ -2258,12 +2258,16 @@ static int sigreturn_step(const btp_cfi_env *env, const btp_cfi_image *img,
 }
 #endif
 
-btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_cfi_env *env)
+/* The walk from `start`; `ret`: its pc is a return address that a walk
+ * through the frames below it would have reached (see btp_cfi_walk_ret). */
+static __attribute__((noinline)) btp_status cfi_walk(btp_collector *c, const btp_cfi_regs *start,
+                                                      const btp_cfi_env *env, int ret)
 {
 #if !BTP_CFI_SUPPORTED
     (void)c;
     (void)start;
     (void)env;
+    (void)ret;
     return BTP_E_UNSUPPORTED;
 #else
     walk wk;
@@ -2296,7 +2300,10 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
         wk.mi = wk.memo ? BTP_CFI_MEMO_N - wk.memo->n : 0;
     }
     btp_cfi_regs cur, next;
-    int exact = 1, first = 1;
+    /* a return address is looked up inside its call, and is no walk's
+     * first frame (the heuristics for an interrupted pc in no image, and the
+     * head, which starts at an exact pc, are not for it) */
+    int exact = !ret, first = !ret;
     /* cur is *start until something writes it (cur_own()): most walks end
      * in cached steps without */
     wk.cur_src = start;
@@ -2362,6 +2369,16 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
         cur = next;
     }
 #endif
+}
+
+btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_cfi_env *env)
+{
+    return cfi_walk(c, start, env, 0);
+}
+
+btp_status btp_cfi_walk_ret(btp_collector *c, const btp_cfi_regs *start, const btp_cfi_env *env)
+{
+    return cfi_walk(c, start, env, 1);
 }
 
 btp_status btp_cfi_regs_from_context(const void *ucontext, btp_cfi_regs *out)

@@ -182,6 +182,15 @@ btp_status btp_cfi_regs_from_context(const void *ucontext, btp_cfi_regs *out);
  */
 btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_cfi_env *env);
 
+/* The same from a frame whose pc is a return address: the state a walk
+ * would be in after the step through the callee's frame (the registers
+ * that step gives; those `start` does not know are not in its `valid`).
+ * Its frames from there are those of the walk through the callee, but for
+ * a frame whose rules need a register `start` does not know. The caller
+ * puts the start's stack pointer into the collector first
+ * (btp_collector_cfa), as the step through the callee would have. */
+btp_status btp_cfi_walk_ret(btp_collector *c, const btp_cfi_regs *start, const btp_cfi_env *env);
+
 /* The environment of an ordinary capture (not the crash handler): images
  * from the dynamic loader, stacks from the thread's bounds (see
  * capture.h for what BTP_CAPTURE_ASYNC_SIGNAL_SAFE changes). */
@@ -205,6 +214,18 @@ btp_status btp_capture_cfi(btp_collector *c, const void *uc, const btp_capture_o
  * entry point does, so that the walk starts in its own frame). */
 btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
                                 const btp_capture_options *opt);
+
+/* The cfi method for the caller of an interposed function, from the state
+ * of its frame at the call: pc the callee's return address, sp the
+ * callee's CFA (the caller's stack pointer after the return), fp the
+ * caller's frame pointer (saved by the callee); the caller's other
+ * registers are not known (see btp_cfi_walk_ret). `opt` as resolved to the
+ * cfi method by the caller; its snip_pre is not used (the frames it would
+ * drop are below pc). The frames from pc on, as btp_capture from the
+ * callee with those frames snipped would give them. For a heap tracer's
+ * entry points: no walk through its own frames. */
+btp_status btp_capture_cfi_caller(const btp_capture_options *opt, uintptr_t pc, uintptr_t sp,
+                                  uintptr_t fp, btp_frame *frames, size_t cap, size_t *n_out);
 
 /* Capture the calling function's registers (frame 0 is the caller itself). */
 #if defined(__x86_64__)

@@ -261,8 +261,10 @@ static __thread btp_cfi_memo t_memo __attribute__((tls_model("initial-exec")));
 static __thread int t_memo_busy __attribute__((tls_model("initial-exec")));
 #endif
 
-btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
-                                const btp_capture_options *opt)
+/* btp_capture_cfi_from, and btp_capture_cfi_caller's walk (ret: from a
+ * return address, btp_cfi_walk_ret). */
+static inline __attribute__((always_inline)) btp_status
+cfi_self_walk(btp_collector *c, const btp_cfi_regs *regs, const btp_capture_options *opt, int ret)
 {
     btp_cfi_self self;
     btp_cfi_env env;
@@ -283,7 +285,7 @@ btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
         env.memo = &t_memo;
     }
 #endif
-    btp_status st = btp_cfi_walk(c, regs, &env);
+    btp_status st = ret ? btp_cfi_walk_ret(c, regs, &env) : btp_cfi_walk(c, regs, &env);
 #if BTP_CFI_MEMO
     if (own) {
         atomic_signal_fence(memory_order_seq_cst);
@@ -291,6 +293,36 @@ btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
     }
 #endif
     return st == BTP_E_UNSUPPORTED ? BTP_E_NO_METHOD : st;
+}
+
+btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
+                                const btp_capture_options *opt)
+{
+    return cfi_self_walk(c, regs, opt, 0);
+}
+
+btp_status btp_capture_cfi_caller(const btp_capture_options *opt, uintptr_t pc, uintptr_t sp,
+                                  uintptr_t fp, btp_frame *frames, size_t cap, size_t *n_out)
+{
+    btp_collector c;
+    *n_out = 0;
+    if (!frames || cap == 0)
+        return BTP_E_INVALID_ARGUMENT;
+    /* No anchor and nothing to snip before it: the walk starts at the
+     * caller's frame, which the snipped ones led to. */
+    btp_collector_init(&c, frames, cap, 0, opt);
+    c.skip = 0;
+    btp_collector_go_fast(&c);
+    btp_cfi_regs regs;
+    regs.pc = pc;
+    regs.r[BTP_CFI_SP] = sp;
+    regs.r[BTP_CFI_FP] = fp;
+    regs.valid = (uint64_t)1 << BTP_CFI_SP | (uint64_t)1 << BTP_CFI_FP;
+    /* the CFA of the step through the callee: the caller's first step
+     * must move above it, as after that step */
+    btp_status st = btp_collector_cfa_slow(&c, sp, 0) ? cfi_self_walk(&c, &regs, opt, 1) : BTP_OK;
+    *n_out = btp_collector_finish(&c);
+    return st;
 }
 
 __attribute__((noinline)) btp_status btp_capture_cfi(btp_collector *c, const void *uc,

@@ -432,6 +432,80 @@ static void head(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* From the caller's frame (btp_capture_cfi_caller)                     */
+/* ------------------------------------------------------------------ */
+
+#if defined(__x86_64__)
+static unsigned caller_bad, caller_walks;
+
+/* As a heap tracer's interposed malloc: the capture with this function's
+ * frame snipped against the one from its frame record (the caller's state
+ * at the call), the way the tracer captures. */
+static NOINL void caller_entry(void)
+{
+    const uintptr_t *fr = __builtin_frame_address(0);
+    btp_capture_options o;
+    btp_capture_options_init(&o);
+    o.method = BTP_CAPTURE_CFI;
+    o.snip_pre = 1;
+    btp_frame a[CAP], b[CAP];
+    size_t na = 0, nb = 0;
+    btp_status sa = btp_capture(&o, a, CAP, &na);
+    btp_status sb = btp_capture_cfi_caller(&o, fr[1], (uintptr_t)(fr + 2), fr[0], b, CAP, &nb);
+    caller_walks++;
+    if (sa != BTP_OK || sb != BTP_OK || na < 3 || !same_frames(a, na, b, nb) ||
+        b[0].value != fr[1] || b[0].kind != BTP_FRAME_PC)
+        caller_bad++;
+    BARRIER();
+}
+
+NOINL void caller_top(int which);
+NOINL void caller_recurse(int d);
+
+/* the entry point from two places */
+NOINL void caller_top(int which)
+{
+    volatile int x = which;
+    if (which) {
+        caller_entry();
+        x++;
+    } else {
+        caller_entry();
+        x--;
+    }
+    BARRIER();
+}
+
+/* (alloca: frames whose CFA the frame pointer gives, which the walk from
+ * the caller's state takes with the frame pointer the entry point saved) */
+NOINL void caller_recurse(int d)
+{
+    volatile char *x = __builtin_alloca((size_t)d * 16 + 8);
+    x[0] = (char)d;
+    if (d > 0)
+        caller_recurse(d - 1);
+    else
+        caller_top(next_rand() % 3 == 0);
+    BARRIER();
+}
+#endif
+
+static void from_caller(void)
+{
+#if defined(__x86_64__)
+    for (int i = 0; i < 2000; i++)
+        caller_recurse((int)(next_rand() % 6));
+    CHECK(caller_bad == 0, "%u of %u captures from the caller's frame differed", caller_bad,
+          caller_walks);
+    btp_frame f[2];
+    size_t n = 1;
+    CHECK(btp_capture_cfi_caller(NULL, 0, 0, 0, f, 0, &n) == BTP_E_INVALID_ARGUMENT && n == 0,
+          "a capture into no room was not refused");
+    printf("from the caller: %u captures agree\n", caller_walks - caller_bad);
+#endif
+}
+
+/* ------------------------------------------------------------------ */
 /* Threads and signals (the per-thread memo of btp_capture)             */
 /* ------------------------------------------------------------------ */
 
@@ -542,6 +616,7 @@ int main(void)
     replaced_image();
     real_stack();
     head();
+    from_caller();
     threads_and_signals();
     return check_finish();
 #endif
