@@ -646,7 +646,12 @@ def load_library():
                         LIBRARY], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
     if p.returncode != 0:
         lines = p.stderr.decode("utf-8", "replace").strip().splitlines()
-        return None, "cannot load %s: %s" % (LIBRARY, lines[-1][:200] if lines else p.returncode)
+        why = lines[-1][:200] if lines else str(p.returncode)
+        # Only a sanitizer's runtime may keep the library out; any other
+        # reason (a library that cannot be loaded with dlopen) is a failure.
+        if "runtime does not come first" not in why:
+            report("library loads with dlopen", False, "%s: %s" % (LIBRARY, why))
+        return None, "cannot load %s: %s" % (LIBRARY, why)
     lib = ctypes.CDLL(LIBRARY)
 
     class Frame(ctypes.Structure):

@@ -12,10 +12,12 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 
 #if BTP_HAVE_DL_FIND_OBJECT
 
@@ -253,18 +255,83 @@ void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_boun
 }
 
 #if BTP_CFI_MEMO
-/* The thread's memo of its last walk (cfi.h), and whether a walk owns it
+/*
+ * The thread's memo of its last walk (cfi.h), and whether a walk owns it
  * now: a capture in a signal handler that interrupted one on this thread
  * walks without it (it neither reads a memo half rewritten nor writes one
- * under the interrupted walk). Initial-exec: no allocation on first use. */
-static __thread btp_cfi_memo t_memo __attribute__((tls_model("initial-exec")));
+ * under the interrupted walk).
+ *
+ * The memo (~3 KB) is not itself thread-local: a library's TLS is one
+ * block, and with any initial-exec variable in it the whole block must fit
+ * the static TLS the C library keeps spare for dlopen() (glibc: a few
+ * hundred bytes), or dlopen() fails. Initial-exec TLS holds a pointer to
+ * it (no allocation on first access, from any context); the memo is
+ * mapped on the thread's first walk that may set things up (not one that
+ * must be async-signal-safe: that one walks without a memo until an
+ * ordinary capture has made it), and unmapped by a thread-specific key's
+ * destructor when the thread exits. mmap, not malloc: a heap tracer's
+ * capture runs inside malloc.
+ */
+static __thread btp_cfi_memo *t_memo __attribute__((tls_model("initial-exec")));
 static __thread int t_memo_busy __attribute__((tls_model("initial-exec")));
+static pthread_key_t g_memo_key;
+static pthread_once_t g_memo_once = PTHREAD_ONCE_INIT;
+static int g_memo_key_ok;
+
+/* A thread's exit (the key's destructor): the memo goes. A capture after
+ * it in the same exit maps another, which the C library's further rounds
+ * of destructors release. */
+static void memo_release(void *m)
+{
+    if (t_memo == m)
+        t_memo = NULL;
+    munmap(m, sizeof(btp_cfi_memo));
+}
+
+static void memo_key_make(void)
+{
+    g_memo_key_ok = pthread_key_create(&g_memo_key, memo_release) == 0;
+}
+
+/* No destructor may run from an unloaded library: a dlclose() forgets the
+ * key (the memos of live threads stay mapped). */
+__attribute__((destructor)) static void memo_key_drop(void)
+{
+    if (g_memo_key_ok) {
+        g_memo_key_ok = 0;
+        pthread_key_delete(g_memo_key);
+    }
+}
+
+/* The thread's memo, mapped now if the walk may set it up; NULL if not,
+ * or if that fails (the walk goes without). Zero-filled: an empty memo. */
+static __attribute__((noinline, cold)) btp_cfi_memo *memo_make(int setup,
+                                                            const btp_capture_options *opt)
+{
+    if (!setup || (opt && (opt->flags & BTP_CAPTURE_ASYNC_SIGNAL_SAFE)))
+        return NULL;
+    pthread_once(&g_memo_once, memo_key_make);
+    if (!g_memo_key_ok)
+        return NULL;
+    void *m = mmap(NULL, sizeof(btp_cfi_memo), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    if (pthread_setspecific(g_memo_key, m) != 0) {
+        munmap(m, sizeof(btp_cfi_memo));
+        return NULL;
+    }
+    return t_memo = m;
+}
 #endif
 
 /* btp_capture_cfi_from, and btp_capture_cfi_caller's walk (ret: from a
- * return address, btp_cfi_walk_ret). */
+ * return address, btp_cfi_walk_ret); setup: the thread's memo may be made
+ * now (not from a signal's context, nor with BTP_CAPTURE_ASYNC_SIGNAL_SAFE:
+ * see t_memo). */
 static inline __attribute__((always_inline)) btp_status
-cfi_self_walk(btp_collector *c, const btp_cfi_regs *regs, const btp_capture_options *opt, int ret)
+cfi_self_walk(btp_collector *c, const btp_cfi_regs *regs, const btp_capture_options *opt, int ret,
+              int setup)
 {
     btp_cfi_self self;
     btp_cfi_env env;
@@ -282,7 +349,9 @@ cfi_self_walk(btp_collector *c, const btp_cfi_regs *regs, const btp_capture_opti
     if (own) {
         t_memo_busy = 1;
         atomic_signal_fence(memory_order_seq_cst);
-        env.memo = &t_memo;
+        env.memo = t_memo;
+        if (!env.memo)
+            env.memo = memo_make(setup, opt);
     }
 #endif
     btp_status st = ret ? btp_cfi_walk_ret(c, regs, &env) : btp_cfi_walk(c, regs, &env);
@@ -298,7 +367,7 @@ cfi_self_walk(btp_collector *c, const btp_cfi_regs *regs, const btp_capture_opti
 btp_status btp_capture_cfi_from(btp_collector *c, const btp_cfi_regs *regs,
                                 const btp_capture_options *opt)
 {
-    return cfi_self_walk(c, regs, opt, 0);
+    return cfi_self_walk(c, regs, opt, 0, 1);
 }
 
 btp_status btp_capture_cfi_caller(const btp_capture_options *opt, uintptr_t pc, uintptr_t sp,
@@ -320,7 +389,7 @@ btp_status btp_capture_cfi_caller(const btp_capture_options *opt, uintptr_t pc, 
     regs.valid = (uint64_t)1 << BTP_CFI_SP | (uint64_t)1 << BTP_CFI_FP;
     /* the CFA of the step through the callee: the caller's first step
      * must move above it, as after that step */
-    btp_status st = btp_collector_cfa_slow(&c, sp, 0) ? cfi_self_walk(&c, &regs, opt, 1) : BTP_OK;
+    btp_status st = btp_collector_cfa_slow(&c, sp, 0) ? cfi_self_walk(&c, &regs, opt, 1, 1) : BTP_OK;
     *n_out = btp_collector_finish(&c);
     return st;
 }
@@ -335,7 +404,7 @@ __attribute__((noinline)) btp_status btp_capture_cfi(btp_collector *c, const voi
     } else {
         BTP_CFI_REGS_HERE(&regs);
     }
-    btp_status st = btp_capture_cfi_from(c, &regs, opt);
+    btp_status st = cfi_self_walk(c, &regs, opt, 0, !uc);
     __asm__ volatile("" : "+r"(st) : : "memory"); /* not a tail call: our frame is walked */
     return st;
 }

@@ -225,7 +225,13 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     /* p9 = pos + 9, the position of each frame's first look (one addition
      * less on the chain), and lim9 its limit. */
     size_t p9 = pos + 9, lim9 = lim + 9;
-    for (size_t off = 0; off != end_off; off += sizeof(btp_frame)) {
+    /* prev = the byte offset of the frame before this one (off - 16),
+     * which the loop counts: a reference's entry is prev minus 16 times its
+     * field, and that subtraction's sign is the reference's check. */
+    const ptrdiff_t last = (ptrdiff_t)end_off - (ptrdiff_t)sizeof(btp_frame);
+    for (ptrdiff_t prev = -(ptrdiff_t)sizeof(btp_frame); prev != last;
+         prev += (ptrdiff_t)sizeof(btp_frame)) {
+        const size_t off = (size_t)(prev + (ptrdiff_t)sizeof(btp_frame));
         if (p9 > lim9) {
             /* past the part read in place: on into the tail, or past the
              * bitstream (which the tail's limit is) */
@@ -305,12 +311,16 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
         } else {
             /* delta: kind 1|x, ref rrr|x, sign s|x, count qqqqqq|x, then
              * |d|; the reference 16 * (rrr + 1) bytes back */
-            size_t ref_off = (size_t)(w >> 55) & 0x70;
+            ptrdiff_t at = prev - (ptrdiff_t)((w >> 55) & 0x70);
             unsigned q = (unsigned)(w >> 50) & 0x3f;
-            if (ref_off >= off)
+            if (at < 0)
                 return 0;
-            const btp_frame *r = (const btp_frame *)(o + (off - ref_off)) - 1;
-            /* the sign bit as a mask: all ones for "reference - |d|" */
+            const btp_frame *r = (const btp_frame *)(o + at);
+            /* the sign bit, and as a mask: all ones for "reference - |d|"
+             * (the 64-bit words' common case picks the sum or the
+             * difference by a conditional move, one operation less than
+             * the mask's; 32-bit sums, which need no masking, keep it) */
+            const int minus = (int)(w >> 57) & 1;
             uint64_t neg = (uint64_t)((int64_t)(w << 6) >> 63);
             /* the next header as for a literal, 16 + q bits on */
             unsigned k7 = k + 7;
@@ -327,7 +337,7 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             } else if (q - 1 < 32) {
                 uint64_t d = (a << 6) >> (64 - q);
                 w = raw << (k7 + q);
-                v = ref + ((d ^ neg) - neg);
+                v = minus ? ref - d : ref + d;
                 /* Suspect only with a suspect frame before it (bit 63 of
                  * any_suspect) or bit 63 set (the truncated form): one
                  * test that real deltas fail. A count of at most 32 has no
