@@ -251,6 +251,9 @@ BTP_API btp_status btp_capture_options_init(btp_capture_options *opt);
  * bounds given), with the cfi method where the C library has
  * _dl_find_object (and the same flag or bounds), and inasmuch as the chosen
  * unwinder is otherwise.
+ * Resources: a thread's first cfi capture without that flag or bounds maps a few KB
+ * for the thread's walk memo (mmap, registered under a thread-specific key
+ * that unmaps it when the thread exits); with either, nothing is mapped.
  */
 BTP_API btp_status btp_capture(const btp_capture_options *opt, btp_frame *frames, size_t cap,
                                size_t *n_out);
