@@ -319,12 +319,26 @@ static void thread_gone(void *arg)
 static int drain(int final);
 static void hand_over(void);
 
+/* Bytes from position h to the end of the buffer (no event wraps around
+ * it: a wrap marker fills the rest). */
+static inline uint64_t left_at(uint64_t h)
+{
+    return RING_BYTES - h % RING_BYTES;
+}
+
+/* Whether `want` more bytes fit after head h by the producer's copy of
+ * tail (tail only grows: if they fit by the copy, they fit). */
+static inline int fits_seen(const ring *r, uint64_t h, uint64_t want)
+{
+    return h - r->tail_seen + want <= RING_BYTES;
+}
+
 /* Bytes of r the producer must assume unconsumed; tail is read only when
  * the copy says `want` more would not fit. */
 static uint64_t ring_used(ring *r, uint64_t want)
 {
     uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-    if (h - r->tail_seen + want > RING_BYTES)
+    if (!fits_seen(r, h, want))
         r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
     return h - r->tail_seen;
 }
@@ -410,7 +424,7 @@ static event *slot_of(ring *r)
  * their sizes are how the writer finds the next one). */
 static int make_room(ring *r, uint64_t want)
 {
-    uint64_t left = RING_BYTES - atomic_load_explicit(&r->head, memory_order_relaxed) % RING_BYTES;
+    uint64_t left = left_at(atomic_load_explicit(&r->head, memory_order_relaxed));
     if (left < want) {
         if (!wait_room(r, left))
             return 0;
@@ -449,7 +463,7 @@ static inline __attribute__((always_inline)) ring *reserve_fast(uint64_t want)
     ring *r = t_self.r;
     if (r) {
         uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-        if (RING_BYTES - h % RING_BYTES >= want && h - r->tail_seen + want <= RING_BYTES)
+        if (left_at(h) >= want && fits_seen(r, h, want))
             return r;
     }
     return reserve(want);
@@ -699,7 +713,7 @@ static const event *peek(ring *r)
         const event *e = (const event *)(r->buf + t % RING_BYTES);
         if (e->kind != EV_WRAP)
             return e;
-        atomic_store_explicit(&r->tail, t + (RING_BYTES - t % RING_BYTES), memory_order_release);
+        atomic_store_explicit(&r->tail, t + left_at(t), memory_order_release);
     }
 }
 
@@ -760,7 +774,7 @@ static void prefetch_ahead(ring *r)
     while (r->pf_n < PREFETCH_EVENTS && r->pf < r->head_seen) {
         const event *e = (const event *)(r->buf + r->pf % RING_BYTES);
         if (e->kind == EV_WRAP) {
-            r->pf += RING_BYTES - r->pf % RING_BYTES;
+            r->pf += left_at(r->pf);
             continue;
         }
         if (e->kind == EV_ALLOC || e->kind == EV_FREE)
