@@ -389,7 +389,8 @@ btp_status btp_capture_cfi_caller(const btp_capture_options *opt, uintptr_t pc, 
     regs.valid = (uint64_t)1 << BTP_CFI_SP | (uint64_t)1 << BTP_CFI_FP;
     /* the CFA of the step through the callee: the caller's first step
      * must move above it, as after that step */
-    btp_status st = btp_collector_cfa_slow(&c, sp, 0) ? cfi_self_walk(&c, &regs, opt, 1, 1) : BTP_OK;
+    btp_status st =
+        btp_collector_cfa_slow(&c, sp, 0) ? cfi_self_walk(&c, &regs, opt, 1, 1) : BTP_OK;
     *n_out = btp_collector_finish(&c);
     return st;
 }

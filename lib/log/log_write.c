@@ -124,7 +124,8 @@ static uint64_t mix64(uint64_t h)
 #define PTR_PAGE_BITS 12
 static uint64_t ptr_hash(uint64_t p)
 {
-    return mix64(p >> PTR_PAGE_BITS) << (PTR_PAGE_BITS - 4) ^ ((p >> 4) & ((1u << (PTR_PAGE_BITS - 4)) - 1));
+    return mix64(p >> PTR_PAGE_BITS) << (PTR_PAGE_BITS - 4) ^
+           ((p >> 4) & ((1u << (PTR_PAGE_BITS - 4)) - 1));
 }
 
 /* Home slot of a pointer in the map: a hash of all its bits above the
