@@ -5,7 +5,8 @@ pixels in the map area, several colours), not a blank or broken page.
 The page's own check (opened with #selfcheck) must find the aggregated
 draw equal, pixel for pixel, to the exact one and to drawing every
 allocation in full, on views where all three apply; on the fragmented heap
-and on a 200,000-allocation map, whose draw time it prints.
+and on a 200,000-allocation map (timings: bench/heap/map_chromium.js;
+under --virtual-time-budget the page's clock is not real time).
 
 usage: heap_chromium.py BTPACK
 Exit 77 (skipped) with the reason when no Chromium is installed (Debian:
@@ -136,7 +137,7 @@ def self_check(path, what):
 
 self_check(html, "fragmented heap")
 
-# Many allocations: the page loads and draws; print the draw time.
+# Many allocations: the page loads, draws from the aggregate, and agrees.
 big = os.path.join(tmp, "big.log")
 with open(big, "w") as f:
     for i in range(200000):
@@ -146,10 +147,5 @@ with open(big, "w") as f:
 bightml = os.path.join(tmp, "big.html")
 r = subprocess.run([btpack, "heap", "map", "-o", bightml, big], capture_output=True, text=True)
 check(r.returncode == 0, "big map: %s" % r.stderr)
-body = self_check(bightml, "200000 allocations")
-m = re.search(r'data-draw-ms="([0-9.]+)"', body)
-check(m is not None, "200k-allocation map did not draw")
-if m:
-    print("200000 allocations: the first draw took %s ms in headless Chromium (%s)"
-          % (m.group(1), re.search(r'data-draw-path="([^"]*)"', body).group(1)))
+self_check(bightml, "200000 allocations")
 finish()
