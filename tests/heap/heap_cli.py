@@ -262,7 +262,8 @@ def map_columns(html):
     """The allocations of a map page: its data JSON, the base64 columns
     inflated when deflated, six columns of LEB128 varints (spec/heap.md
     section 4) decoded here independently of the page."""
-    a = html.index('<script id="heapdata" type="application/json">') + 47
+    tag = '<script id="heapdata" type="application/json">'
+    a = html.index(tag) + len(tag)
     d = json.loads(html[a:html.index("</script>", a)])
     raw = base64.b64decode(d["cols"])
     if d["enc"] == "deflate":
