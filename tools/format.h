@@ -243,6 +243,10 @@ typedef void (*log_meta_fn)(void *ctx, const char *key, const void *data, size_t
 btp_status log_next_record(reader *r, btp_log_reader *lr, btp_log_record *rec, log_meta_fn meta,
                            void *ctx, const char *cut_note);
 
+/* Whether a log's metadata item says its heap addresses are synthetic
+ * (key `addresses`, data `synthetic`: `heap record --no-addresses`). */
+int log_meta_synthetic(const char *key, const void *data, size_t len);
+
 /* The policy for a single stream per record under the options. */
 unsigned cbf_policy(const cli_options *opt);
 

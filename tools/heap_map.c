@@ -468,6 +468,14 @@ int heap_map(int argc, char **argv)
         heap_model_free(&m);
         return EXIT_BAD_INPUT;
     }
+    if (m.synthetic) {
+        /* the address axis is the picture: a bump counter's would be a lie */
+        diag(DIAG_ERROR, m.name, NULL,
+             "recorded with --no-addresses: the log has no heap addresses to map "
+             "(record again without --no-addresses; heap report works on it)");
+        heap_model_free(&m);
+        return EXIT_BAD_INPUT;
+    }
     if (!m.has_stacks && m.n) {
         /* Colour by size class: replace the one empty stack by classes. */
         sites cls = SITES_INIT;

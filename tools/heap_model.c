@@ -227,6 +227,8 @@ static void take_meta(void *ctx, const char *key, const void *d, size_t len, uin
         *note = strndup(d, len);
     else if (!strcmp(key, "clock"))
         take_clock(m, d, len, rec);
+    else if (log_meta_synthetic(key, d, len))
+        m->synthetic = 1;
     else
         site_syms_take(&m->sy, key, d, len);
 }

@@ -76,6 +76,8 @@ typedef struct heap_model {
     heap_clock clock_lo, clock_hi; /* the samples around the peak */
     int complete;             /* a log's END block was read */
     char *tracer, *tracer_end, *exec_note; /* log notes, NUL-terminated */
+    int synthetic;            /* the log's `addresses` note says `synthetic`
+                                 (heap record --no-addresses) */
     int has_stacks;
     heap_live *live;          /* open addressing by pointer, linear probing */
     size_t live_cap, live_used;

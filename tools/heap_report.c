@@ -214,6 +214,8 @@ int heap_report(int argc, char **argv)
         sb_json_string(&o, m.name, strlen(m.name));
         sb_printf(&o, ",\"format\":\"%s\",\"word_bits\":%u,\"complete\":%s", kind_names[m.kind],
                   m.word_bits, m.kind != HEAP_IN_LOG || m.complete ? "true" : "false");
+        sb_printf(&o, ",\"addresses\":\"%s\"",
+                  m.synthetic ? "synthetic" : m.kind == HEAP_IN_LWS ? "none" : "real");
         sb_printf(&o,
                   ",\"events\":%llu,\"allocations\":%llu,\"frees\":%llu,\"bytes_allocated\":%llu,"
                   "\"temporary\":%llu,\"peak\":{\"bytes\":%llu,\"allocations\":%llu,\"event\":%llu",
@@ -267,6 +269,9 @@ int heap_report(int argc, char **argv)
         if (m.exec_note)
             printf("NOTE:        the process ended its recording with %.*s\n",
                    (int)strcspn(m.exec_note, "\n"), m.exec_note);
+        if (m.synthetic)
+            printf("NOTE:        recorded with --no-addresses: the log's heap addresses are "
+                   "synthetic (allocations, frees, peak, leaks and stacks are as recorded)\n");
         if (m.kind == HEAP_IN_LWS)
             printf("NOTE:        ~m# records list live allocations (no addresses, no frees): "
                    "every record counts as live\n");

@@ -30,6 +30,7 @@ typedef struct log_rstate {
     btp_log_reader *lr;
     log_map map;      /* the stored image map so far, given with every record */
     size_t next_meta; /* metadata handed on so far */
+    int synthetic;    /* said so once */
     int done;
 } log_rstate;
 
@@ -65,6 +66,11 @@ static void pass_comments(reader *r, log_rstate *s, uint64_t upto)
            at <= upto) {
         if (r->opt->comments && strcmp(key, "comment") == 0)
             sb_add(r->opt->comments, data, len);
+        if (!s->synthetic && log_meta_synthetic(key, data, len)) {
+            s->synthetic = 1;
+            diag(DIAG_WARNING, r->name, NULL, "recorded with --no-addresses: its allocation "
+                 "and free pointers are synthetic, not heap addresses");
+        }
         btp_status ms = log_map_take(&s->map, key, data, len);
         if (ms != BTP_OK && ms != BTP_END) /* the records are still good */
             diag(DIAG_WARNING, r->name, NULL, "stored image map unusable (%s at byte %zu of "
@@ -72,6 +78,14 @@ static void pass_comments(reader *r, log_rstate *s, uint64_t upto)
         s->next_meta++;
     }
     btp_log_reader_meta_release(s->lr, s->next_meta);
+}
+
+int log_meta_synthetic(const char *key, const void *data, size_t len)
+{
+    /* the tracer writes `synthetic`; a trailing newline is allowed */
+    if (len && ((const char *)data)[len - 1] == '\n')
+        len--;
+    return strcmp(key, "addresses") == 0 && len == 9 && memcmp(data, "synthetic", 9) == 0;
 }
 
 /* The library reads the log through this: straight from the input, so
