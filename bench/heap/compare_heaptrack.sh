@@ -3,7 +3,9 @@
 # wall time (untraced, btpack with the default capture, btpack with frame
 # pointers, heaptrack), trace file size, peak RSS of the traced process,
 # report time (btpack heap report vs heaptrack_print), allocations
-# recorded, peak heap and leaked bytes by each tool.
+# recorded, peak heap and leaked bytes by each tool. btpack_na is
+# btpack heap record --no-addresses (synthetic addresses: na_bytes, its
+# log, against heaptrack's in na/ht).
 #
 #   bash bench/heap/compare_heaptrack.sh BUILD_DIR [OUT_DIR]
 #
@@ -26,7 +28,8 @@ cd "$out"
 btpack=$build/tools/btpack
 export BTPACK_HEAP_PRELOAD=$build/preload/libbtpack-heap.so
 
-# ---- workloads ----
+# ---- workloads (inputs already in OUT_DIR are kept, so runs compare) ----
+[ -s sqlite.sql ] && [ -s alloc.py ] && [ -s big.c ] && [ -s xz.in ] || {
 python3 - <<'PY'
 import random
 random.seed(1)
@@ -54,6 +57,7 @@ with open("big.c", "w") as f:
                 "{ s += a[i] * %d; if (s > %d) s ^= a[(i * 7) %% n]; } return s; }\n" % (i, i, i * 13))
 PY
 head -c 6000000 /dev/urandom | base64 > xz.in   # ~8 MB, partly compressible
+}
 cc1=$(gcc -print-prog-name=cc1)
 py=/usr/bin/python3
 # A workload is ENV=VALUE words (set for every run of it), then the command.
@@ -70,34 +74,38 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # run LABEL CMD...: wall seconds and max RSS (KiB) of one run
 timed() { /usr/bin/time -f "%e %M" -o time.txt "$@" >/dev/null 2>>stderr.txt </dev/null; cat time.txt; }
 
-printf '%-14s %7s %8s %7s %8s %7s %7s %7s %10s %10s %6s %8s %8s %7s %7s\n' workload base_s btpack_s bt_fp_s htrack_s bt_ovh fp_ovh ht_ovh bt_bytes ht_bytes bt/ht bt_rssK ht_rssK bt_rep ht_prt
+printf '%-14s %7s %8s %7s %7s %8s %7s %7s %7s %7s %10s %10s %10s %6s %6s %8s %8s %7s %7s\n' workload base_s btpack_s bt_fp_s bt_na_s htrack_s bt_ovh fp_ovh na_ovh ht_ovh bt_bytes na_bytes ht_bytes bt/ht na/ht bt_rssK ht_rssK bt_rep ht_prt
 for w in "${order[@]}"; do
   read -r -a words <<<"${CMD[$w]}"
   envs=(); cmd=()
   for x in "${words[@]}"; do
     if [ ${#cmd[@]} -eq 0 ] && [[ $x == *=* ]]; then envs+=("$x"); else cmd+=("$x"); fi
   done
-  base=(); bt=(); fp=(); ht=(); btrss=(); htrss=()
+  base=(); bt=(); fp=(); na=(); ht=(); btrss=(); htrss=()
   for ((i = 0; i < reps; i++)); do
     read -r t m < <(timed env "${envs[@]}" "${cmd[@]}"); base+=("$t")
     rm -f "$w.btlog"
     read -r t m < <(timed env "${envs[@]}" "$btpack" heap record -o "$w.btlog" -- "${cmd[@]}"); bt+=("$t"); btrss+=("$m")
     read -r t m < <(timed env "${envs[@]}" BTPACK_STACKTRACE_METHOD=fp "$btpack" heap record -o "$w.fp.btlog" -- "${cmd[@]}"); fp+=("$t")
+    rm -f "$w.na.btlog"
+    read -r t m < <(timed env "${envs[@]}" "$btpack" heap record --no-addresses -o "$w.na.btlog" -- "${cmd[@]}"); na+=("$t")
     rm -f heaptrack."$w".*
     read -r t m < <(timed env "${envs[@]}" heaptrack -o "heaptrack.$w" "${cmd[@]}"); ht+=("$t"); htrss+=("$m")
   done
   b=$(printf '%s\n' "${base[@]}" | median); tb=$(printf '%s\n' "${bt[@]}" | median)
   tf=$(printf '%s\n' "${fp[@]}" | median); th=$(printf '%s\n' "${ht[@]}" | median)
+  tn=$(printf '%s\n' "${na[@]}" | median); sn=$(stat -c %s "$w.na.btlog")
   rb=$(printf '%s\n' "${btrss[@]}" | median); rh=$(printf '%s\n' "${htrss[@]}" | median)
   htfile=$(ls heaptrack."$w".* | head -n 1)
   sb=$(stat -c %s "$w.btlog"); sh=$(stat -c %s "$htfile")
   read -r rep_t _ < <(/usr/bin/time -f "%e %M" -o time.txt "$btpack" heap report --json "$w.btlog" >"$w.report.json" 2>>stderr.txt; cat time.txt)
+  "$btpack" heap report --json "$w.na.btlog" >"$w.na.report.json" 2>>stderr.txt
   read -r prt_t _ < <(/usr/bin/time -f "%e %M" -o time.txt heaptrack_print "$htfile" >"$w.heaptrack.txt" 2>>stderr.txt; cat time.txt)
-  awk -v w="$w" -v b="$b" -v tb="$tb" -v tf="$tf" -v th="$th" -v sb="$sb" -v sh="$sh" -v rb="$rb" \
-      -v rh="$rh" -v rt="$rep_t" -v pt="$prt_t" 'BEGIN {
-        printf "%-14s %7.2f %8.2f %7.2f %8.2f %6.0f%% %6.0f%% %6.0f%% %10d %10d %6.2f %8d %8d %7.2f %7.2f\n",
-               w, b, tb, tf, th, 100 * (tb - b) / b, 100 * (tf - b) / b, 100 * (th - b) / b, sb, sh,
-               sb / sh, rb, rh, rt, pt }'
+  awk -v w="$w" -v b="$b" -v tb="$tb" -v tf="$tf" -v tn="$tn" -v th="$th" -v sb="$sb" -v sn="$sn" \
+      -v sh="$sh" -v rb="$rb" -v rh="$rh" -v rt="$rep_t" -v pt="$prt_t" 'BEGIN {
+        printf "%-14s %7.2f %8.2f %7.2f %7.2f %8.2f %6.0f%% %6.0f%% %6.0f%% %6.0f%% %10d %10d %10d %6.2f %6.2f %8d %8d %7.2f %7.2f\n",
+               w, b, tb, tf, tn, th, 100 * (tb - b) / b, 100 * (tf - b) / b, 100 * (tn - b) / b,
+               100 * (th - b) / b, sb, sn, sh, sb / sh, sn / sh, rb, rh, rt, pt }'
 done
 echo
 echo "what each tool saw (btpack: heap report --json; heaptrack: heaptrack_print totals):"
@@ -113,6 +121,9 @@ def grab(pat):
 print("%-14s btpack: %d allocations, peak %d B, leaked %d B in %d allocations, %s" % (
     w, r["allocations"], r["peak"]["bytes"], r["leaked"]["bytes"], r["leaked"]["allocations"],
     r.get("tracer", "")))
+n = json.load(open(w + ".na.report.json"))
+print("%-14s btpack --no-addresses: %d allocations, peak %d B, leaked %d B in %d allocations" % (
+    "", n["allocations"], n["peak"]["bytes"], n["leaked"]["bytes"], n["leaked"]["allocations"]))
 print("%-14s heaptrack: %s calls to allocation functions, peak heap %s, leaked %s" % (
     "", grab(r"calls to allocation functions: (\d+)"), grab(r"peak heap memory consumption: (\S+)"),
     grab(r"total memory leaked: (\S+)")))
