@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """btpack heap record --no-addresses against a recording with addresses.
 
-usage: heap_noaddr.py BTPACK NOADDR_PROG LOG_PTRS PRELOAD
+usage: heap_noaddr.py BTPACK NOADDR_PROG LOG_PTRS PRELOAD HEAP_PROG
 
 Records tests/heap/noaddr_prog.c (single-threaded, the same history every
 run; it prints every pointer it got) both ways and checks: the reports
@@ -9,7 +9,8 @@ agree on counts, peak, leaks and stacks; the log without addresses holds
 none of the program's pointers (read back record by record with
 log_ptrs), its allocations are unique among the live ones and its frees
 name them; it carries the `addresses` item; heap map refuses it; the
-environment variable does what the option does."""
+environment variable does what the option does; heap_prog's threads,
+signal handler, fork and abort give the same counts both ways."""
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from pycheck import check, finish  # noqa: E402
 
-btpack, prog, log_ptrs, preload = sys.argv[1:5]
+btpack, prog, log_ptrs, preload, heap_prog = sys.argv[1:6]
 tmp = tempfile.mkdtemp(prefix="btpack-noaddr-")
 
 
@@ -143,4 +144,17 @@ check(len(env_ptrs) == 412 and not (set(env_ptrs) & {int(x[1], 16) for x in rec_
                                                      if x[0] in "af"}),
       "BTPACK_HEAP_NO_ADDRESSES=1: none of the pointers")
 check(summary(report(env_log)) == ss, "BTPACK_HEAP_NO_ADDRESSES=1: the same report")
+# Threads (their interleaving differs run to run: counts only), a signal
+# handler, fork, and a crash that completes the log.
+for mode, status in (("basic", 0), ("crash", 128 + 6)):
+    counts = []
+    for opts in ([], ["--no-addresses"]):
+        path = os.path.join(tmp, "prog-%s-%d.btlog" % (mode, len(opts)))
+        r = run([btpack, "heap", "record", "-o", path] + opts + ["--", heap_prog, mode])
+        check(r.returncode == status, "heap_prog %s %s: status %d" % (mode, opts, r.returncode))
+        rep = report(path)
+        counts.append((rep.get("allocations"), rep.get("frees"), rep.get("leaked"),
+                       rep.get("unmatched_frees"), rep.get("frees_missing"), rep.get("complete")))
+    check(counts[0] == counts[1] and counts[0][0] > 80000,
+          "heap_prog %s: the same counts both ways: %s" % (mode, counts))
 finish()
