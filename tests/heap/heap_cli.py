@@ -151,6 +151,40 @@ if tracer:
     check(r.returncode == 2, "record without a command: %d" % r.returncode)
     r = run(["heap", "record", "-o", os.path.join(tmp, "x.btlog"), "--", "/nonexistent/prog"])
     check(r.returncode == 127, "record of a missing program: %d" % r.returncode)
+    # -o onto a file that is there: it stays as it was until CMD has run
+    # and written a trace, and CMD reading it is refused
+    keep = os.path.join(tmp, "keep.txt")
+    noexec = os.path.join(tmp, "noexec.sh")
+    with open(noexec, "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(noexec, 0o644)
+    for cmd, want in ((["/nonexistent/prog"], 127), ([noexec], 126),
+                      (["sort", keep], 2), (["/bin/sh", "-c", "cat < " + keep], -1)):
+        with open(keep, "w") as f:
+            f.write("precious\n")
+        # bytes: before, CMD read the log being written in place of the file
+        r = subprocess.run([btpack, "heap", "record", "-o", keep, "--"] + cmd,
+                           capture_output=True, timeout=60)
+        r.stdout, r.stderr = (x.decode("latin-1") for x in (r.stdout, r.stderr))
+        body = open(keep, "rb").read().decode("latin-1") if os.path.exists(keep) else None
+        if want < 0:  # CMD ran, read the file whole, and then the log replaced it
+            check(r.returncode == 0 and r.stdout == "precious\n" and body is not None and
+                  body.startswith("\x89BTPLOG"), "record -o onto what %s reads: %d %r %s" %
+                  (cmd, r.returncode, r.stdout, r.stderr))
+            continue
+        check(r.returncode == want and body == "precious\n",
+              "record -o onto a file, %s: exit %d (want %d), file %r: %s" %
+              (cmd, r.returncode, want, body and body[:40], r.stderr))
+        check(want == 2 or "cannot run" in r.stderr, "record %s: %s" % (cmd, r.stderr))
+    check(not [n for n in os.listdir(tmp) if n.startswith(".keep.txt.")],
+          "record left a temporary file: %s" % os.listdir(tmp))
+    # a program that exits 127 itself is not a program that could not run
+    r = run(["heap", "record", "-o", os.path.join(tmp, "x127.btlog"), "--",
+             "/bin/sh", "-c", "exit 127"])
+    check(r.returncode == 127 and "cannot run" not in r.stderr and
+          os.path.getsize(os.path.join(tmp, "x127.btlog")) > 0, "exit 127: %s" % r.stderr)
+    r = run(["heap", "record", "-o", "-", "--", "true"])
+    check(r.returncode == 2 and "-o -" in r.stderr, "record -o -: %s" % r.stderr)
 
 # ---- seed-style CSV records among other log text --------------------------
 csv = os.path.join(tmp, "uart.log")
