@@ -288,6 +288,30 @@ for name, src in (("csv", csv), ("lws", lws)):
           "%s svg: %s" % (name, r.stderr))
     r = run(["heap", "map", src])
     check(r.returncode == 0 and r.stdout.startswith("<!DOCTYPE html>"), "%s html to stdout" % name)
+# ---- input that holds no heap records --------------------------------------
+# said to be so, never reported as a heap that allocated nothing
+notheap = [("empty", b"", "empty input"),
+           ("text", b"root:x:0:0:root:/root:/bin/bash\nplain text\n", "not a heap log"),
+           ("binary", bytes(range(256)) * 8, "binary data that is not a btpack trace log")]
+if tracer and os.path.exists(os.path.join(tmp, "basic.btlog")):
+    with open(os.path.join(tmp, "basic.btlog"), "rb") as f:  # its magic damaged
+        notheap.append(("magic", b"\0\0\0\0" + f.read()[4:], "binary data"))
+for name, body, why in notheap:
+    path = os.path.join(tmp, "notheap-" + name)
+    with open(path, "wb") as f:
+        f.write(body)
+    html = os.path.join(tmp, "notheap.html")
+    with open(html, "w") as f:
+        f.write("kept\n")
+    for args in (["heap", "report", path], ["heap", "report", "--json", path],
+                 ["heap", "map", "-o", html, path]):
+        r = run(args)
+        check(r.returncode == 1 and why in r.stderr and "no heap records" in r.stderr and
+              "allocations" not in r.stdout,
+              "%s of %s: exit %d: %s%s" % (args[1], name, r.returncode, r.stderr, r.stdout[:200]))
+    check(open(html).read() == "kept\n", "heap map -o of %s replaced its output" % name)
+r = run(["heap", "report", "--from", "csv", os.path.join(tmp, "notheap-empty")])
+check(r.returncode == 0 and "allocations: 0 " in r.stdout, "empty --from csv: %s" % r.stderr)
 r = run(["heap", "map", os.path.join(tmp, "missing.btlog")])
 check(r.returncode == 1 and "missing.btlog" in r.stderr, "missing input: %s" % r.stderr)
 r = run(["heap", "--help"])
