@@ -237,7 +237,8 @@ def test_elf(d):
     lws = write(os.path.join(d, "dev.log"), lws_record())
     for cmd in (["stats", LOG], ["heapmap", lws], ["symbolize", lws],
                 ["heap", "report", LOG], ["heap", "map", "-o", os.path.join(d, "m.html"), LOG]):
-        for elf, why in (("/nonexistent", "No such file"), (d, "a directory")):
+        for elf, why in (("/nonexistent", "No such file"), (d, "a directory"),
+                         (lws, "not an ELF file")):
             rc, out, err = run(cmd[:2] + ["--elf", elf] + cmd[2:])
             check(rc == 1 and not out and "cannot read the ELF file" in err and why in err,
                   "%s --elf %s: %d %r %s" % (" ".join(cmd[:2]), why, rc, out[:80], err))
