@@ -50,7 +50,8 @@ static const char heap_help[] =
     "  btpack heap map -o ls.html ls.btlog\n";
 
 static const char record_help[] =
-    "usage: btpack heap record [-o FILE.btlog] [--method M] [--lzma N | --zlib N] -- CMD [ARGS...]\n"
+    "usage: btpack heap record [-o FILE.btlog] [--method M] [--lzma N | --zlib N]\n"
+    "                          [--keep-partial] -- CMD [ARGS...]\n"
     "\n"
     "Run CMD with libbtpack-heap.so preloaded and record its heap into FILE (default\n"
     "btpack-heap.CMD.PID.btlog). Exits with CMD's exit status (128+N if signal N\n"
@@ -65,6 +66,8 @@ static const char record_help[] =
     "  -o FILE        the trace log to write: written beside FILE and renamed over\n"
     "                 it once CMD has run, so a CMD that cannot run leaves FILE\n"
     "                 as it was (FILE among CMD's arguments is refused)\n"
+    "  --keep-partial when writing the log fails (disk full), keep what was\n"
+    "                 written as FILE (by default FILE stays as it was)\n"
     "  --method M     stack capture method: fp, cfi, libgcc, libunwind, glibc\n"
     "                 (BTPACK_STACKTRACE_METHOD; default: the build's default)\n"
     "  --lzma N       compress the log's blocks with LZMA2 at preset 1..9 (the\n"
@@ -118,8 +121,10 @@ static int heap_record(int argc, char **argv)
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'}, {"method", required_argument, NULL, 'M'},
         {"zlib", required_argument, NULL, 'z'},   {"lzma", required_argument, NULL, 'x'},   {"preload", required_argument, NULL, 'P'},
+        {"keep-partial", no_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *out = NULL, *method = NULL, *zlib = NULL, *lzma = NULL, *preload = NULL;
+    int keep_partial = 0;
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
@@ -129,6 +134,7 @@ static int heap_record(int argc, char **argv)
         case 'z': zlib = optarg; break;
         case 'x': lzma = optarg; break;
         case 'P': preload = optarg; break;
+        case 'K': keep_partial = 1; break;
         case 'h': fputs(record_help, stdout); return EXIT_OK;
         default: return cli_bad_option("heap record", argv);
         }
@@ -189,11 +195,14 @@ static int heap_record(int argc, char **argv)
     }
     const char *old = getenv("LD_PRELOAD");
     char *pre = malloc(strlen(lib) + (old ? strlen(old) : 0) + 2);
-    /* exec failure is told through this pipe: closed on exec, or errno */
-    int ep[2] = {-1, -1};
-    if (!pre || pipe2(ep, O_CLOEXEC) != 0) {
+    /* exec failure is told through this pipe: closed on exec, or errno;
+     * the tracer's failure to write the log through the other */
+    int ep[2] = {-1, -1}, sp[2] = {-1, -1};
+    if (!pre || pipe2(ep, O_CLOEXEC) != 0 || pipe2(sp, O_CLOEXEC | O_NONBLOCK) != 0) {
         diag(DIAG_ERROR, NULL, NULL, "heap record: %s", pre ? strerror(errno) : "out of memory");
         free(pre);
+        if (ep[0] >= 0)
+            close(ep[0]), close(ep[1]);
         output_close(&o, 0);
         return EXIT_BAD_INPUT;
     }
@@ -208,11 +217,18 @@ static int heap_record(int argc, char **argv)
         free(pre);
         close(ep[0]);
         close(ep[1]);
+        close(sp[0]);
+        close(sp[1]);
         output_close(&o, 0);
         return EXIT_BAD_INPUT;
     }
     if (pid == 0) {
         close(ep[0]);
+        close(sp[0]);
+        char sfd[16];
+        snprintf(sfd, sizeof sfd, "%d", sp[1]);
+        setenv("BTPACK_HEAP_STATUS_FD", sfd, 1);
+        fcntl(sp[1], F_SETFD, 0); /* for the tracer in CMD; it closes it on exec */
         setenv("LD_PRELOAD", pre, 1);
         setenv("BTPACK_HEAP_OUTPUT", abs_out, 1);
         if (method)
@@ -232,6 +248,7 @@ static int heap_record(int argc, char **argv)
     }
     free(pre);
     close(ep[1]);
+    close(sp[1]);
     sigaction(SIGINT, &ign, &old_int);
     sigaction(SIGQUIT, &ign, &old_quit);
     int exec_errno = 0;
@@ -244,6 +261,13 @@ static int heap_record(int argc, char **argv)
         ;
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
+    /* CMD's children may hold the pipe still: read what is there */
+    char told[64] = "";
+    ssize_t tn = read(sp[0], told, sizeof told - 1);
+    close(sp[0]);
+    int write_errno = 0;
+    if (tn > 6 && strncmp(told, "write ", 6) == 0)
+        write_errno = atoi(told + 6);
     if (got == (ssize_t)sizeof exec_errno) {
         /* as a shell says it: 127 not found, 126 found but not runnable */
         diag(DIAG_ERROR, NULL, NULL, "heap record: cannot run %s: %s%s", argv[optind],
@@ -255,6 +279,16 @@ static int heap_record(int argc, char **argv)
     struct stat st;
     int via_tmp = o.tmp != NULL;
     int have = via_tmp ? fstat(o.fd, &st) == 0 && st.st_size > 0 : stat(out, &st) == 0;
+    if (write_errno) {
+        /* a log cut short by a full disk must not pass for the whole run,
+         * nor replace what was there unless asked to (as convert) */
+        diag(DIAG_ERROR, out, NULL, "the tracer could not write the trace log: %s%s",
+             strerror(write_errno), keep_partial && have ? "" : "; nothing written");
+        if (keep_partial && have)
+            o.flags |= OUTPUT_KEEP_PARTIAL;
+        output_close(&o, 0);
+        return rc ? rc : EXIT_BAD_INPUT;
+    }
     if (output_close(&o, have) < 0)
         return rc ? rc : EXIT_BAD_INPUT;
     if (!have) {

@@ -183,6 +183,31 @@ if tracer:
              "/bin/sh", "-c", "exit 127"])
     check(r.returncode == 127 and "cannot run" not in r.stderr and
           os.path.getsize(os.path.join(tmp, "x127.btlog")) > 0, "exit 127: %s" % r.stderr)
+    # the log cannot be written whole (a file size limit stands in for a
+    # full disk): an error, and the file stays as it was unless --keep-partial
+    def fsize_limit():
+        import resource
+        import signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes fail with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+    keep_path = os.path.join(tmp, "full.btlog")
+    for keep in ([], ["--keep-partial"]):
+        with open(keep_path, "w") as f:
+            f.write("precious\n")
+        r = subprocess.run([btpack, "heap", "record", "--zlib", "0", "-o", keep_path] + keep +
+                           ["--", prog, "basic"], capture_output=True, text=True, timeout=60,
+                           preexec_fn=fsize_limit)
+        body = open(keep_path, "rb").read()
+        check(r.returncode == 1 and "could not write the trace log" in r.stderr and
+              "File too large" in r.stderr,
+              "record %s past the file size limit: exit %d: %s" % (keep, r.returncode, r.stderr))
+        if keep:
+            check(body.startswith(b"\x89BTPLOG") and "incomplete output kept" in r.stderr,
+                  "record --keep-partial past the limit: %r %s" % (body[:16], r.stderr))
+        else:
+            check(body == b"precious\n", "record past the file size limit replaced the file")
+        check(not [n for n in os.listdir(tmp) if n.startswith(".full.btlog.")],
+              "record past the file size limit left a temporary file")
     r = run(["heap", "record", "-o", "-", "--", "true"])
     check(r.returncode == 2 and "-o -" in r.stderr, "record -o -: %s" % r.stderr)
 
