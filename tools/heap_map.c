@@ -11,6 +11,10 @@
 #include "heap_cmd.h"
 #include "output.h"
 
+#if BTP_CLI_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
 extern const char heap_map_html[]; /* tools/heap_map.html, embedded at build time */
 
 static const char map_help[] =
@@ -20,10 +24,12 @@ static const char map_help[] =
     "allocation a bar from its malloc to its free, coloured by allocating stack, so\n"
     "fragmentation and leaks show at a glance; heap in use over time below.\n"
     "HTML (default): one self-contained file (no network), zoom with the wheel, pan\n"
-    "by dragging, hover an allocation for its size and symbolized stack. Every\n"
-    "redraw draws every allocation (where bars share a pixel the last drawn shows):\n"
-    "about 0.1 s for 1 million allocations, 0.2 s for 4 million (see\n"
-    "bench/heap/README.md).\n"
+    "by dragging, hover an allocation for its size and symbolized stack. Where\n"
+    "bars share a pixel the latest allocation shows. Zoomed out, the page draws\n"
+    "from an aggregate built once at load (the latest allocation per cell of a\n"
+    "grid over the whole history), so a draw costs the pixels, not the\n"
+    "allocations; zoomed in, only the allocations in view are drawn (see\n"
+    "bench/heap/README.md for a million allocations).\n"
     "SVG (-o FILE.svg): a static picture of the whole history, 1200x600.\n"
     "Address ranges with nothing allocated (more than 1 MiB between allocations)\n"
     "are cut out of the address axis. Inputs as for `btpack heap report`.\n"
@@ -180,6 +186,65 @@ static void site_name(const heap_model *m, const site *s, strbuf *out)
         sb_adds(out, "(no stack)");
 }
 
+/* LEB128 of v; p has room for 10 bytes. */
+static size_t put_varint(unsigned char *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (unsigned char)v;
+    return n;
+}
+
+static uint64_t zigzag(int64_t d)
+{
+    return ((uint64_t)d << 1) ^ (uint64_t)(d >> 63);
+}
+
+/* The allocations as six columns of varints, one column after the other
+ * (spec/heap.md section 4): consecutive allocations are close in time and
+ * often in address, so the deltas are a byte or two and deflate finds the
+ * repeats. Values the page keeps as u32 are clamped as before. */
+static int encode_columns(const heap_model *m, const layout *L, uint64_t unit, unsigned char **out,
+                          size_t *out_len)
+{
+    unsigned char *p = malloc(m->n * 6 * 10 + 1);
+    if (!p)
+        return -1;
+    size_t k = 0;
+    uint64_t prev = 0;
+    for (size_t i = 0; i < m->n; i++) { /* address (units), delta from the previous */
+        uint64_t y = L->y[i] / unit;
+        k += put_varint(p + k, zigzag((int64_t)(y - prev)));
+        prev = y;
+    }
+    for (size_t i = 0; i < m->n; i++) { /* height (units) */
+        uint64_t h = (m->a[i].size + unit - 1) / unit;
+        k += put_varint(p + k, h ? (h > 0xffffffffu ? 0xffffffffu : h) : 1);
+    }
+    prev = 0;
+    for (size_t i = 0; i < m->n; i++) { /* allocating event, delta from the previous */
+        uint64_t t0 = m->a[i].t0 > 0xfffffffeu ? 0xfffffffeu : m->a[i].t0;
+        k += put_varint(p + k, zigzag((int64_t)(t0 - prev)));
+        prev = t0;
+    }
+    for (size_t i = 0; i < m->n; i++) { /* lifetime + 1; 0: never freed */
+        const heap_alloc *a = &m->a[i];
+        uint64_t t0 = a->t0 > 0xfffffffeu ? 0xfffffffeu : a->t0;
+        uint64_t t1 = a->t1 > 0xfffffffeu ? 0xfffffffeu : a->t1;
+        k += put_varint(p + k, a->t1 == HEAP_LIVE ? 0 : t1 >= t0 ? t1 - t0 + 1 : 1);
+    }
+    for (size_t i = 0; i < m->n; i++) /* site */
+        k += put_varint(p + k, m->a[i].site);
+    for (size_t i = 0; i < m->n; i++) /* size (bytes) */
+        k += put_varint(p + k, m->a[i].size > 0xffffffffu ? 0xffffffffu : m->a[i].size);
+    *out = p;
+    *out_len = k;
+    return 0;
+}
+
 static int write_html(const heap_model *m, const layout *L, const uint32_t *rank, output *out)
 {
     uint64_t unit = 1;
@@ -227,33 +292,37 @@ static int write_html(const heap_model *m, const layout *L, const uint32_t *rank
                                       "their free (address reused).",
                  (unsigned long long)m->unmatched_frees, (unsigned long long)m->free_missing);
     html_json_string(&o, notes, strlen(notes));
-    sb_adds(&o, ",\"allocs\":\"");
-    /* 6 little-endian u32 per allocation: y, height, t0, t1, site, size */
-    size_t raw_len = m->n * 24;
-    unsigned char *raw = malloc(raw_len + 1);
-    char *b64 = raw ? sb_reserve(&o, BTP_BASE64_ENCODED_LEN(raw_len) + 1) : NULL;
-    if (!raw || !b64) {
-        free(raw);
+    unsigned char *raw = NULL, *packed = NULL;
+    size_t raw_len = 0, packed_len = 0;
+    const char *enc = "raw";
+    if (encode_columns(m, L, unit, &raw, &raw_len) < 0) {
         sb_free(&o);
         diag(DIAG_ERROR, NULL, NULL, "out of memory");
         return -1;
     }
-    for (size_t i = 0; i < m->n; i++) {
-        const heap_alloc *a = &m->a[i];
-        uint64_t h = (a->size + unit - 1) / unit;
-        uint32_t v[6] = {(uint32_t)(L->y[i] / unit), (uint32_t)(h ? (h > 0xffffffffu ? 0xffffffffu : h) : 1),
-                         (uint32_t)(a->t0 > 0xfffffffeu ? 0xfffffffeu : a->t0),
-                         a->t1 == HEAP_LIVE ? 0xffffffffu
-                                            : (uint32_t)(a->t1 > 0xfffffffeu ? 0xfffffffeu : a->t1),
-                         a->site, (uint32_t)(a->size > 0xffffffffu ? 0xffffffffu : a->size)};
-        for (int k = 0; k < 6; k++)
-            for (int b = 0; b < 4; b++)
-                raw[i * 24 + (size_t)k * 4 + (size_t)b] = (unsigned char)(v[k] >> (8 * b));
+    packed = raw, packed_len = raw_len;
+#if BTP_CLI_HAVE_ZLIB
+    /* The page inflates it with the browser's DecompressionStream; level 1:
+     * the varints leave little for higher levels to find (1-2 %), at a
+     * third of the time. */
+    uLongf cap = compressBound((uLong)raw_len);
+    unsigned char *z = malloc(cap);
+    if (z && compress2(z, &cap, raw, (uLong)raw_len, 1) == Z_OK) {
+        packed = z, packed_len = cap, enc = "deflate";
+    } else {
+        free(z);
     }
-    size_t b64_len = 0;
-    btp_base64_encode(raw, raw_len, b64, BTP_BASE64_ENCODED_LEN(raw_len) + 1, BTP_B64_PAD,
-                      &b64_len);
-    o.len += b64_len;
+#endif
+    sb_printf(&o, ",\"enc\":\"%s\",\"raw_len\":%zu,\"cols\":\"", enc, raw_len);
+    char *b64 = sb_reserve(&o, BTP_BASE64_ENCODED_LEN(packed_len) + 1);
+    if (b64) {
+        size_t b64_len = 0;
+        btp_base64_encode(packed, packed_len, b64, BTP_BASE64_ENCODED_LEN(packed_len) + 1,
+                          BTP_B64_PAD, &b64_len);
+        o.len += b64_len;
+    }
+    if (packed != raw)
+        free(packed);
     free(raw);
     sb_adds(&o, "\"}");
     const char *mark = strstr(heap_map_html, "/*BTPACK_HEAP_DATA*/");

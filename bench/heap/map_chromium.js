@@ -78,9 +78,13 @@ async function main() {
   t = performance.now();
   await evaluate(frame);
   const out = {allocations: Number(drawn), load_ms: loadMs, dom_content_loaded_ms: nav.dcl,
+               index_ms: Number(await evaluate("document.body.getAttribute('data-index-ms')")),
                first_draw_ms: Number(firstDraw), idle_frame_ms: performance.now() - t};
 
-  const drawMs = () => evaluate("Number(document.body.getAttribute('data-draw-ms'))");
+  // the page's own draw time, and whether it drew from the aggregate (A)
+  // or the allocations in view (E); pages without data-draw-path: "-"
+  const drawMs = () => evaluate("[Number(document.body.getAttribute('data-draw-ms')), " +
+    "(document.body.getAttribute('data-draw-path') || '-')[0].toUpperCase()]");
   // wheel: 10 zoom-in steps of the time axis at the map's centre, each
   // timed until two frames later (the redraw runs in the first)
   const zoom = [];
@@ -88,7 +92,7 @@ async function main() {
     t = performance.now();
     await send("Input.dispatchMouseEvent", {type: "mouseWheel", x: 600, y: 300, deltaX: 0, deltaY: -100});
     await evaluate(frame);
-    zoom.push([performance.now() - t, await drawMs()]);
+    zoom.push([performance.now() - t, ...await drawMs()]);
   }
   // drag: press, 5 moves of 40 px, release; the time per move
   const pan = [];
@@ -97,14 +101,14 @@ async function main() {
     t = performance.now();
     await send("Input.dispatchMouseEvent", {type: "mouseMoved", x: 600 - 40 * k, y: 300, button: "left", buttons: 1});
     await evaluate(frame);
-    pan.push([performance.now() - t, await drawMs()]);
+    pan.push([performance.now() - t, ...await drawMs()]);
   }
   await send("Input.dispatchMouseEvent", {type: "mouseReleased", x: 400, y: 300, button: "left", clickCount: 1});
   // back to the whole history (double-click), then hovers over it: the
-  // tooltip is found by hit(), a scan of the allocations
+  // tooltip is found by hit()
   t = performance.now();
   await evaluate("(mapC.dispatchEvent(new MouseEvent('dblclick')), " + frame + ")");
-  const resetMs = performance.now() - t, resetDraw = await drawMs();
+  const resetMs = performance.now() - t, resetDraw = (await drawMs())[0];
   const hover = [];
   const box = await evaluate("(() => { const r = mapC.getBoundingClientRect();" +
     " return [r.left + ML, r.top, mapC.width - ML, mapC.height - MB]; })()");
@@ -123,7 +127,7 @@ async function main() {
     hover.push([ms, hitMs, tip]);
   }
   // where a draw of the whole history goes: the usage chart alone, the rest
-  // is the map (one pass over the allocations filling their pixels)
+  // is the map
   const parts = await evaluate("(() => { let s = performance.now(); for (let k = 0; k < 5; k++) draw();" +
     " const all = (performance.now() - s) / 5; s = performance.now(); for (let k = 0; k < 5; k++) drawUse();" +
     " return [all, (performance.now() - s) / 5]; })()");
@@ -144,6 +148,7 @@ async function main() {
   Object.assign(out, {zoom_ms_and_draw_ms: zoom.map(r1), pan_ms_and_draw_ms: pan.map(r1),
     reset_ms: Math.round(resetMs), reset_draw_ms: resetDraw,
     whole_draw_ms_and_use_chart_ms: r1(parts), hover_ms_hit_ms_tip: hover.map(r1),
+    // typed arrays live outside the JS heap: the renderer's RSS counts them
     js_heap_used_mb: Math.round(metrics.JSHeapUsedSize / 1048576),
     js_heap_total_mb: Math.round(metrics.JSHeapTotalSize / 1048576),
     renderer_rss_mb: rssMb(mine.filter(p => p.args.includes("--type=renderer"))),

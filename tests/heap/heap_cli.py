@@ -7,11 +7,13 @@ Records tests/heap/heap_prog.c (threads, every allocation function, a
 signal handler that allocates, fork, exec, _exit, abort) and checks the
 report against what the program is known to do; reads seed-style CSV
 records and lws ~m# logs with known answers; checks the map outputs."""
+import base64
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import btlog_blocks  # noqa: E402
@@ -254,6 +256,51 @@ for name, src in (("csv", csv), ("lws", lws)):
           "%s svg: %s" % (name, r.stderr))
     r = run(["heap", "map", src])
     check(r.returncode == 0 and r.stdout.startswith("<!DOCTYPE html>"), "%s html to stdout" % name)
+
+
+def map_columns(html):
+    """The allocations of a map page: its data JSON, the base64 columns
+    inflated when deflated, six columns of LEB128 varints (spec/heap.md
+    section 4) decoded here independently of the page."""
+    tag = '<script id="heapdata" type="application/json">'
+    a = html.index(tag) + len(tag)
+    d = json.loads(html[a:html.index("</script>", a)])
+    raw = base64.b64decode(d["cols"])
+    if d["enc"] == "deflate":
+        raw = zlib.decompress(raw)
+    check(d["enc"] in ("deflate", "raw") and len(raw) == d["raw_len"], "map data: %s" % d["enc"])
+    vals, v, shift = [], 0, 0
+    for b in raw:
+        v |= (b & 127) << shift
+        shift += 7
+        if b < 128:
+            vals.append(v)
+            v, shift = 0, 0
+    n = d["n"]
+    check(len(vals) == 6 * n and shift == 0, "map columns: %d values for %d" % (len(vals), n))
+    cols = [vals[k * n:(k + 1) * n] for k in range(6)]
+    for k in (0, 2):   # zigzag deltas
+        acc, out = 0, []
+        for z in cols[k]:
+            acc += (z >> 1) ^ -(z & 1)
+            out.append(acc)
+        cols[k] = out
+    return d, cols
+
+
+r = run(["heap", "map", csv])
+if r.returncode == 0:
+    d, (y, h, t0, life, site, size) = map_columns(r.stdout)
+    # the CSV's six allocations in order: sizes, addresses (one region from
+    # 0x50000000, unit 1), events counting each m/c/f line
+    check(size == [12, 10, 40, 12, 28, 8] and h == size, "map sizes %s heights %s" % (size, h))
+    check([int(d["regions"][0][0]) + v for v in y] ==
+          [0x50000000, 0x5000000C, 0x50000034, 0x50000000, 0x5000005c, 0x50000034],
+          "map addresses %s" % y)
+    check(t0 == sorted(t0) and len(set(t0)) == 6, "map events %s" % t0)
+    check(life.count(0) == 2 and all(t0[i] + life[i] - 1 <= d["t_end"] for i in range(6) if life[i]),
+          "map lifetimes %s" % life)
+    check(all(s < len(d["sites"]) for s in site), "map sites %s" % site)
 r = run(["heap", "map", os.path.join(tmp, "missing.btlog")])
 check(r.returncode == 1 and "missing.btlog" in r.stderr, "missing input: %s" % r.stderr)
 r = run(["heap", "--help"])
