@@ -2,17 +2,20 @@
  * writer_replay: the trace-log writer's cost per record, alone, on the
  * records of a real heap trace.
  *
- *   writer_replay FILE.btlog [ZLIB_LEVEL...]
+ *   writer_replay FILE.btlog [ZLIB_LEVEL|xPRESET...]
  *
  * Reads every record of FILE.btlog into memory, then re-encodes them with
  * the public writer (2 MiB blocks, as `btpack heap record` writes) once per
- * zlib level given (0: no compression; default: 9 and 0), into memory, and
+ * zlib level given (0: no compression; xN: LZMA2 preset N, what the tracer
+ * writes with x2; default: 9 and 0), into memory, and
  * prints CPU nanoseconds per record (best of 3) and the bytes written
  * (with WRITER_REPLAY_OUT=FILE set, the last log written is kept there:
  * the same records and options must give the same bytes after a change
  * meant for speed only; WRITER_REPLAY_HOLD=1 has the writer hold its
  * blocks for btp_log_block_write and WRITER_REPLAY_PREFETCH=N announces
- * each record N records ahead, as the heap tracer does). What the
+ * each record N records ahead, as the heap tracer does; with
+ * WRITER_REPLAY_VERIFY=1 each log written is read back and must give the
+ * same records: kind, size, pointer, frames). What the
  * tracer's writer thread spends on a log beyond reading its rings: the
  * dictionary, the live-allocation table, the record coding, and zlib.
  * Single-threaded and deterministic, so `valgrind --tool=callgrind` on it
@@ -49,12 +52,52 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 }
 
 static size_t out_bytes;
+static unsigned char *out_buf; /* WRITER_REPLAY_VERIFY: the log written */
+static size_t out_cap;
+static int verify;
 
 /* ctx: a FILE to keep the output in (WRITER_REPLAY_OUT), or NULL */
 static btp_status sink(void *ctx, const void *data, size_t len)
 {
+    if (verify) {
+        out_buf = grow(out_buf, &out_cap, out_bytes + len, 1);
+        memcpy(out_buf + out_bytes, data, len);
+    }
     out_bytes += len;
     return !ctx || fwrite(data, 1, len, ctx) == len ? BTP_OK : BTP_E_IO;
+}
+
+/* The log in out_buf against the records replayed: 0 when the same. */
+static int check(const rec *recs, size_t n_recs, const btp_frame *frames)
+{
+    btp_log_reader *r;
+    if (btp_log_reader_open(&r, out_buf, out_bytes, 0) != BTP_OK)
+        return 1;
+    btp_log_record lr;
+    btp_status st;
+    size_t i = 0;
+    int bad = 0;
+    while (!bad && (st = btp_log_reader_next(r, &lr)) == BTP_OK) {
+        if (lr.kind != BTP_LOG_ALLOC && lr.kind != BTP_LOG_FREE && lr.kind != BTP_LOG_TRACE)
+            continue;
+        const rec *e = &recs[i];
+        bad = i >= n_recs || lr.kind != e->kind || lr.ptr != e->ptr ||
+              (e->kind == BTP_LOG_ALLOC && lr.size != e->size) ||
+              (e->kind != BTP_LOG_FREE && lr.n_frames != e->n);
+        for (size_t k = 0; !bad && e->kind != BTP_LOG_FREE && k < e->n; k++)
+            bad = lr.frames[k].value != frames[e->at + k].value ||
+                  lr.frames[k].kind != frames[e->at + k].kind;
+        if (bad)
+            fprintf(stderr, "writer_replay: record %zu differs on reading back\n", i);
+        i++;
+    }
+    btp_log_reader_close(r);
+    if (!bad && (st != BTP_END || i != n_recs)) {
+        fprintf(stderr, "writer_replay: reading back: %s after %zu of %zu records\n",
+                btp_status_name(st), i, n_recs);
+        bad = 1;
+    }
+    return bad;
 }
 
 static double now_s(void)
@@ -109,12 +152,14 @@ int main(int argc, char **argv)
     }
     btp_log_reader_close(r);
     free(in);
-    int levels[16] = {9, 0}, n_levels = 2;
+    int levels[16] = {9, 0}, n_levels = 2; /* LZMA2 presets as -preset */
     if (argc > 2) {
         n_levels = 0;
         for (int i = 2; i < argc && n_levels < 16; i++)
-            levels[n_levels++] = atoi(argv[i]);
+            levels[n_levels++] = argv[i][0] == 'x' ? -atoi(argv[i] + 1) : atoi(argv[i]);
     }
+    const char *vf = getenv("WRITER_REPLAY_VERIFY");
+    verify = vf && *vf && *vf != '0';
     const char *pf = getenv("WRITER_REPLAY_PREFETCH"); /* records ahead, as the tracer */
     size_t ahead = pf && *pf ? strtoul(pf, NULL, 10) : 0;
     const char *hd = getenv("WRITER_REPLAY_HOLD"); /* blocks held, then taken and written */
@@ -131,7 +176,10 @@ int main(int argc, char **argv)
                 o.flags |= BTP_LOG_WRITE_HOLD;
             if (levels[li] > 0)
                 o.zlib_level = levels[li] > 9 ? 9 : levels[li];
-            else
+            else if (levels[li] < 0) {
+                o.flags |= BTP_LOG_WRITE_LZMA;
+                o.zlib_level = -levels[li] > 9 ? 9 : -levels[li];
+            } else
                 o.flags |= BTP_LOG_WRITE_NO_ZLIB;
             btp_log_writer *w;
             out_bytes = 0;
@@ -169,9 +217,13 @@ int main(int argc, char **argv)
             }
             if (t < best)
                 best = t;
+            if (verify && check(recs, n_recs, frames))
+                return 1;
         }
-        printf("  zlib %d: %8.1f ns/record  %10zu bytes\n", levels[li],
-               best * 1e9 / (double)(n_recs ? n_recs : 1), out_bytes);
+        printf("  %s %d: %8.1f ns/record  %10zu bytes%s\n", levels[li] < 0 ? "lzma" : "zlib",
+               levels[li] < 0 ? -levels[li] : levels[li],
+               best * 1e9 / (double)(n_recs ? n_recs : 1), out_bytes,
+               verify ? "  (read back: same records)" : "");
     }
     free(recs);
     free(frames);
