@@ -46,7 +46,8 @@
  *   the events since the last flush (the log promises every complete block).
  *
  * Environment: BTPACK_HEAP_OUTPUT=FILE (required: without it nothing is
- * traced), BTPACK_STACKTRACE_METHOD (the capture method), BTPACK_HEAP_LZMA
+ * traced), BTPACK_HEAP_STATUS_FD (a pipe told "write ERRNO" when writing
+ * the log fails), BTPACK_STACKTRACE_METHOD (the capture method), BTPACK_HEAP_LZMA
  * (LZMA2 preset 1..9, default 2: about zlib 9's CPU time in the packer
  * thread for heap logs 1.3-2.8x smaller; 6 takes a few times longer for
  * another 5-10 %), BTPACK_HEAP_ZLIB (zlib
@@ -72,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -176,6 +178,14 @@ enum { ST_OFF = 0, ST_ON = 1, ST_CLOSED = 2 };
 
 static _Atomic int g_state;          /* ST_*: tracing on? */
 static _Atomic int g_resolving;      /* dlsym in progress */
+/* btpack heap record's pipe (BTPACK_HEAP_STATUS_FD), told when a write of
+ * the log fails, so that it does not pass a log cut short for a whole one;
+ * its identity, so that nothing is written to a descriptor the program
+ * closed and reused. */
+static int g_status_fd = -1;
+static dev_t g_status_dev;
+static ino_t g_status_ino;
+static _Atomic int g_status_told;
 static _Atomic int g_resolved;
 static pid_t g_pid;                  /* the traced process (vfork children differ) */
 /* The next event number, alone on its cache line: every event of every
@@ -742,6 +752,28 @@ static ring *find_next(int *pending, uint64_t *min)
     return NULL;
 }
 
+/* A write of the log failed (disk full, ...): stop tracing, and say so
+ * once, to btpack heap record and on stderr. Called by the threads that
+ * write blocks (the writer, the packer, or the one that ends the log). */
+static void write_failed(void)
+{
+    int err = errno ? errno : EIO;
+    atomic_store(&g_state, ST_CLOSED);
+    if (atomic_exchange(&g_status_told, 1))
+        return;
+    struct stat st;
+    char msg[160];
+    int n = snprintf(msg, sizeof msg, "write %d\n", err);
+    if (g_status_fd >= 0 && fstat(g_status_fd, &st) == 0 && st.st_dev == g_status_dev &&
+        st.st_ino == g_status_ino && n > 0 && write(g_status_fd, msg, (size_t)n) == n)
+        return; /* btpack heap record says it */
+    n = snprintf(msg, sizeof msg, "libbtpack-heap: cannot write the trace log: %s; tracing "
+                 "stopped, the log ends here\n", strerror(err));
+    if (n > 0 && write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1) < 0) {
+        /* nowhere else to tell */
+    }
+}
+
 static void write_event(const event *e)
 {
     btp_status st = BTP_OK;
@@ -755,8 +787,7 @@ static void write_event(const event *e)
         return;
     }
     if (st != BTP_OK) {
-        /* The file cannot be written (disk full, ...): stop tracing. */
-        atomic_store(&g_state, ST_CLOSED);
+        write_failed(); /* the file cannot be written: stop tracing */
         return;
     }
     g_written++;
@@ -870,7 +901,7 @@ static int g_packer_started;
 static void write_block(btp_log_block *b)
 {
     if (btp_log_block_write(b) != BTP_OK)
-        atomic_store(&g_state, ST_CLOSED); /* the file cannot be written */
+        write_failed();
 }
 
 /* Write the oldest queued block, if any. Called with g_plock held. */
@@ -989,7 +1020,7 @@ static void notes_write(note_set *ns)
 {
     if (ns->n && g_w && atomic_load(&g_state) != ST_CLOSED &&
         btp_log_writer_meta_items(g_w, ns->it, ns->n) != BTP_OK)
-        atomic_store(&g_state, ST_CLOSED);
+        write_failed();
     notes_free(ns);
 }
 
@@ -1199,7 +1230,10 @@ static void finish(const char *why)
     pthread_mutex_lock(&g_plock);
     while (pack_oldest())
         ;
-    btp_log_writer_close_items(g_w, ns.it, failed ? 0 : ns.n);
+    errno = 0;
+    btp_status cst = btp_log_writer_close_items(g_w, ns.it, failed ? 0 : ns.n);
+    if (cst != BTP_OK && cst != BTP_E_INVALID_ARGUMENT) /* the end block is not written */
+        write_failed();
     g_w = NULL;
     pthread_mutex_unlock(&g_plock);
     notes_free(&ns);
@@ -1503,6 +1537,7 @@ static void clean_environment(void)
         }
     }
     unsetenv("BTPACK_HEAP_OUTPUT");
+    unsetenv("BTPACK_HEAP_STATUS_FD");
 }
 
 __attribute__((constructor)) static void heap_init(void)
@@ -1524,6 +1559,14 @@ __attribute__((constructor)) static void heap_init(void)
         fprintf(stderr, "libbtpack-heap: cannot write %s: %s\n", out, strerror(errno));
         t_self.busy = t_self.internal = 0;
         return;
+    }
+    const char *sfd = getenv("BTPACK_HEAP_STATUS_FD");
+    struct stat sst;
+    if (sfd && *sfd && atoi(sfd) > 2 && fstat(atoi(sfd), &sst) == 0 && S_ISFIFO(sst.st_mode)) {
+        g_status_fd = atoi(sfd);
+        g_status_dev = sst.st_dev;
+        g_status_ino = sst.st_ino;
+        fcntl(g_status_fd, F_SETFD, FD_CLOEXEC); /* not for what the program runs */
     }
     btp_capture_options_init(&g_capture);
     g_capture.snip_pre = SNIP;

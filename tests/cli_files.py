@@ -138,9 +138,10 @@ def test_failure_keeps_old_file(d):
 
 def test_signal(d):
     """SIGTERM while converting a pipe: the old file stays, no temporary
-    file is left; with --keep-partial the partial output replaces it."""
+    file is left; with --keep-partial the partial output replaces it, and
+    an output with nothing in it yet replaces nothing."""
     out = os.path.join(d, "sig.json")
-    for keep in [False, True]:
+    for keep, data in [(False, HEX), (True, HEX), (True, b"")]:
         write(out, b"precious\n")
         args = [BTPACK, "convert", "--from", "hex", "--to", "json", "-o", out]
         if keep:
@@ -148,7 +149,7 @@ def test_signal(d):
         p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
         try:
-            p.stdin.write(HEX)
+            p.stdin.write(data)
             p.stdin.flush()
         except BrokenPipeError:
             pass  # it has already stopped: the checks below say why
@@ -160,8 +161,11 @@ def test_signal(d):
         except BrokenPipeError:
             pass
         check(p.returncode == -signal.SIGTERM, "killed by SIGTERM: %s" % p.returncode)
-        if keep:
+        if keep and data:
             check(read(out) != b"precious\n", "--keep-partial: partial output in place")
+        elif keep:
+            check(read(out) == b"precious\n", "--keep-partial, nothing written yet: the "
+                  "old file stays, not replaced by an empty one")
         else:
             check(read(out) == b"precious\n", "SIGTERM: the old file stays")
         check(leftovers(d, ["sig.json"]) == [], "SIGTERM leaves no temporary file: %s" %

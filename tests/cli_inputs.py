@@ -114,6 +114,13 @@ def test_several_inputs(d):
     rc2, out2, err = run(["heapmap", "--elf", BTPACK, lws, lws])
     check(rc1 == 0 and rc2 == 0 and out2.count(b"\n") > out1.count(b"\n"),
           "heapmap LOG LOG: %d %d %s" % (rc1, rc2, err))
+    # a log with no ~m# record is not a heap of 0 bytes
+    plain = write(os.path.join(d, "plain.log"), b"[0] N: boot\n[1] N: link up\n")
+    for args in ([plain], [plain, plain], []):
+        rc, out, err = run(["heapmap", "--elf", BTPACK] + args)
+        check(rc == 1 and not out and "no libwebsockets ~m# record" in err and
+              (len(args) != 1 or plain in err), "heapmap %s without records: %d %r %s" %
+              (args, rc, out[:80], err))
 
 
 def samples(d):
@@ -237,7 +244,8 @@ def test_elf(d):
     lws = write(os.path.join(d, "dev.log"), lws_record())
     for cmd in (["stats", LOG], ["heapmap", lws], ["symbolize", lws],
                 ["heap", "report", LOG], ["heap", "map", "-o", os.path.join(d, "m.html"), LOG]):
-        for elf, why in (("/nonexistent", "No such file"), (d, "a directory")):
+        for elf, why in (("/nonexistent", "No such file"), (d, "a directory"),
+                         (lws, "not an ELF file")):
             rc, out, err = run(cmd[:2] + ["--elf", elf] + cmd[2:])
             check(rc == 1 and not out and "cannot read the ELF file" in err and why in err,
                   "%s --elf %s: %d %r %s" % (" ".join(cmd[:2]), why, rc, out[:80], err))

@@ -194,6 +194,11 @@ int cli_check_elf(const char *path)
         why = strerror(errno);
     else if (!S_ISREG(st.st_mode))
         why = S_ISDIR(st.st_mode) ? "a directory" : "not a regular file";
+    /* a wrong file would otherwise only show as a note on every frame */
+    unsigned char magic[4];
+    if (!why && (read(fd, magic, sizeof magic) != (ssize_t)sizeof magic ||
+                 memcmp(magic, "\177ELF", 4) != 0))
+        why = "not an ELF file";
     if (fd >= 0)
         close(fd);
     if (!why)

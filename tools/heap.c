@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 
 #include "diag.h"
 #include "heap_cmd.h"
+#include "output.h"
 
 #ifndef BTP_HEAP_LIBDIR
 #define BTP_HEAP_LIBDIR "/usr/local/lib"
@@ -48,18 +50,24 @@ static const char heap_help[] =
     "  btpack heap map -o ls.html ls.btlog\n";
 
 static const char record_help[] =
-    "usage: btpack heap record [-o FILE.btlog] [--method M] [--lzma N | --zlib N] -- CMD [ARGS...]\n"
+    "usage: btpack heap record [-o FILE.btlog] [--method M] [--lzma N | --zlib N]\n"
+    "                          [--keep-partial] -- CMD [ARGS...]\n"
     "\n"
     "Run CMD with libbtpack-heap.so preloaded and record its heap into FILE (default\n"
     "btpack-heap.CMD.PID.btlog). Exits with CMD's exit status (128+N if signal N\n"
-    "killed it). Statically linked and setuid programs cannot be traced this way.\n"
+    "killed it; 127 if CMD is not found, 126 if it cannot be run). Statically\n"
+    "linked and setuid programs cannot be traced this way.\n"
     "Forked children are not traced; an exec ends the recording (the log is\n"
     "completed first). A crash (SIGSEGV, SIGABRT, SIGBUS, ...) completes the log\n"
     "before the program dies; killed otherwise (SIGKILL), it loses the events since\n"
     "the last flush: at most BTPACK_HEAP_FLUSH_MS milliseconds (default 5000).\n"
     "\n"
     "options:\n"
-    "  -o FILE        the trace log to write\n"
+    "  -o FILE        the trace log to write: written beside FILE and renamed over\n"
+    "                 it once CMD has run, so a CMD that cannot run leaves FILE\n"
+    "                 as it was (FILE among CMD's arguments is refused)\n"
+    "  --keep-partial when writing the log fails (disk full), keep what was\n"
+    "                 written as FILE (by default FILE stays as it was)\n"
     "  --method M     stack capture method: fp, cfi, libgcc, libunwind, glibc\n"
     "                 (BTPACK_STACKTRACE_METHOD; default: the build's default)\n"
     "  --lzma N       compress the log's blocks with LZMA2 at preset 1..9 (the\n"
@@ -113,8 +121,10 @@ static int heap_record(int argc, char **argv)
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'}, {"method", required_argument, NULL, 'M'},
         {"zlib", required_argument, NULL, 'z'},   {"lzma", required_argument, NULL, 'x'},   {"preload", required_argument, NULL, 'P'},
+        {"keep-partial", no_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *out = NULL, *method = NULL, *zlib = NULL, *lzma = NULL, *preload = NULL;
+    int keep_partial = 0;
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
@@ -124,6 +134,7 @@ static int heap_record(int argc, char **argv)
         case 'z': zlib = optarg; break;
         case 'x': lzma = optarg; break;
         case 'P': preload = optarg; break;
+        case 'K': keep_partial = 1; break;
         case 'h': fputs(record_help, stdout); return EXIT_OK;
         default: return cli_bad_option("heap record", argv);
         }
@@ -153,22 +164,48 @@ static int heap_record(int argc, char **argv)
                  base ? base + 1 : argv[optind], (int)getpid());
         out = defname;
     }
-    /* The library opens the file in the child, after chdir-free exec: give
-     * it an absolute path. */
+    if (strcmp(out, "-") == 0)
+        return cli_usage_error("heap record", "-o -: the trace log is binary and CMD may "
+                               "print to stdout; give a file");
+    /* The log goes to a temporary file beside OUT, renamed over OUT once
+     * CMD has ended and written one: a file already there survives a
+     * command that cannot run, and CMD reading OUT (refused when it is one
+     * of CMD's arguments) never reads a log half written. A signal that
+     * ends btpack first puts what was written in place: the tracer goes on
+     * writing the same file. */
+    output o;
+    int orc = output_open(&o, out, argv + optind, argc - optind, OUTPUT_KEEP_PARTIAL);
+    if (orc != 0)
+        return orc;
+    o.flags &= ~OUTPUT_KEEP_PARTIAL; /* from here on, only for signals */
+    /* The library opens the file in CMD's process: an absolute path does
+     * not depend on where that starts. */
+    const char *target = o.tmp ? o.tmp : out;
     char abs_out[PATH_MAX * 2];
-    if (out[0] == '/') {
-        snprintf(abs_out, sizeof abs_out, "%s", out);
+    char cwd[PATH_MAX];
+    if (target[0] == '/') {
+        snprintf(abs_out, sizeof abs_out, "%s", target);
+    } else if (getcwd(cwd, sizeof cwd)) {
+        snprintf(abs_out, sizeof abs_out, "%s/%s", cwd, target);
     } else {
-        char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd))
-            return cli_usage_error("heap record", "cannot tell the current directory");
-        snprintf(abs_out, sizeof abs_out, "%s/%s", cwd, out);
+        diag(DIAG_ERROR, NULL, NULL, "heap record: cannot tell the current directory: %s",
+             strerror(errno));
+        output_close(&o, 0);
+        return EXIT_BAD_INPUT;
     }
-    unlink(abs_out); /* a stale file must not pass for this run's */
     const char *old = getenv("LD_PRELOAD");
     char *pre = malloc(strlen(lib) + (old ? strlen(old) : 0) + 2);
-    if (!pre)
+    /* exec failure is told through this pipe: closed on exec, or errno;
+     * the tracer's failure to write the log through the other */
+    int ep[2] = {-1, -1}, sp[2] = {-1, -1};
+    if (!pre || pipe2(ep, O_CLOEXEC) != 0 || pipe2(sp, O_CLOEXEC | O_NONBLOCK) != 0) {
+        diag(DIAG_ERROR, NULL, NULL, "heap record: %s", pre ? strerror(errno) : "out of memory");
+        free(pre);
+        if (ep[0] >= 0)
+            close(ep[0]), close(ep[1]);
+        output_close(&o, 0);
         return EXIT_BAD_INPUT;
+    }
     sprintf(pre, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
     /* Like time(1): the terminal's ^C and ^\ are for the program. */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
@@ -178,9 +215,20 @@ static int heap_record(int argc, char **argv)
     if (pid < 0) {
         diag(DIAG_ERROR, NULL, NULL, "fork: %s", strerror(errno));
         free(pre);
+        close(ep[0]);
+        close(ep[1]);
+        close(sp[0]);
+        close(sp[1]);
+        output_close(&o, 0);
         return EXIT_BAD_INPUT;
     }
     if (pid == 0) {
+        close(ep[0]);
+        close(sp[0]);
+        char sfd[16];
+        snprintf(sfd, sizeof sfd, "%d", sp[1]);
+        setenv("BTPACK_HEAP_STATUS_FD", sfd, 1);
+        fcntl(sp[1], F_SETFD, 0); /* for the tracer in CMD; it closes it on exec */
         setenv("LD_PRELOAD", pre, 1);
         setenv("BTPACK_HEAP_OUTPUT", abs_out, 1);
         if (method)
@@ -192,25 +240,61 @@ static int heap_record(int argc, char **argv)
             unsetenv("BTPACK_HEAP_ZLIB"); /* one from the environment would win */
         }
         execvp(argv[optind], argv + optind);
-        fprintf(stderr, "btpack: heap record: cannot run %s: %s\n", argv[optind],
-                strerror(errno));
-        _exit(127);
+        int err = errno;
+        if (write(ep[1], &err, sizeof err) < 0) {
+            /* the parent then sees CMD exit with 127 */
+        }
+        _exit(err == ENOENT ? 127 : 126);
     }
     free(pre);
+    close(ep[1]);
+    close(sp[1]);
     sigaction(SIGINT, &ign, &old_int);
     sigaction(SIGQUIT, &ign, &old_quit);
+    int exec_errno = 0;
+    ssize_t got;
+    while ((got = read(ep[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
+        ;
+    close(ep[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
+    /* CMD's children may hold the pipe still: read what is there */
+    char told[64] = "";
+    ssize_t tn = read(sp[0], told, sizeof told - 1);
+    close(sp[0]);
+    int write_errno = 0;
+    if (tn > 6 && strncmp(told, "write ", 6) == 0)
+        write_errno = atoi(told + 6);
+    if (got == (ssize_t)sizeof exec_errno) {
+        /* as a shell says it: 127 not found, 126 found but not runnable */
+        diag(DIAG_ERROR, NULL, NULL, "heap record: cannot run %s: %s%s", argv[optind],
+             strerror(exec_errno), o.tmp ? "; nothing written" : "");
+        output_close(&o, 0);
+        return exec_errno == ENOENT ? 127 : 126;
+    }
     int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     struct stat st;
-    if (stat(abs_out, &st) != 0) {
-        if (rc != 127)
-            diag(DIAG_WARNING, NULL, NULL,
-                 "%s wrote no trace (a static or setuid program ignores LD_PRELOAD)",
-                 argv[optind]);
+    int via_tmp = o.tmp != NULL;
+    int have = via_tmp ? fstat(o.fd, &st) == 0 && st.st_size > 0 : stat(out, &st) == 0;
+    if (write_errno) {
+        /* a log cut short by a full disk must not pass for the whole run,
+         * nor replace what was there unless asked to (as convert) */
+        diag(DIAG_ERROR, out, NULL, "the tracer could not write the trace log: %s%s",
+             strerror(write_errno), keep_partial && have ? "" : "; nothing written");
+        if (keep_partial && have)
+            o.flags |= OUTPUT_KEEP_PARTIAL;
+        output_close(&o, 0);
+        return rc ? rc : EXIT_BAD_INPUT;
+    }
+    if (output_close(&o, have) < 0)
+        return rc ? rc : EXIT_BAD_INPUT;
+    if (!have) {
+        diag(DIAG_WARNING, NULL, NULL,
+             "%s wrote no trace (a static or setuid program ignores LD_PRELOAD)%s",
+             argv[optind], via_tmp ? "; nothing written" : "");
         return rc ? rc : EXIT_BAD_INPUT;
     }
     fprintf(stderr, "btpack: heap: %s %s %d; trace %s (%lld bytes)\n", argv[optind],

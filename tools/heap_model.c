@@ -629,6 +629,7 @@ int heap_model_load(heap_model *m, const char *path, heap_input kind, const cli_
         return EXIT_BAD_INPUT;
     /* the log magic from the first bytes, lws records from the first MiB */
     const void *head;
+    int detected = kind == HEAP_IN_AUTO;
     long hn = kind == HEAP_IN_AUTO ? input_peek(&in, 8, &head) : 0;
     if (hn >= 0 && kind == HEAP_IN_AUTO && btp_log_probe(head, (size_t)hn))
         kind = HEAP_IN_LOG;
@@ -636,9 +637,23 @@ int heap_model_load(heap_model *m, const char *path, heap_input kind, const cli_
         kind = text_has_lws(head, (size_t)hn) ? HEAP_IN_LWS : HEAP_IN_CSV;
     int rc = EXIT_BAD_INPUT;
     m->kind = kind;
+    /* Text is CSV when it is nothing else; a file in which no line is a
+     * record (a wrong file, a log whose magic is damaged) is said to be
+     * one rather than reported as a heap that never allocated. */
+    int guessed = detected && kind == HEAP_IN_CSV;
+    int binary = guessed && hn > 0 && memchr(head, 0, (size_t)hn) != NULL;
     progress_begin(&in);
     if (hn >= 0)
         rc = kind == HEAP_IN_LOG ? load_log(m, &in, opt) : load_text(m, &in, opt, kind);
+    if (rc == EXIT_OK && guessed &&
+        m->allocs + m->frees + m->unmatched_frees + m->failed + m->bad_lines == 0) {
+        diag(DIAG_ERROR, m->name, NULL,
+             "%s: no heap records in it (a trace log from `btpack heap record`, CSV records "
+             "m,SIZE,PTR  c,SIZE,PTR  f,,PTR, or ~m# records); --from csv reads it as CSV",
+             hn == 0 ? "empty input" : binary ? "binary data that is not a btpack trace log"
+                                              : "not a heap log");
+        rc = EXIT_BAD_INPUT;
+    }
     progress_end();
     diag_repeat_summary();
     input_close(&in);

@@ -24,6 +24,7 @@ static const char report_help[] =
     "not guessed; an allocation may carry its stack as a fourth field, a CBF stream\n"
     "in hex: m,SIZE,PTR,CBF, as btp_cm_record_alloc_line writes on a Cortex-M) or\n"
     "libwebsockets ~m# records (live allocations with stacks, no addresses or frees).\n"
+    "Detected input in which no line is a record is an error (--from csv: read anyway).\n"
     "\n"
     "options:\n"
     "  --json           one JSON object instead of text (for scripts)\n"

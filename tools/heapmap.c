@@ -17,10 +17,12 @@ static const char heapmap_help[] =
     "usage: btpack heapmap --elf FILE [options] [LOG...]\n"
     "\n"
     "Read every libwebsockets ~m# record in LOG (default stdin; several are read\n"
-    "in order as one; any text around the records is fine), symbolize its frames against FILE (as btpack symbolize\n"
-    "does: in-process with libdw when built with it, else one addr2line run) and print, per record, the allocation size and its\n"
-    "frames (function, file:line), then the total, then a summary grouped by\n"
-    "allocating stack: bytes and count per stack, largest first.\n"
+    "in order as one; any text around the records is fine; none at all is an\n"
+    "error), symbolize its frames against FILE (as btpack symbolize does:\n"
+    "in-process with libdw when built with it, else one addr2line run) and print,\n"
+    "per record, the allocation size and its frames (function, file:line), then\n"
+    "the total, then a summary grouped by allocating stack: bytes and count per\n"
+    "stack, largest first.\n"
     "Frames are return addresses: each is looked up at address - 1, the call\n"
     "instruction, so the line shown is the call's.\n"
     "\n"
@@ -241,7 +243,12 @@ int cmd_heapmap(int argc, char **argv)
         return EXIT_BAD_INPUT;
     heap h = {0};
     int rc = read_traces(format_find("lws"), &opt, argv + optind, argc - optind, collect, &h);
-    if (rc == EXIT_OK || opt.keep_going) {
+    if (rc == EXIT_OK && h.nrecs == 0) {
+        /* a wrong file, not a heap of 0 bytes */
+        diag(DIAG_ERROR, argc - optind <= 1 ? input_name(argv[optind]) : NULL, NULL,
+             "no libwebsockets ~m# record in %s", argc - optind > 1 ? "the logs" : "the log");
+        rc = EXIT_BAD_INPUT;
+    } else if (rc == EXIT_OK || opt.keep_going) {
         fflush(stdout);
         if (report(&h, a2l, elf) < 0)
             rc = EXIT_BAD_INPUT;

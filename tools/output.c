@@ -25,7 +25,9 @@ static const int sig_list[] = {SIGINT, SIGTERM, SIGHUP};
 static void on_signal(int sig)
 {
     if (sig_armed) {
-        if (sig_keep)
+        /* stat() is async-signal-safe: nothing written yet replaces nothing */
+        struct stat st;
+        if (sig_keep && stat(sig_tmp, &st) == 0 && st.st_size > 0)
             rename(sig_tmp, sig_path);
         else
             unlink(sig_tmp);

@@ -153,6 +153,65 @@ if tracer:
     check(r.returncode == 2, "record without a command: %d" % r.returncode)
     r = run(["heap", "record", "-o", os.path.join(tmp, "x.btlog"), "--", "/nonexistent/prog"])
     check(r.returncode == 127, "record of a missing program: %d" % r.returncode)
+    # -o onto a file that is there: it stays as it was until CMD has run
+    # and written a trace, and CMD reading it is refused
+    keep = os.path.join(tmp, "keep.txt")
+    noexec = os.path.join(tmp, "noexec.sh")
+    with open(noexec, "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(noexec, 0o644)
+    for cmd, want in ((["/nonexistent/prog"], 127), ([noexec], 126),
+                      (["sort", keep], 2), (["/bin/sh", "-c", "cat < " + keep], -1)):
+        with open(keep, "w") as f:
+            f.write("precious\n")
+        # bytes: before, CMD read the log being written in place of the file
+        r = subprocess.run([btpack, "heap", "record", "-o", keep, "--"] + cmd,
+                           capture_output=True, timeout=60)
+        r.stdout, r.stderr = (x.decode("latin-1") for x in (r.stdout, r.stderr))
+        body = open(keep, "rb").read().decode("latin-1") if os.path.exists(keep) else None
+        if want < 0:  # CMD ran, read the file whole, and then the log replaced it
+            check(r.returncode == 0 and r.stdout == "precious\n" and body is not None and
+                  body.startswith("\x89BTPLOG"), "record -o onto what %s reads: %d %r %s" %
+                  (cmd, r.returncode, r.stdout, r.stderr))
+            continue
+        check(r.returncode == want and body == "precious\n",
+              "record -o onto a file, %s: exit %d (want %d), file %r: %s" %
+              (cmd, r.returncode, want, body and body[:40], r.stderr))
+        check(want == 2 or "cannot run" in r.stderr, "record %s: %s" % (cmd, r.stderr))
+    check(not [n for n in os.listdir(tmp) if n.startswith(".keep.txt.")],
+          "record left a temporary file: %s" % os.listdir(tmp))
+    # a program that exits 127 itself is not a program that could not run
+    r = run(["heap", "record", "-o", os.path.join(tmp, "x127.btlog"), "--",
+             "/bin/sh", "-c", "exit 127"])
+    check(r.returncode == 127 and "cannot run" not in r.stderr and
+          os.path.getsize(os.path.join(tmp, "x127.btlog")) > 0, "exit 127: %s" % r.stderr)
+    # the log cannot be written whole (a file size limit stands in for a
+    # full disk): an error, and the file stays as it was unless --keep-partial
+    def fsize_limit():
+        import resource
+        import signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes fail with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+    keep_path = os.path.join(tmp, "full.btlog")
+    for keep in ([], ["--keep-partial"]):
+        with open(keep_path, "w") as f:
+            f.write("precious\n")
+        r = subprocess.run([btpack, "heap", "record", "--zlib", "0", "-o", keep_path] + keep +
+                           ["--", prog, "basic"], capture_output=True, text=True, timeout=60,
+                           preexec_fn=fsize_limit)
+        body = open(keep_path, "rb").read()
+        check(r.returncode == 1 and "could not write the trace log" in r.stderr and
+              "File too large" in r.stderr,
+              "record %s past the file size limit: exit %d: %s" % (keep, r.returncode, r.stderr))
+        if keep:
+            check(body.startswith(b"\x89BTPLOG") and "incomplete output kept" in r.stderr,
+                  "record --keep-partial past the limit: %r %s" % (body[:16], r.stderr))
+        else:
+            check(body == b"precious\n", "record past the file size limit replaced the file")
+        check(not [n for n in os.listdir(tmp) if n.startswith(".full.btlog.")],
+              "record past the file size limit left a temporary file")
+    r = run(["heap", "record", "-o", "-", "--", "true"])
+    check(r.returncode == 2 and "-o -" in r.stderr, "record -o -: %s" % r.stderr)
 
 # ---- seed-style CSV records among other log text --------------------------
 csv = os.path.join(tmp, "uart.log")
@@ -256,6 +315,30 @@ for name, src in (("csv", csv), ("lws", lws)):
           "%s svg: %s" % (name, r.stderr))
     r = run(["heap", "map", src])
     check(r.returncode == 0 and r.stdout.startswith("<!DOCTYPE html>"), "%s html to stdout" % name)
+# ---- input that holds no heap records --------------------------------------
+# said to be so, never reported as a heap that allocated nothing
+notheap = [("empty", b"", "empty input"),
+           ("text", b"root:x:0:0:root:/root:/bin/bash\nplain text\n", "not a heap log"),
+           ("binary", bytes(range(256)) * 8, "binary data that is not a btpack trace log")]
+if tracer and os.path.exists(os.path.join(tmp, "basic.btlog")):
+    with open(os.path.join(tmp, "basic.btlog"), "rb") as f:  # its magic damaged
+        notheap.append(("magic", b"\0\0\0\0" + f.read()[4:], "binary data"))
+for name, body, why in notheap:
+    path = os.path.join(tmp, "notheap-" + name)
+    with open(path, "wb") as f:
+        f.write(body)
+    html = os.path.join(tmp, "notheap.html")
+    with open(html, "w") as f:
+        f.write("kept\n")
+    for args in (["heap", "report", path], ["heap", "report", "--json", path],
+                 ["heap", "map", "-o", html, path]):
+        r = run(args)
+        check(r.returncode == 1 and why in r.stderr and "no heap records" in r.stderr and
+              "allocations" not in r.stdout,
+              "%s of %s: exit %d: %s%s" % (args[1], name, r.returncode, r.stderr, r.stdout[:200]))
+    check(open(html).read() == "kept\n", "heap map -o of %s replaced its output" % name)
+r = run(["heap", "report", "--from", "csv", os.path.join(tmp, "notheap-empty")])
+check(r.returncode == 0 and "allocations: 0 " in r.stdout, "empty --from csv: %s" % r.stderr)
 
 
 def map_columns(html):
