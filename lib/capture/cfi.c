@@ -1255,6 +1255,8 @@ static inline __attribute__((always_inline)) void memo_save(walk *wk, unsigned j
         memo_put(m, E, wk, wk->rec_n & BTP_CFI_MEMO_N);
         m->info[E] &= ~MI_FP_LIVE; /* the end uses no register */
     }
+    if (m->top_j < j)
+        m->top_j = j; /* the states before j change (the end's: all) */
     /* The run's last q steps before state j, from the last down (state k
      * is the ring's rec_n - j + k): whether the frame pointer of each is
      * used by the rest, and so whether a step's frame-pointer slot must be
@@ -1835,6 +1837,31 @@ static inline int memo_image(walk *wk, const btp_cfi_env *env, const seen **sn, 
 }
 
 /*
+ * Whether the slots of the memo's steps from state j on all end at or below
+ * rhi, where 128 words above its last CFA do not (the main thread's known
+ * stack ends with the page holding its outermost frame, often nearer than
+ * that: without this, every capture of a program whose environment put
+ * that frame there checked each step's slots): the steps' own highest
+ * slots, from the last step down while 128 words above its CFA reach past
+ * rhi (below that, the CFAs rise: every lower step's slots end below).
+ */
+static BTP_NOINLINE int memo_top_in(const btp_cfi_memo *m, unsigned j, uintptr_t rhi)
+{
+    if (rhi < 128 * W)
+        return 0;
+    for (unsigned k = BTP_CFI_MEMO_N; k-- > j;) {
+        uintptr_t cfa = m->sp[k + 1];
+        if (cfa <= rhi - 128 * W)
+            return 1;
+        intptr_t top = ((intptr_t)mi_off(m->info[k], 3) + 1) * (intptr_t)W;
+        uintptr_t e = cfa + (uintptr_t)top;
+        if (cfa > rhi || (top > 0 ? e < cfa || e > rhi : e > cfa))
+            return 0;
+    }
+    return 1;
+}
+
+/*
  * The walk is at state s, which memo_here() found to have the stack pointer
  * and pc of the memo's state wk->mi: if it is that state and the rest of the
  * memo still holds (see "The walk memo"), push the rest's frames, make the
@@ -1861,12 +1888,23 @@ __attribute__((no_sanitize_address, noinline)) static int memo_try(fast_state *s
         goto fail;
     /* Each step's slots lie within 128 words of its CFA (pack()), and the
      * CFAs rise from m->sp[j + 1] to m->sp[n]: where all of that lies in the
-     * stretch of stack known here, so does every step's slots; else each
+     * stretch of stack known here, so does every step's slots (where only
+     * the top does not, the last steps' own highest slots may); else each
      * step's are checked. */
     int each = 1;
     if (j < n) {
         uintptr_t lo = m->sp[j + 1] - 128 * W, hi = m->sp[n] + 128 * W;
-        each = !(lo < m->sp[j + 1] && hi > m->sp[n] && lo >= wk->rlo && hi <= wk->rhi);
+        if (lo < m->sp[j + 1] && lo >= wk->rlo) {
+            if (hi > m->sp[n] && hi <= wk->rhi) {
+                each = 0;
+            } else if (j >= m->top_j && m->top_hi == wk->rhi) {
+                each = 0; /* found before, for these states */
+            } else if (memo_top_in(m, j, wk->rhi)) {
+                each = 0;
+                m->top_j = j;
+                m->top_hi = wk->rhi;
+            }
+        }
     }
     /* The image holding each pc has the tag the layout had (a state whose
      * pc lay in the image of the state before, also checked here, lies in

@@ -104,6 +104,11 @@ typedef struct btp_cfi_memo {
      * pcs from fr[] instead cost 1 instruction a replayed frame) */
     btp_frame fr[BTP_CFI_MEMO_N + 1];
     uint32_t fp_mask, img_mask, ua_mask;
+    /* The steps from state top_j on have their slots below top_hi (found
+     * where the stack's end lies within 128 words of the memo's top, and
+     * kept while those states stay; cfi.c memo_top_in()) */
+    unsigned top_j;
+    uintptr_t top_hi;
     /* The walk's head (cfi.c, "The head"): its first steps from its start,
      * relative to the start's stack pointer, and what they leave in the
      * registers. */

@@ -224,6 +224,77 @@ static void changed_stacks(void)
            used, 2 * WALKS, targeted, mattered);
 }
 
+/* The stack vouched for ending a word short of the memo's highest slot, at
+ * its end, or a word above: the walk must stop where the walk without the
+ * memo stops, and the memo's rest be taken only where all its slots lie in
+ * the stack (the end of the highest from the memo's states: the CFA, its
+ * step's highest slot from w[2] of its packed layout, bits 24-31 of info;
+ * each walk's memo is made with the whole stack first). */
+static uintptr_t memo_slots_end(void)
+{
+    uintptr_t end = 0;
+    for (unsigned k = BTP_CFI_MEMO_N - memo.n; k < BTP_CFI_MEMO_N; k++) {
+        uintptr_t e = memo.sp[k + 1] +
+                      (uintptr_t)(((intptr_t)(int8_t)(uint8_t)(memo.info[k] >> 24) + 1) *
+                                  (intptr_t)W);
+        end = e > end ? e : end;
+    }
+    return end;
+}
+
+static void stack_end(void)
+{
+    enum { WALKS = 6000 };
+    pick_starts();
+    const size_t size0 = ce.stack.size;
+    const uintptr_t lo = (uintptr_t)ce.stack.p;
+    unsigned bad = 0, tried = 0, short_by = 0, short_used = 0, fits = 0, fits_used = 0;
+    uintptr_t cut = 0;
+    for (unsigned w = 0; w < WALKS; w++) {
+        btp_cfi_regs regs;
+        start_regs(&regs, starts[next_rand() % n_starts]);
+        btp_frame f[CAP], ref[CAP];
+        copy_walk(&regs, 1, f); /* the memo of a walk from this start */
+        if (memo.n == 0)
+            continue;
+        uintptr_t end = memo_slots_end();
+        if (end <= lo + W || end + W > lo + size0)
+            continue;
+        /* the stack's end: from this walk's memo, or (every other batch of
+         * 8 walks) the same for the batch, so that walks whose memo ends
+         * higher meet what was found for an earlier memo with that end */
+        if (w % 16 < 8 || w % 8 == 0 || cut == 0) {
+            unsigned d = (unsigned)(next_rand() % 3); /* a word short, at the end, a word over */
+            cut = end + d * W - W;
+        }
+        ce.stack.size = (size_t)(cut - lo);
+        unsigned long used0 = memo.used;
+        size_t n;
+        if (!agree(&regs, &n, ref))
+            bad++;
+        tried++;
+        int used = memo.used != used0;
+        if (end > cut)
+            short_by++, short_used += used;
+        else
+            fits++, fits_used += used;
+        ce.stack.size = size0;
+    }
+    CHECK(bad == 0, "%u of %u walks with the memo differed from the walk without", bad, tried);
+    CHECK(!NEED_USE || (short_by > 0 && fits > 0),
+          "no walks with the stack's end at the memo's slots (%u)", tried);
+    CHECK(short_used == 0, "%u walks took the memo's rest with a slot of it off the stack",
+          short_used);
+    if (!NEED_USE)
+        printf("stack end: memo use not checked (AddressSanitizer build)\n");
+    CHECK(!NEED_USE || fits_used > fits / 4,
+          "the memo was used in only %u of %u walks with all its slots in the stack", fits_used,
+          fits);
+    printf("stack end: %u walks, %u a word short of the memo's slots; %u of %u with room "
+           "ended from the memo\n",
+           tried, short_by, fits_used, fits);
+}
+
 /* The image replaced by one with other tables at the same address (as in
  * test_cfi_cache.c): walks whose memo came from the first must not use it. */
 static void replaced_image(void)
@@ -615,6 +686,7 @@ int main(void)
     ce.stack = fenced_map(64 * 1024);
     fill_stack();
     changed_stacks();
+    stack_end();
     replaced_image();
     real_stack();
     head();
