@@ -860,7 +860,10 @@ static uint64_t synth_chunk(uint64_t size)
 }
 
 /* The synthetic address of an allocation at real; -1 when the table cannot
- * grow. A pointer still in the table lost its free (an event counted lost):
+ * grow, or when the counter would pass the largest address of the host's
+ * word (4 GiB allocated in all on a 32-bit host): tracing then stops as on
+ * a failed write, rather than reuse an address a live allocation may hold.
+ * A pointer still in the table lost its free (an event counted lost):
  * it keeps its synthetic address, so readers see that address allocated
  * again before a free, as they would the real one. */
 static int synth_alloc(uint64_t real, uint64_t size, uint64_t *out)
@@ -869,9 +872,14 @@ static int synth_alloc(uint64_t real, uint64_t size, uint64_t *out)
         return -1;
     synth_slot *s = synth_find(g_syn, g_syn_cap, real);
     if (!s->real) {
+        uint64_t c = synth_chunk(size);
+        if (g_syn_next > (uint64_t)UINTPTR_MAX - c) {
+            errno = EOVERFLOW; /* what write_failed() reports */
+            return -1;
+        }
         *s = (synth_slot){real, g_syn_next};
         g_syn_used++;
-        g_syn_next += synth_chunk(size);
+        g_syn_next += c;
     }
     *out = s->synth;
     return 0;
