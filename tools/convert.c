@@ -326,6 +326,8 @@ int cmd_convert(int argc, char **argv)
     strbuf comments = STRBUF_INIT;
     if (to->comments)
         opt.comments = &comments;
+    int synthetic = 0; /* a log's `addresses synthetic` item, carried into a log */
+    opt.synthetic = &synthetic;
     opt.idle = convert_idle;
     opt.idle_ctx = &c;
 

@@ -37,6 +37,10 @@ typedef struct cli_options {
                               newlines); the writer takes them before its next record,
                               at the end, and whenever they pass COMMENTS_AT_MOST
                               (a TRACE_COMMENTS event) */
+    int *synthetic;        /* set when the writer keeps a log's `addresses synthetic`
+                              item (btpack convert): a log reader that meets the item
+                              sets *synthetic, and the log writer stores it before its
+                              next record */
     int alloc_size_set;  /* --alloc-size given: */
     uint64_t alloc_size; /* the size of traces whose input has none (lws default 0) */
     int allow_truncated; /* --allow-truncated: write truncated traces into lws anyway */

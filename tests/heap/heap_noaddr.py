@@ -131,6 +131,17 @@ r = run([btpack, "convert", "--to", "json", syn_log])
 check(r.returncode == 0 and "--no-addresses" in r.stderr, "convert notes synthetic pointers")
 r = run([btpack, "convert", "--to", "json", real_log])
 check("--no-addresses" not in r.stderr, "convert says nothing of a log with addresses")
+# A log converted into a log stays one without addresses; one with them gains no item.
+conv_s, conv_r = os.path.join(tmp, "conv-s.btlog"), os.path.join(tmp, "conv-r.btlog")
+r = run([btpack, "convert", "--to", "log", "-o", conv_s, syn_log])
+check(r.returncode == 0, "convert --to log of the log without addresses: %s" % r.stderr.strip())
+check("addresses" in [x[1] for x in records(conv_s) if x[0] == "m"],
+      "convert --to log carries the `addresses` item")
+r = run([btpack, "heap", "map", "-o", html, conv_s])
+check(r.returncode != 0 and "--no-addresses" in r.stderr, "heap map refuses the converted log")
+r = run([btpack, "convert", "--to", "log", "-o", conv_r, real_log])
+check(r.returncode == 0 and "addresses" not in [x[1] for x in records(conv_r) if x[0] == "m"],
+      "convert --to log adds no `addresses` item to a log with addresses")
 
 # The library preloaded by hand, with the environment variable.
 env_log = os.path.join(tmp, "env.btlog")

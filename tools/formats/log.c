@@ -68,6 +68,8 @@ static void pass_comments(reader *r, log_rstate *s, uint64_t upto)
             sb_add(r->opt->comments, data, len);
         if (!s->synthetic && log_meta_synthetic(key, data, len)) {
             s->synthetic = 1;
+            if (r->opt->synthetic)
+                *r->opt->synthetic = 1;
             diag(DIAG_WARNING, r->name, NULL, "recorded with --no-addresses: its allocation "
                  "and free pointers are synthetic, not heap addresses");
         }
@@ -295,6 +297,7 @@ typedef struct log_wstate {
      * again. */
     const btp_image_map *map;
     strbuf images;
+    int synthetic; /* the `addresses synthetic` item is stored */
 } log_wstate;
 
 /* The library emits only whole pieces of the file (header, blocks of
@@ -478,6 +481,13 @@ static int log_write(writer *w, const trace *t, strbuf *out)
                         t->word_bits, s->word_bits);
     if (take_comments(w, s) < 0 || store_map(w, s, t) < 0)
         return -1;
+    if (!s->synthetic && w->opt->synthetic && *w->opt->synthetic) {
+        /* a log recorded without addresses stays one: its pointers are
+         * not heap addresses, and the next reader must know it too */
+        if (put_meta(w, s, "addresses", "synthetic", 9) < 0)
+            return -1;
+        s->synthetic = 1;
+    }
     if (t->n > BTP_LOG_MAX_DEPTH)
         return wr_error(w, "%zu frames: a log holds stacks of at most %u frames", t->n,
                         BTP_LOG_MAX_DEPTH);
