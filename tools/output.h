@@ -4,9 +4,10 @@
  *  - `-o FILE` is written to a temporary file in FILE's directory and
  *    renamed over FILE only when the command succeeded; on failure (or
  *    SIGINT/SIGTERM/SIGHUP) the temporary file is removed, or renamed into
- *    place with --keep-partial (by a signal, only when it holds something). A symlink FILE is written through (its
- *    target is replaced); a FILE that is not a regular file (/dev/null, a
- *    FIFO, a terminal) is written directly.
+ *    place with --keep-partial (by a signal, only when it holds something).
+ *    A symlink FILE is written through (its target is replaced); a FILE
+ *    that is not a regular file (/dev/null, a FIFO, a terminal) is written
+ *    directly.
  *  - An output that is the input (same device and inode: the same path, a
  *    hard link, a symlink, or stdout redirected onto it) is refused before
  *    anything is opened for writing.
