@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "diag.h"
 #include "heap_cmd.h"
@@ -459,7 +460,7 @@ int heap_map(int argc, char **argv)
     if (ro.elf && cli_check_elf(ro.elf) < 0)
         return EXIT_BAD_INPUT;
     size_t ol = out ? strlen(out) : 0;
-    int svg = ol > 4 && strcmp(out + ol - 4, ".svg") == 0;
+    int svg = ol > 4 && strcasecmp(out + ol - 4, ".svg") == 0; /* map.SVG too */
     heap_model m;
     int rc = heap_model_load(&m, optind < argc ? argv[optind] : NULL, ro.from, &ro.cli, ro.elf,
                              1);

@@ -315,6 +315,11 @@ for name, src in (("csv", csv), ("lws", lws)):
           "%s svg: %s" % (name, r.stderr))
     r = run(["heap", "map", src])
     check(r.returncode == 0 and r.stdout.startswith("<!DOCTYPE html>"), "%s html to stdout" % name)
+# the suffix in capitals names SVG too, not HTML under an .SVG name
+up = os.path.join(tmp, "csv-upper.SVG")
+r = run(["heap", "map", "-o", up, csv])
+body = open(up).read() if os.path.exists(up) else ""
+check(r.returncode == 0 and body.startswith("<svg"), "-o FILE.SVG writes SVG: %s" % body[:20])
 # ---- input that holds no heap records --------------------------------------
 # said to be so, never reported as a heap that allocated nothing
 notheap = [("empty", b"", "empty input"),
