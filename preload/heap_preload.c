@@ -59,6 +59,7 @@
 #include <btpack/btpack.h>
 
 #include "capture/cfi.h"
+#include "common/mix64.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -783,19 +784,12 @@ static synth_slot *g_syn;
 static uint64_t g_syn_cap, g_syn_used, g_syn_next = SYNTH_BASE;
 static uint64_t g_syn_ahead;   /* prefetch_ahead's guess of the next one */
 
-static uint64_t synth_home(uint64_t real)
-{
-    uint64_t h = real >> 4; /* bits above malloc's alignment */
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ h >> 33;
-}
 
 /* real's slot, or the empty slot where it goes. The table is at most half
  * full, so an empty slot ends every probe; the bound is for safety. */
 static synth_slot *synth_find(synth_slot *t, uint64_t cap, uint64_t real)
 {
-    uint64_t mask = cap - 1, i = synth_home(real) & mask;
+    uint64_t mask = cap - 1, i = ptr_home(real) & mask;
     for (uint64_t k = 0; k < cap; k++, i = (i + 1) & mask)
         if (!t[i].real || t[i].real == real)
             return &t[i];
@@ -841,7 +835,7 @@ static void synth_delete(synth_slot *s)
         j = (j + 1) & mask;
         if (!g_syn[j].real)
             return;
-        uint64_t home = synth_home(g_syn[j].real) & mask;
+        uint64_t home = ptr_home(g_syn[j].real) & mask;
         /* move j back to i unless its home lies in (i, j] */
         if (j > i ? home <= i || home > j : home <= i && home > j) {
             g_syn[i] = g_syn[j];
@@ -908,7 +902,7 @@ static uint64_t synth_free(uint64_t real)
 static void synth_prefetch(const event *e)
 {
     if (g_syn)
-        __builtin_prefetch(&g_syn[synth_home(e->ptr) & (g_syn_cap - 1)]);
+        __builtin_prefetch(&g_syn[ptr_home(e->ptr) & (g_syn_cap - 1)]);
     if (e->kind == EV_FREE)
         return;
     /* behind what was written, or far ahead of it (announced allocations

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "btp_config.h"
+#include "common/mix64.h"
 #include "common/reserved.h"
 #include "calltree.h"
 #include "crc32.h"
@@ -109,15 +110,6 @@ static uint64_t now_ms(void)
  * delta: the index only finds, the ring decides). */
 #define FREED_AT_SLOTS (2u * LOG_FREED_RING)
 
-/* A 64-bit mix (MurmurHash3's finaliser): every input bit moves many
- * output bits. */
-static uint64_t mix64(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ h >> 33;
-}
-
 /* Slot of a pointer in the freed-pointer index (FREED_AT_SLOTS). The page
  * (4 KiB) is hashed and the offset in it kept, so that the pointers of one
  * page never take each other's slot. */
@@ -136,7 +128,7 @@ static uint64_t ptr_hash(uint64_t p)
  * lookup touches is what btp_log_writer_prefetch() fetches ahead.) */
 static uint64_t map_home(uint64_t p)
 {
-    return mix64(p >> 4);
+    return ptr_home(p);
 }
 
 static ptr_slot *map_lookup(btp_log_writer *w, uint64_t ptr)
