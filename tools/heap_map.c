@@ -317,15 +317,19 @@ static int write_html(const heap_model *m, const layout *L, const uint32_t *rank
 #endif
     sb_printf(&o, ",\"enc\":\"%s\",\"raw_len\":%zu,\"cols\":\"", enc, raw_len);
     char *b64 = sb_reserve(&o, BTP_BASE64_ENCODED_LEN(packed_len) + 1);
-    if (b64) {
-        size_t b64_len = 0;
+    size_t b64_len = 0;
+    if (b64)
         btp_base64_encode(packed, packed_len, b64, BTP_BASE64_ENCODED_LEN(packed_len) + 1,
                           BTP_B64_PAD, &b64_len);
-        o.len += b64_len;
-    }
     if (packed != raw)
         free(packed);
     free(raw);
+    if (!b64) { /* a page without its data would draw an empty heap */
+        sb_free(&o);
+        diag(DIAG_ERROR, NULL, NULL, "out of memory");
+        return -1;
+    }
+    o.len += b64_len;
     sb_adds(&o, "\"}");
     const char *mark = strstr(heap_map_html, "/*BTPACK_HEAP_DATA*/");
     int rc = 0;
