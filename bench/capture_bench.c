@@ -304,8 +304,14 @@ static double time_row(row *r, long iters)
         size_t n = 0, len;
         if (find_row("fp")->available) {
             btp_capture_options o = {.method = BTP_CAPTURE_FP};
+#if BENCH_HAVE_CALLGRIND
+            CALLGRIND_TOGGLE_COLLECT; /* (--ir: not one of the row's captures) */
+#endif
             if (btp_capture(&o, j->f, CAP, &n) != BTP_OK)
                 n = 0;
+#if BENCH_HAVE_CALLGRIND
+            CALLGRIND_TOGGLE_COLLECT;
+#endif
         }
         if (fn == bare_fp) {
             /* (records_to_root, called from here, starts where the bare
