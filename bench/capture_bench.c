@@ -421,25 +421,32 @@ static void measure(void)
 }
 
 /* Four functions calling each other in turn: consecutive frames have
- * different return addresses. */
+ * different return addresses, as in a real stack. Each stores its own
+ * number after the call: with identical bodies the compiler folds the four
+ * into one function calling itself (identical code folding), and every
+ * return address of the chain would be the same one, which flatters the
+ * CBF rows (a repeated address is the cheapest frame) and the unwinders'
+ * caches alike. */
 static NOINL void level0(int d);
 static NOINL void level1(int d);
 static NOINL void level2(int d);
 static NOINL void level3(int d);
+static volatile int level_sink;
 
-#define LEVEL(self, next)                                                                    \
+#define LEVEL(self, next, k)                                                                 \
     static NOINL void self(int d)                                                            \
     {                                                                                        \
         if (d > 0)                                                                           \
             next(d - 1);                                                                     \
         else                                                                                 \
             measure();                                                                       \
+        level_sink = k;                                                                      \
         BARRIER();                                                                           \
     }
-LEVEL(level0, level1)
-LEVEL(level1, level2)
-LEVEL(level2, level3)
-LEVEL(level3, level0)
+LEVEL(level0, level1, 0)
+LEVEL(level1, level2, 1)
+LEVEL(level2, level3, 2)
+LEVEL(level3, level0, 3)
 #undef LEVEL
 
 static NOINL void run_chain(int depth)
