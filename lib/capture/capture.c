@@ -6,6 +6,7 @@
 
 #include "capture/cfi.h"
 #include "codec/cbf_internal.h"
+#include "codec/cbf_put.h"
 #include "common/reserved.h"
 
 #include <dlfcn.h>
@@ -640,6 +641,72 @@ static __attribute__((noinline)) btp_status capture_cbf_general(const btp_captur
     return st;
 }
 
+#if UINTPTR_MAX > 0xffffffffu && !BTP_CODEC_SMALL
+/* The passes btp_fp_quick's walk makes into BTP_CAPTURE_CBF_MAX_FRAMES
+ * slots (btp_fp_records from slot 1 up to slot cap - 1). */
+#define BTP_FP_QUICK_CBF_PASSES                                                                   \
+    ((BTP_CAPTURE_CBF_MAX_FRAMES - 1 - BTP_FP_PASS - 1) / BTP_FP_PASS + 1)
+
+/*
+ * btp_fp_quick for btp_capture_cbf on 64-bit words, each return address
+ * written as an instruction as soon as it is read (no address array, no
+ * call of the encoder, whose fixed cost is most of what a short stack's
+ * stream costs beyond its frames'). The same records as btp_fp_quick
+ * (btp_fp_records' test, a pass of BTP_FP_PASS records at a time) and the
+ * same bytes as btp_cbf_encode of its frames with
+ * BTP_CBF_ENC_TRUNCATE_ON_FULL: the pc by put_address after a previous
+ * address of 0, made absolute as first_absolute does; each return
+ * address by put_address, the choice every one-shot encoder makes; the
+ * terminator. 1 with *len_out set when the chain ended within `passes`
+ * passes after the pc (the caller makes sure buf has room for the stream
+ * of that many frames); 0 when ra is 0 or f not a record above `above` on
+ * the known stack, when a return address repeats the one before (a `rep`,
+ * or the pc's address again as a return address) and when the chain goes
+ * on: the address array's way then. Out of line, so that btp_capture_cbf's
+ * other cases do not save the registers it takes.
+ */
+static BTP_NOINLINE int fp_quick_cbf(uint8_t *buf, size_t passes, uintptr_t ra, uintptr_t f,
+                                     uintptr_t above, size_t *len_out)
+{
+    const btp_fp_thread *t = &btp_fp_thread_state;
+    uintptr_t nk = ~t->k, not_lim = t->not_lim, nk1, r;
+    if (ra == 0 || f <= above || btp_fp_rotr(f + not_lim) <= nk)
+        return 0;
+    uint8_t *p = buf;
+    *p++ = cbf_info_byte(64);
+    p = put_address(p, ra, ra, &btp_cbf_kind_shapes[BTP_FRAME_PC], 1, 64);
+    buf[1] |= CBF_OP_ABSOLUTE;
+    const cbf_shapes *shapes = &btp_cbf_kind_shapes[BTP_FRAME_RA];
+    BTP_OPAQUE(shapes);
+    uint64_t prev = ra, d;
+#define FP_CBF_STEP                                                                               \
+    if ((nk1 = btp_fp_rotr(f + not_lim)) <= nk || (r = btp_fp_load(f + BTP_FP_WORD)) == 0)       \
+        goto done;                                                                                \
+    if ((d = r - prev) == 0)                                                                      \
+        return 0;                                                                                 \
+    p = put_address(p, r, d, shapes, 1, 64);                                                      \
+    prev = r;                                                                                     \
+    nk = nk1;                                                                                     \
+    f = btp_fp_load(f)
+    for (; passes; passes--) {
+        FP_CBF_STEP;
+        FP_CBF_STEP;
+        FP_CBF_STEP;
+        FP_CBF_STEP;
+        FP_CBF_STEP;
+        FP_CBF_STEP;
+        FP_CBF_STEP;
+        FP_CBF_STEP;
+    }
+#undef FP_CBF_STEP
+    return 0;
+done:
+    *p++ = CBF_OP_END;
+    *len_out = (size_t)(p - buf);
+    return 1;
+}
+#endif
+
 /* The capture is made in this function's own frame, or in
  * capture_cbf_general's in its place: for the unwinders, one library frame
  * to walk, as for btp_capture(). */
@@ -664,15 +731,28 @@ __attribute__((noinline)) btp_status btp_capture_cbf(const btp_capture_options *
         uint64_t a[BTP_CAPTURE_CBF_MAX_FRAMES];
         a[1] = 0; /* (a walk that ends at the pc leaves it: 0 is never the pc) */
         size_t n;
-        /* (in memory while the walk runs: see btp_capture) */
+        /* (in memory while the walks run: see btp_capture; ucontext is
+         * NULL here) */
         struct {
             const btp_capture_options *opt;
             uint8_t *buf;
             size_t cap;
             size_t *len_out;
-        } keep = {opt, buf, cap, len_out};
+            uintptr_t ra;
+        } keep = {opt, buf, cap, len_out, ra};
         __asm__("" : "+m"(keep));
-        if (btp_fp_quick(a, BTP_CAPTURE_CBF_MAX_FRAMES, ra, self[0], (uintptr_t)self, &n, 1) &&
+#if UINTPTR_MAX > 0xffffffffu && !BTP_CODEC_SMALL
+        /* First the walk that encodes as it goes, in passes of records
+         * after the pc: as many as the array's walk takes and the buffer
+         * surely holds. */
+        size_t passes = ((cap - 2) / CBF_MAX_INSTR - 1) / BTP_FP_PASS;
+        if (passes > BTP_FP_QUICK_CBF_PASSES)
+            passes = BTP_FP_QUICK_CBF_PASSES;
+        if (fp_quick_cbf(buf, passes, ra, self[0], (uintptr_t)self, len_out))
+            return BTP_OK;
+        __asm__("" : "+m"(keep));
+#endif
+        if (btp_fp_quick(a, BTP_CAPTURE_CBF_MAX_FRAMES, keep.ra, self[0], (uintptr_t)self, &n, 1) &&
             a[1] != a[0]) {
             btp_status st = btp_cbf_encode_addrs(a, n, BTP_FRAME_RA, 0,
                                                  (unsigned)(8 * sizeof(void *)),
@@ -682,10 +762,7 @@ __attribute__((noinline)) btp_status btp_capture_cbf(const btp_capture_options *
             return st;
         }
         __asm__("" : "+m"(keep));
-        opt = keep.opt;
-        buf = keep.buf;
-        cap = keep.cap;
-        len_out = keep.len_out;
+        return capture_cbf_general(keep.opt, NULL, keep.buf, keep.cap, keep.len_out, keep.ra);
     }
     /* a tail call too, where the compiler makes one (see capture_cbf_general) */
     return capture_cbf_general(opt, ucontext, buf, cap, len_out, ra);
