@@ -745,9 +745,9 @@ __attribute__((noinline)) btp_status btp_capture_cbf(const btp_capture_options *
         /* First the walk that encodes as it goes, in passes of records
          * after the pc: as many as the array's walk takes and the buffer
          * surely holds. */
-        size_t passes = ((cap - 2) / CBF_MAX_INSTR - 1) / BTP_FP_PASS;
-        if (passes > BTP_FP_QUICK_CBF_PASSES)
-            passes = BTP_FP_QUICK_CBF_PASSES;
+        size_t passes = cap >= BTP_CBF_BOUND(1 + BTP_FP_PASS * BTP_FP_QUICK_CBF_PASSES)
+                            ? BTP_FP_QUICK_CBF_PASSES
+                            : ((cap - 2) / CBF_MAX_INSTR - 1) / BTP_FP_PASS;
         if (fp_quick_cbf(buf, passes, ra, self[0], (uintptr_t)self, len_out))
             return BTP_OK;
         __asm__("" : "+m"(keep));
