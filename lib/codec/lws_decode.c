@@ -394,12 +394,36 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
 }
 
 /* decode_fast_w with the word size a constant in each copy: the 32-bit
- * one has no masking and no suspect checks. */
-static int decode_fast(const uint8_t *p, size_t len, unsigned word_bits, btp_frame *out,
-                       btp_lws_info *info)
+ * one has no masking and no suspect checks. Kept out of btp_lws_decode so
+ * that its registers are saved only on the way that needs them. */
+static BTP_NOINLINE int decode_fast_generic(const uint8_t *p, size_t len, unsigned word_bits,
+                                            btp_frame *out, btp_lws_info *info)
 {
     return word_bits == 64 ? decode_fast_w(p, len, out, info, 64)
                            : decode_fast_w(p, len, out, info, 32);
+}
+
+#if LWS_X86
+/* The same for processors with BMI1, BMI2 and MOVBE: shifts by a register
+ * count into any register (no copies through cl), the byte swap in the
+ * load; a tenth fewer instructions a frame. */
+__attribute__((target("bmi,bmi2,movbe"))) static BTP_NOINLINE int
+decode_fast_v3(const uint8_t *p, size_t len, unsigned word_bits, btp_frame *out,
+               btp_lws_info *info)
+{
+    return word_bits == 64 ? decode_fast_w(p, len, out, info, 64)
+                           : decode_fast_w(p, len, out, info, 32);
+}
+#endif
+
+static inline int decode_fast(const uint8_t *p, size_t len, unsigned word_bits, btp_frame *out,
+                              btp_lws_info *info)
+{
+#if LWS_X86
+    if (lws_cpu_v3())
+        return decode_fast_v3(p, len, word_bits, out, info);
+#endif
+    return decode_fast_generic(p, len, word_bits, out, info);
 }
 #else
 /* The small build has no fast path: every blob goes the careful way. */
@@ -409,6 +433,25 @@ static inline int decode_fast(const uint8_t *p, size_t len, unsigned word_bits, 
     return 0;
 }
 #endif
+
+/* The careful way for a blob the fast path did not take, into a local
+ * array first (a record may be deeper than the caller's); out of line, so
+ * that the array is on the stack only when this runs. */
+static BTP_NOINLINE btp_status decode_slow(const uint8_t *p, size_t len, unsigned word_bits,
+                                           btp_frame *out, size_t max_frames,
+                                           btp_lws_info *info)
+{
+    *info = (btp_lws_info){0};
+    uint64_t vals[BTP_LWS_MAX_FRAMES];
+    btp_status st = decode_careful(p, len, word_bits, vals, info);
+    if (st != BTP_OK)
+        return st;
+    size_t depth = info->depth;
+    size_t copy = depth < max_frames ? depth : max_frames;
+    for (size_t i = 0; i < copy; i++)
+        out[i] = (btp_frame){vals[i], BTP_FRAME_RA};
+    return copy < depth ? BTP_E_LIMIT : BTP_OK;
+}
 
 btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_frame *out,
                           size_t max_frames, btp_lws_info *info)
@@ -435,14 +478,5 @@ btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_
     if (len > 2 && (size_t)(p[0] >> 3) <= max_frames &&
         decode_fast(p, len, word_bits, out, info))
         return BTP_OK;
-    *info = (btp_lws_info){0};
-    uint64_t vals[BTP_LWS_MAX_FRAMES];
-    btp_status st = decode_careful(p, len, word_bits, vals, info);
-    if (st != BTP_OK)
-        return st;
-    size_t depth = info->depth;
-    size_t copy = depth < max_frames ? depth : max_frames;
-    for (size_t i = 0; i < copy; i++)
-        out[i] = (btp_frame){vals[i], BTP_FRAME_RA};
-    return copy < depth ? BTP_E_LIMIT : BTP_OK;
+    return decode_slow(p, len, word_bits, out, max_frames, info);
 }
