@@ -387,61 +387,36 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
         return 0; /* a field ran past the bitstream */
     if (wide && (lws_truncation_signature(size, n) || lws_truncated_form(size)))
         suspect |= BTP_LWS_SUSPECT_SIZE;
-    /* every field at once: the caller has not cleared info (the careful
-     * way does, when this returns 0) */
-    *info = (btp_lws_info){.depth = depth, .alloc_size = size, .bits = pos, .suspect = suspect};
+    /* every field at once (info may be NULL): the caller has not cleared
+     * it (the careful way does, when this returns 0) */
+    if (info)
+        *info = (btp_lws_info){.depth = depth, .alloc_size = size, .bits = pos, .suspect = suspect};
     return 1;
 }
 
-/* decode_fast_w with the word size a constant in each copy: the 32-bit
- * one has no masking and no suspect checks. Kept out of btp_lws_decode so
- * that its registers are saved only on the way that needs them. */
-static BTP_NOINLINE int decode_fast_generic(const uint8_t *p, size_t len, unsigned word_bits,
-                                            btp_frame *out, btp_lws_info *info)
-{
-    return word_bits == 64 ? decode_fast_w(p, len, out, info, 64)
-                           : decode_fast_w(p, len, out, info, 32);
-}
-
-#if LWS_X86
-/* The same for processors with BMI1, BMI2 and MOVBE: shifts by a register
- * count into any register (no copies through cl), the byte swap in the
- * load; a tenth fewer instructions a frame. */
-__attribute__((target("bmi,bmi2,movbe"))) static BTP_NOINLINE int
-decode_fast_v3(const uint8_t *p, size_t len, unsigned word_bits, btp_frame *out,
-               btp_lws_info *info)
-{
-    return word_bits == 64 ? decode_fast_w(p, len, out, info, 64)
-                           : decode_fast_w(p, len, out, info, 32);
-}
 #endif
 
-static inline int decode_fast(const uint8_t *p, size_t len, unsigned word_bits, btp_frame *out,
-                              btp_lws_info *info)
-{
-#if LWS_X86
-    if (lws_cpu_v3())
-        return decode_fast_v3(p, len, word_bits, out, info);
-#endif
-    return decode_fast_generic(p, len, word_bits, out, info);
-}
-#else
-/* The small build has no fast path: every blob goes the careful way. */
-static inline int decode_fast(const uint8_t *p, size_t len, unsigned word_bits, btp_frame *out,
-                              btp_lws_info *info)
-{
-    return 0;
-}
-#endif
-
-/* The careful way for a blob the fast path did not take, into a local
- * array first (a record may be deeper than the caller's); out of line, so
- * that the array is on the stack only when this runs. */
+/*
+ * The whole decoder the careful way: the argument and length checks, then
+ * every field through the bit reader into a local array (a record may be
+ * deeper than the caller's), and copied. What the fast copies below hand
+ * back when they do not take a blob; out of line, so that its array is on
+ * the stack only when it runs.
+ */
 static BTP_NOINLINE btp_status decode_slow(const uint8_t *p, size_t len, unsigned word_bits,
                                            btp_frame *out, size_t max_frames,
                                            btp_lws_info *info)
 {
+    btp_lws_info scratch;
+    if (!info)
+        info = &scratch;
     *info = (btp_lws_info){0};
+    if (!lws_word_ok(word_bits) || (len && !p) || (max_frames && !out))
+        return BTP_E_INVALID_ARGUMENT;
+    if (len < 2 || ((size_t)p[len - 2] << 8 | p[len - 1]) != len) {
+        info->error_bit = len < 2 ? 0 : (len - 2) * 8;
+        return BTP_E_LENGTH_MISMATCH;
+    }
     uint64_t vals[BTP_LWS_MAX_FRAMES];
     btp_status st = decode_careful(p, len, word_bits, vals, info);
     if (st != BTP_OK)
@@ -453,30 +428,52 @@ static BTP_NOINLINE btp_status decode_slow(const uint8_t *p, size_t len, unsigne
     return copy < depth ? BTP_E_LIMIT : BTP_OK;
 }
 
+#if !BTP_CODEC_SMALL
+/* decode_fast_w with the word size a constant in each copy (the 32-bit one
+ * has no masking and no suspect checks), for blobs btp_lws_decode checked;
+ * a blob it does not take goes on the careful way. Each copy is a function
+ * of its own that btp_lws_decode jumps to, so that the registers the loop
+ * needs are saved once a call. */
+#define LWS_FAST_COPY(name, target, bits)                                                   \
+    target static BTP_NOINLINE btp_status name(const uint8_t *p, size_t len, btp_frame *out, \
+                                               size_t max_frames, btp_lws_info *info)       \
+    {                                                                                       \
+        if (decode_fast_w(p, len, out, info, bits))                                         \
+            return BTP_OK;                                                                  \
+        return decode_slow(p, len, bits, out, max_frames, info);                            \
+    }
+LWS_FAST_COPY(decode_fast32, , 32)
+LWS_FAST_COPY(decode_fast64, , 64)
+#if LWS_X86
+/* The same for processors with BMI1, BMI2 and MOVBE: shifts by a register
+ * count into any register (no copies through cl), rotations for the
+ * fields of a header, the byte swap in the load. */
+LWS_FAST_COPY(decode_fast32_v3, __attribute__((target("bmi,bmi2,movbe"))), 32)
+LWS_FAST_COPY(decode_fast64_v3, __attribute__((target("bmi,bmi2,movbe"))), 64)
+#endif
+#endif
+
 btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_frame *out,
                           size_t max_frames, btp_lws_info *info)
 {
-    btp_lws_info scratch;
-    if (!info)
-        info = &scratch;
-    /* info is cleared on each way out below but the fast path's, which
-     * writes all of it once (clearing it first too stored it twice). */
-    if (!lws_word_ok(word_bits) || (len && !blob) || (max_frames && !out)) {
-        *info = (btp_lws_info){0};
-        return BTP_E_INVALID_ARGUMENT;
-    }
     const uint8_t *p = blob;
-    if (len < 2 || ((size_t)p[len - 2] << 8 | p[len - 1]) != len) {
-        *info = (btp_lws_info){.error_bit = len < 2 ? 0 : (len - 2) * 8};
-        return BTP_E_LENGTH_MISMATCH;
+#if !BTP_CODEC_SMALL
+    /* The fast path writes straight into out, so it takes a well-formed
+     * call whose record's depth (the top 5 bits of byte 0) fits there; a
+     * record deeper than the caller's array (BTP_E_LIMIT), a bad argument
+     * or length go the careful way, which keeps the frames in a local
+     * array (a second array of btp_frame here would put this frame over
+     * the stack budget of small targets). */
+    if (lws_word_ok(word_bits) && p && out && len > 2 &&
+        ((size_t)p[len - 2] << 8 | p[len - 1]) == len && (size_t)(p[0] >> 3) <= max_frames) {
+#if LWS_X86
+        if (lws_cpu_v3())
+            return word_bits == 64 ? decode_fast64_v3(p, len, out, max_frames, info)
+                                   : decode_fast32_v3(p, len, out, max_frames, info);
+#endif
+        return word_bits == 64 ? decode_fast64(p, len, out, max_frames, info)
+                               : decode_fast32(p, len, out, max_frames, info);
     }
-    /* The fast path writes straight into out, so it runs when the record's
-     * depth (the top 5 bits of byte 0) fits there; a record deeper than the
-     * caller's array (BTP_E_LIMIT) goes the careful way, which keeps the
-     * frames in a local array (a second array of btp_frame here would put
-     * this frame over the stack budget of small targets). */
-    if (len > 2 && (size_t)(p[0] >> 3) <= max_frames &&
-        decode_fast(p, len, word_bits, out, info))
-        return BTP_OK;
+#endif
     return decode_slow(p, len, word_bits, out, max_frames, info);
 }
