@@ -132,6 +132,28 @@ static inline uint64_t look(uintptr_t b, size_t pos)
     return load_at(b, pos >> 3) << (pos & 7);
 }
 
+/* w rotated right by r (1..63): for a field of the header, one
+ * instruction that leaves w as it is (rorx, where the copy has BMI2)
+ * instead of a copy and a shift. */
+static inline uint64_t rotr(uint64_t w, unsigned r)
+{
+    return w >> r | w << (64 - r);
+}
+
+/* All ones when bit 57 of w (a delta's sign) is set, else 0: a bit test
+ * and a subtraction with borrow on x86-64, two instructions where the
+ * shifts take three. */
+static inline uint64_t sign_mask(uint64_t w)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    uint64_t m;
+    __asm__("btq $57, %1\n\tsbbq %0, %0" : "=r"(m) : "r"(w) : "cc");
+    return m;
+#else
+    return (uint64_t)((int64_t)(w << 6) >> 63);
+#endif
+}
+
 /* The top n (0..57) bits of w (n = 0 too, which a plain shift by 64 - n
  * would not give). */
 static inline uint64_t top(uint64_t w, unsigned n)
@@ -200,12 +222,14 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     uint32_t suspect = 0;
     /* bit 63: suspect != 0 (a delta tests it along with its own bits) */
     uint64_t any_suspect = 0;
-    /* 32-bit words: every count - 1, ORed (a count of 0 becomes all ones),
-     * checked once after the last frame; the shifts that use a count are
+    /* 32-bit words: every count negated, ANDed, checked once after the
+     * last frame: bit 5 of -c (mod 2^32) is set for a count c of 1..32
+     * (-c is 224..255 mod 256) and clear for 0 and 33..63 (0, and 193..223
+     * mod 256), and -c is also the shift that takes the top c bits; the shifts that use a count are
      * taken mod 64 meanwhile. A frame then takes at most 16 + 63 bits, and
      * its looks still start at most 9 bits past the blob or the tail's
      * bitstream, checked at every frame. */
-    unsigned counts = 0;
+    unsigned counts = ~0u;
     /*
      * The position is the chain every frame waits on: a frame's size comes
      * from its header, and the next header lies that many bits on. So the
@@ -273,8 +297,9 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             BTP_OPAQUE(p19);
             if (!wide) {
                 /* counts checked after the last frame (see counts) */
-                counts |= n - 1;
-                v = a >> ((64 - n) & 63);
+                unsigned negn = -n;
+                counts &= negn;
+                v = a >> (negn & 63);
                 w = raw << ((k1 + n) & 63);
             } else if (n - 1 < 32) {
                 /* no signature below 33 bits; the next header in raw */
@@ -311,8 +336,8 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
         } else {
             /* delta: kind 1|x, ref rrr|x, sign s|x, count qqqqqq|x, then
              * |d|; the reference 16 * (rrr + 1) bytes back */
-            ptrdiff_t at = prev - (ptrdiff_t)((w >> 55) & 0x70);
-            unsigned q = (unsigned)(w >> 50) & 0x3f;
+            ptrdiff_t at = prev - (ptrdiff_t)(rotr(w, 55) & 0x70);
+            unsigned q = (unsigned)rotr(w, 50) & 0x3f;
             if (at < 0)
                 return 0;
             const btp_frame *r = (const btp_frame *)(o + at);
@@ -320,8 +345,7 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
              * (the 64-bit words' common case picks the sum or the
              * difference by a conditional move, one operation less than
              * the mask's; 32-bit sums, which need no masking, keep it) */
-            const int minus = (int)(w >> 57) & 1;
-            uint64_t neg = (uint64_t)((int64_t)(w << 6) >> 63);
+            uint64_t neg = wide ? sign_mask(w) : (uint64_t)((int64_t)(w << 6) >> 63);
             /* the next header as for a literal, 16 + q bits on */
             unsigned k7 = k + 7;
             size_t p25 = p9 + 16;
@@ -329,15 +353,16 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             BTP_OPAQUE(p25);
             const uint64_t ref = r->value;
             if (!wide) {
-                counts |= q - 1;
-                uint64_t d = (a << 6) >> ((64 - q) & 63);
+                unsigned negq = -q;
+                counts &= negq;
+                uint64_t d = (a << 6) >> (negq & 63);
                 w = raw << ((k7 + q) & 63);
                 /* in 32 bits: no masking after */
                 v = (uint32_t)((uint32_t)ref + (uint32_t)((d ^ neg) - neg));
             } else if (q - 1 < 32) {
                 uint64_t d = (a << 6) >> (64 - q);
                 w = raw << (k7 + q);
-                v = minus ? ref - d : ref + d;
+                v = ref + ((d ^ neg) - neg);
                 /* Suspect only with a suspect frame before it (bit 63 of
                  * any_suspect) or bit 63 set (the truncated form): one
                  * test that real deltas fail. A count of at most 32 has no
@@ -365,7 +390,7 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
         f->value = v;
         f->kind = BTP_FRAME_RA;
     }
-    if (!wide && counts >= 32)
+    if (!wide && !(counts & 32))
         return 0; /* a count of 0 or wider than the word */
     pos = p9 - 9;
     /* The size field's two looks reach (pos + 7) / 8 + 8 at most: in the
