@@ -75,25 +75,31 @@ static inline int lws_truncated_form(uint64_t v)
  * decoder's copy BMI1, BMI2 and MOVBE). Asked once per file that asks: the
  * answer is kept in a relaxed atomic (0 not asked yet, 1 no, 2 yes), so a
  * signal handler that interrupts the first call asks again and stores the
- * same. */
+ * same. The asking is out of line: cpuid's registers would otherwise be
+ * saved on every call of the caller. */
+__attribute__((noinline, unused)) static int lws_cpu_v3_ask(int *known)
+{
+    unsigned a, b, c, d, ok = 0;
+    if (__get_cpuid_max(0, NULL) >= 7) {
+        __cpuid(1, a, b, c, d);
+        if ((c & bit_OSXSAVE) && (c & bit_AVX) && (c & bit_MOVBE)) {
+            unsigned lo, hi;
+            __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            __cpuid_count(7, 0, a, b, c, d);
+            ok = (lo & 6) == 6 && (b & bit_AVX2) && (b & bit_BMI) && (b & bit_BMI2);
+        }
+    }
+    int k = ok ? 2 : 1;
+    __atomic_store_n(known, k, __ATOMIC_RELAXED);
+    return k;
+}
+
 static inline int lws_cpu_v3(void)
 {
     static int known;
     int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-    if (!k) {
-        unsigned a, b, c, d, ok = 0;
-        if (__get_cpuid_max(0, NULL) >= 7) {
-            __cpuid(1, a, b, c, d);
-            if ((c & bit_OSXSAVE) && (c & bit_AVX) && (c & bit_MOVBE)) {
-                unsigned lo, hi;
-                __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-                __cpuid_count(7, 0, a, b, c, d);
-                ok = (lo & 6) == 6 && (b & bit_AVX2) && (b & bit_BMI) && (b & bit_BMI2);
-            }
-        }
-        k = ok ? 2 : 1;
-        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-    }
+    if (__builtin_expect(!k, 0))
+        k = lws_cpu_v3_ask(&known);
     return k == 2;
 }
 #endif
