@@ -13,6 +13,14 @@
 #include "common/compiler.h"
 #include "lws_internal.h"
 
+/* BTP_LWS_V3=0 leaves the fast path's copy for processors with BMI1, BMI2
+ * and MOVBE out (the tests build such a copy to check the other one on
+ * processors that have them). */
+#ifndef BTP_LWS_V3
+#define BTP_LWS_V3 1
+#endif
+#define LWS_V3 (LWS_X86 && BTP_LWS_V3)
+
 typedef struct lws_reader {
     bit_reader br;
     btp_lws_info *info;
@@ -484,7 +492,7 @@ static BTP_NOINLINE btp_status decode_slow(const uint8_t *p, size_t len, unsigne
     }
 LWS_FAST_COPY(decode_fast32, , 32, 0)
 LWS_FAST_COPY(decode_fast64, , 64, 0)
-#if LWS_X86
+#if LWS_V3
 /* The same for processors with BMI1, BMI2 and MOVBE: shifts by a register
  * count into any register (no copies through cl), rotations for the
  * fields of a header, the byte swap in the load. */
@@ -506,7 +514,7 @@ btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_
      * the stack budget of small targets). */
     if (lws_word_ok(word_bits) && p && out && len > 2 &&
         ((size_t)p[len - 2] << 8 | p[len - 1]) == len && (size_t)(p[0] >> 3) <= max_frames) {
-#if LWS_X86
+#if LWS_V3
         if (lws_cpu_v3())
             return word_bits == 64 ? decode_fast64_v3(p, len, out, max_frames, info)
                                    : decode_fast32_v3(p, len, out, max_frames, info);
