@@ -7,6 +7,11 @@
 
 #include "common/compiler.h"
 
+/* x86-64 with GCC or Clang: the codecs have copies for processors with the
+ * instructions of x86-64-v3 they use, chosen at run time (BTP_CPU_V3). */
+#include "common/cpu_x86.h"
+#define LWS_X86 BTP_CPU_X86
+
 /* Nominal field widths; every field is followed by one extra bit. */
 enum {
     LWS_W_DEPTH = 5,
@@ -59,5 +64,13 @@ static inline int lws_truncated_form(uint64_t v)
 {
     return (v >> 31) == 0x1ffffffffu;
 }
+
+#if LWS_X86
+/* The processor has what the x86-64-v3 copies use. */
+static inline int lws_cpu_v3(void)
+{
+    return btp_cpu_x86_has(BTP_CPU_V3, 0);
+}
+#endif
 
 #endif
