@@ -54,8 +54,10 @@ static int a2l_resolve(const char *prog, const char *file, const uint64_t *vaddr
 {
     static const char *const args[] = {"-a", "-f", "-C", "-i", NULL};
     strbuf out = STRBUF_INIT;
-    if (pipe_run(prog ? prog : "addr2line", args, file, vaddrs, n, &out, why, why_len) < 0)
+    if (pipe_run(prog ? prog : "addr2line", args, file, vaddrs, n, &out, why, why_len) < 0) {
+        sb_free(&out); /* what it read before it failed */
         return -1;
+    }
     size_t pos = 0, i = 0;
     int have = 0, rc = 0;
     char *fn = NULL;
