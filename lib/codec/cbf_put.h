@@ -1,6 +1,6 @@
 /* The CBF encoder's writer of one address instruction, shared by the
  * one-shot encoders (cbf_encode.c) and the capture's frame-pointer walk
- * that encodes each return address as it reads it (capture_internal.h). */
+ * that encodes each return address as it reads it (capture.c). */
 #ifndef BTPACK_CBF_PUT_H
 #define BTPACK_CBF_PUT_H
 
