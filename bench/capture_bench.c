@@ -16,7 +16,9 @@
  * row reports ns per capture and ns per frame (min / median / max over the
  * rounds); each comparison row the ratio to its peer computed per round
  * (min / median / max), or for the CBF rows the ns per frame they add to
- * the capture alone.
+ * the capture alone. The fp rows (fp-bare, fp, fp-cbf) call their walk
+ * straight from the timing loop, at the same depth, and the bare walk
+ * takes as many records as btpack's: both report the same frames.
  *
  * --ir: instructions per frame under callgrind instead of times: run
  * under `valgrind --tool=callgrind`, it dumps the counts of a fixed number
@@ -57,17 +59,31 @@ typedef struct job {
 /* Baselines: the unwinders called directly                             */
 /* ------------------------------------------------------------------ */
 
-/* The frame the chain starts from: the bare walk stops there (it has no
- * other way to know where the stack ends). */
+/* The frame the chain starts from. */
 static void *chain_root;
 
-/* The bare walk: no bounds, no alignment, no progress check. */
-static NOINL __attribute__((aligned(64))) size_t bare_fp(job *j)
+/* The bare walk: no bounds, no alignment, no progress check; `max`
+ * records from its own. It has no way to know where the stack ends:
+ * time_row gives it as many records as btpack's fp walk found from the
+ * same frame (or up to the chain's root). */
+static NOINL __attribute__((aligned(64))) size_t bare_walk(void **out, size_t max)
+{
+    void **fp = __builtin_frame_address(0);
+    size_t n = 0;
+    while (fp && n < max) {
+        out[n++] = fp[1];
+        fp = fp[0];
+    }
+    return n;
+}
+
+/* Records from this function's own up to the chain's root. */
+static NOINL size_t records_to_root(void)
 {
     void **fp = __builtin_frame_address(0);
     size_t n = 0;
     while (fp && fp != chain_root && n < CAP) {
-        j->addrs[n++] = fp[1];
+        n++;
         fp = fp[0];
     }
     return n;
@@ -124,6 +140,13 @@ static NOINL size_t direct_unw_backtrace(job *j)
 /* btpack                                                               */
 /* ------------------------------------------------------------------ */
 
+/* The fp rows' functions, as rows: time_row calls what they call
+ * directly instead (see there). */
+static NOINL size_t bare_fp(job *j)
+{
+    return bare_walk(j->addrs, records_to_root());
+}
+
 static NOINL size_t btp_array(job *j)
 {
     size_t n = 0;
@@ -163,7 +186,7 @@ typedef struct row {
     {.name = n, .method = m, .fn = f, .peer = p, .compare = c, .goal = g, .what = w}
 
 static row rows[] = {
-    ROW("fp-bare", 0, bare_fp, NULL, NONE, 0, "10-line frame-pointer walk, nothing checked"),
+    ROW("fp-bare", 0, bare_fp, NULL, NONE, 0, "frame-pointer walk, nothing checked"),
     ROW("fp", BTP_CAPTURE_FP, btp_array, "fp-bare", RATIO, 1.5, "btp_capture, fp"),
     ROW("fp-cbf", BTP_CAPTURE_FP, btp_cbf, "fp", ADDED_NS, 1.0, "btp_capture_cbf, fp"),
     ROW("unw_backtrace", 0, NULL, NULL, NONE, 0, "libunwind's unw_backtrace (its trace cache)"),
@@ -247,12 +270,18 @@ static int selected(const row *r)
     return 0;
 }
 
+static double time_row(row *r, long iters);
+
 /* Frames a row reports (CBF rows: those of the array row of the method). */
 static size_t count_frames(row *r)
 {
     job *j = &the_job;
     j->opt = (btp_capture_options){0};
     j->opt.method = r->method;
+    if (r->fn == bare_fp || r->method == BTP_CAPTURE_FP) {
+        time_row(r, 0); /* sets r->frames */
+        return r->frames;
+    }
     return r->fn == btp_cbf ? btp_array(j) : r->fn(j);
 }
 
@@ -262,7 +291,57 @@ static double time_row(row *r, long iters)
     j->opt = (btp_capture_options){0};
     j->opt.method = r->method;
     size_t (*fn)(job *) = r->fn;
-    double t0 = now_ns();
+    double t0;
+    /* The fp rows call the walk from this frame, with no function of the
+     * bench's between (the library's entry points are called as a
+     * program calls them): the same call depth for the bare walk and
+     * btpack's, so both read the same records and report the same frames
+     * (the bare walk as many as btpack's fp walk finds from here: it has
+     * no other way to know where the stack ends). */
+    if (fn == bare_fp || r->method == BTP_CAPTURE_FP) {
+        /* what btpack's fp walk reports from here (the CBF row's frames,
+         * the bare walk's length) */
+        size_t n = 0, len;
+        if (find_row("fp")->available) {
+            btp_capture_options o = {.method = BTP_CAPTURE_FP};
+#if BENCH_HAVE_CALLGRIND
+            CALLGRIND_TOGGLE_COLLECT; /* (--ir: not one of the row's captures) */
+#endif
+            if (btp_capture(&o, j->f, CAP, &n) != BTP_OK)
+                n = 0;
+#if BENCH_HAVE_CALLGRIND
+            CALLGRIND_TOGGLE_COLLECT;
+#endif
+        }
+        if (fn == bare_fp) {
+            /* (records_to_root, called from here, starts where the bare
+             * walk does) */
+            size_t max = n > 0 ? n : records_to_root();
+            t0 = now_ns();
+            for (long i = 0; i < iters; i++) {
+                n = bare_walk(j->addrs, max);
+                BARRIER();
+            }
+            if (iters == 0)
+                n = bare_walk(j->addrs, max);
+        } else if (fn == btp_array) {
+            t0 = now_ns();
+            for (long i = 0; i < iters; i++) {
+                btp_capture(&j->opt, j->f, CAP, &n);
+                BARRIER();
+            }
+        } else {
+            t0 = now_ns();
+            for (long i = 0; i < iters; i++) {
+                btp_capture_cbf(&j->opt, NULL, j->bytes, sizeof j->bytes, &len);
+                BARRIER();
+            }
+        }
+        double t = iters > 0 ? (now_ns() - t0) / (double)iters : 0;
+        r->frames = n;
+        return t;
+    }
+    t0 = now_ns();
     for (long i = 0; i < iters; i++) {
         fn(j);
         BARRIER();
@@ -342,25 +421,32 @@ static void measure(void)
 }
 
 /* Four functions calling each other in turn: consecutive frames have
- * different return addresses. */
+ * different return addresses, as in a real stack. Each stores its own
+ * number after the call: with identical bodies the compiler folds the four
+ * into one function calling itself (identical code folding), and every
+ * return address of the chain would be the same one, which flatters the
+ * CBF rows (a repeated address is the cheapest frame) and the unwinders'
+ * caches alike. */
 static NOINL void level0(int d);
 static NOINL void level1(int d);
 static NOINL void level2(int d);
 static NOINL void level3(int d);
+static volatile int level_sink;
 
-#define LEVEL(self, next)                                                                    \
+#define LEVEL(self, next, k)                                                                 \
     static NOINL void self(int d)                                                            \
     {                                                                                        \
         if (d > 0)                                                                           \
             next(d - 1);                                                                     \
         else                                                                                 \
             measure();                                                                       \
+        level_sink = k;                                                                      \
         BARRIER();                                                                           \
     }
-LEVEL(level0, level1)
-LEVEL(level1, level2)
-LEVEL(level2, level3)
-LEVEL(level3, level0)
+LEVEL(level0, level1, 0)
+LEVEL(level1, level2, 1)
+LEVEL(level2, level3, 2)
+LEVEL(level3, level0, 3)
 #undef LEVEL
 
 static NOINL void run_chain(int depth)

@@ -69,6 +69,16 @@ for g, (b, c, msite) in zip(groups, gwant):
     check(g.startswith("%d bytes in %d allocation" % (b, c)) and re.search(frame_re("main", msite), g),
           "group %d/%d:\n%s" % (b, c, g))
 
+# An addr2line that cannot run: the map is still printed, functions named
+# from the symbol table without lines, and the exit status says it failed.
+p = subprocess.run([BTPACK, "heapmap", "--elf", exe, "--addr2line", "/nonexistent/addr2line", logpath],
+                   capture_output=True)
+out = p.stdout.decode()
+check(p.returncode == 1 and "total: 5307 bytes in 5 allocations" in out
+      and re.search(r"#\d+\s+0x[0-9a-f]+ alloc_big\b", out) and src not in out
+      and "addr2line back end failed on 1 file" in p.stderr.decode(),
+      "unrunnable addr2line: %d %r %s" % (p.returncode, out[:300], p.stderr.decode()))
+
 # A bad record is reported with its line; --keep-going still maps the rest.
 open(logpath, "a").write("oops ~m#IF0BmUQugNCkgCnkhdAYpQa6wAAW\n")
 p = subprocess.run([BTPACK, "heapmap", "--elf", exe, "--addr2line", A2L, logpath], capture_output=True)

@@ -29,7 +29,8 @@ static const char heapmap_help[] =
     "options:\n"
     "  --elf FILE         the program the addresses belong to (with -g for lines)\n"
     "  --word-bits N      32 for logs from 32-bit devices (default 64)\n"
-    "  --addr2line PROG   symbolize with this addr2line program instead\n"
+    "  --addr2line PROG   symbolize with this addr2line program instead (if it\n"
+    "                     fails: names without lines, exit status 1 at the end)\n"
     "  --keep-going       skip bad records with a warning (exit status 1 at the end)\n"
     "  -v, --progress     show progress on stderr when it is a terminal\n"
     "  --max-warnings N   warnings of one cause shown (default 3; 0: all)\n"
@@ -192,7 +193,7 @@ static int report(heap *h, const char *a2l, const char *elf)
         printf(" in %zu allocation%s\n", groups[i].count, groups[i].count == 1 ? "" : "s");
         print_frames(h, &h->recs[groups[i].rec], sy, handles);
     }
-    rc = 0;
+    rc = sym_backends_failed("heapmap", sy) ? 1 : 0;
 out:
     if (rc < 0 && sy)
         diag(DIAG_ERROR, NULL, NULL, "out of memory");
@@ -250,7 +251,7 @@ int cmd_heapmap(int argc, char **argv)
         rc = EXIT_BAD_INPUT;
     } else if (rc == EXIT_OK || opt.keep_going) {
         fflush(stdout);
-        if (report(&h, a2l, elf) < 0)
+        if (report(&h, a2l, elf) != 0) /* -1 out of memory, 1 the back end failed */
             rc = EXIT_BAD_INPUT;
     }
     output out;

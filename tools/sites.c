@@ -142,8 +142,10 @@ void site_syms_resolve(site_syms *ss, site *const *shown, size_t n)
                 s->frames[j].kind != BTP_FRAME_OMIT)
                 goto oom;
     }
-    if (sym_resolve(ss->sy) == 0)
+    if (sym_resolve(ss->sy) == 0) {
+        sym_backends_failed("symbols", ss->sy); /* said; the report goes on */
         return;
+    }
 oom:
     diag(DIAG_ERROR, NULL, NULL, "out of memory: frames not symbolized");
     sym_free(ss->sy);

@@ -34,7 +34,9 @@ static const char symbolize_help[] =
     "and by path under DIR, for each --debug-dir DIR and /usr/lib/debug. A file\n"
     "whose build ID differs from the one recorded is not used. What cannot be\n"
     "known (missing file, wrong build ID, stripped binary, an address in no\n"
-    "image) is said in a note on the frame, never guessed.\n"
+    "image) is said in a note on the frame, never guessed. When the back end\n"
+    "fails on a file (cannot run, dies), its frames keep the function names\n"
+    "of the symbol table, say why they have no line, and the exit status is 1.\n"
     "\n"
     "options:\n"
     "  --from FMT        input format (below); without it, read from each input\n"
@@ -389,6 +391,8 @@ int cmd_symbolize(int argc, char **argv)
         sb_free(&o);
     }
     if (output_close(&dest, 1) < 0)
+        rc = EXIT_BAD_INPUT;
+    if (sym_backends_failed("symbolize", r.sy))
         rc = EXIT_BAD_INPUT;
     for (size_t i = 0; i < r.n_traces; i++)
         free(r.traces[i].context);

@@ -13,6 +13,14 @@
 #include "common/compiler.h"
 #include "lws_internal.h"
 
+/* BTP_LWS_V3=0 leaves the fast path's copy for processors with BMI1, BMI2
+ * and MOVBE out (the tests build such a copy to check the other one on
+ * processors that have them). */
+#ifndef BTP_LWS_V3
+#define BTP_LWS_V3 1
+#endif
+#define LWS_V3 (LWS_X86 && BTP_LWS_V3)
+
 typedef struct lws_reader {
     bit_reader br;
     btp_lws_info *info;
@@ -132,6 +140,42 @@ static inline uint64_t look(uintptr_t b, size_t pos)
     return load_at(b, pos >> 3) << (pos & 7);
 }
 
+/* w rotated right by r (1..63): for a field of the header, one
+ * instruction that leaves w as it is (rorx, where the copy has BMI2)
+ * instead of a copy and a shift. */
+static inline uint64_t rotr(uint64_t w, unsigned r)
+{
+    return w >> r | w << (64 - r);
+}
+
+/* All ones when bit 57 of w (a delta's sign) is set, else 0: a bit test
+ * and a subtraction with borrow on x86-64, two instructions where the
+ * shifts take three. */
+static inline uint64_t sign_mask(uint64_t w)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    uint64_t m;
+    __asm__("btq $57, %1\n\tsbbq %0, %0" : "=r"(m) : "r"(w) : "cc");
+    return m;
+#else
+    return (uint64_t)((int64_t)(w << 6) >> 63);
+#endif
+}
+
+/* Bits 50..55 of w (a delta's count) by one BMI1 bextr where the copy
+ * has it: one operation on the position's chain instead of two. Only the
+ * BMI copies call it. */
+static inline unsigned bextr_50_6(uint64_t w)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    uint64_t q;
+    __asm__("bextrq %2, %1, %0" : "=r"(q) : "r"(w), "r"((uint64_t)0x0632));
+    return (unsigned)q;
+#else
+    return (unsigned)(w >> 50) & 0x3f;
+#endif
+}
+
 /* The top n (0..57) bits of w (n = 0 too, which a plain shift by 64 - n
  * would not give). */
 static inline uint64_t top(uint64_t w, unsigned n)
@@ -155,10 +199,12 @@ static inline uint64_t top(uint64_t w, unsigned n)
  * Returns 1 when the blob decoded cleanly, else 0 and the caller runs
  * decode_careful, which finds the fault and its offset; out[0..depth) may
  * then have been written, the frames before the faulty one as decoded. The
- * loop is bounded by the 5-bit depth.
+ * loop is bounded by the 5-bit depth. v3: the copy for processors with
+ * BMI1 (bextr_50_6 may be used).
  */
 static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_frame *out,
-                                          btp_lws_info *info, const unsigned word_bits)
+                                          btp_lws_info *info, const unsigned word_bits,
+                                          const int v3)
 {
     uint8_t tail[LWS_TAIL + LWS_PAD];
     if (len > BTP_LWS_BLOB_MAX)
@@ -200,12 +246,14 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
     uint32_t suspect = 0;
     /* bit 63: suspect != 0 (a delta tests it along with its own bits) */
     uint64_t any_suspect = 0;
-    /* 32-bit words: every count - 1, ORed (a count of 0 becomes all ones),
-     * checked once after the last frame; the shifts that use a count are
-     * taken mod 64 meanwhile. A frame then takes at most 16 + 63 bits, and
+    /* 32-bit words: every count c negated and ANDed, checked once after
+     * the last frame: bit 5 of -c is set for c in 1..32 (-c is 224..255
+     * mod 256) and clear for 0 and 33..63 (0, and 193..223), and -c is the
+     * shift that takes the top c bits anyway; the shifts that use a count
+     * are taken mod 64 meanwhile. A frame then takes at most 16 + 63 bits, and
      * its looks still start at most 9 bits past the blob or the tail's
      * bitstream, checked at every frame. */
-    unsigned counts = 0;
+    unsigned counts = ~0u;
     /*
      * The position is the chain every frame waits on: a frame's size comes
      * from its header, and the next header lies that many bits on. So the
@@ -273,8 +321,9 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             BTP_OPAQUE(p19);
             if (!wide) {
                 /* counts checked after the last frame (see counts) */
-                counts |= n - 1;
-                v = a >> ((64 - n) & 63);
+                unsigned negn = -n;
+                counts &= negn;
+                v = a >> (negn & 63);
                 w = raw << ((k1 + n) & 63);
             } else if (n - 1 < 32) {
                 /* no signature below 33 bits; the next header in raw */
@@ -311,17 +360,15 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
         } else {
             /* delta: kind 1|x, ref rrr|x, sign s|x, count qqqqqq|x, then
              * |d|; the reference 16 * (rrr + 1) bytes back */
-            ptrdiff_t at = prev - (ptrdiff_t)((w >> 55) & 0x70);
-            unsigned q = (unsigned)(w >> 50) & 0x3f;
+            ptrdiff_t at = prev - (ptrdiff_t)(rotr(w, 55) & 0x70);
+            unsigned q = v3 ? bextr_50_6(w) : (unsigned)rotr(w, 50) & 0x3f;
             if (at < 0)
                 return 0;
             const btp_frame *r = (const btp_frame *)(o + at);
-            /* the sign bit, and as a mask: all ones for "reference - |d|"
-             * (the 64-bit words' common case picks the sum or the
-             * difference by a conditional move, one operation less than
-             * the mask's; 32-bit sums, which need no masking, keep it) */
-            const int minus = (int)(w >> 57) & 1;
-            uint64_t neg = (uint64_t)((int64_t)(w << 6) >> 63);
+            /* the sign bit as a mask: all ones for "reference - |d|" (on
+             * 32-bit words by shifts: the compiler allocates the bit test's
+             * result worse there, 0.7 instructions a frame more) */
+            uint64_t neg = wide ? sign_mask(w) : (uint64_t)((int64_t)(w << 6) >> 63);
             /* the next header as for a literal, 16 + q bits on */
             unsigned k7 = k + 7;
             size_t p25 = p9 + 16;
@@ -329,15 +376,16 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
             BTP_OPAQUE(p25);
             const uint64_t ref = r->value;
             if (!wide) {
-                counts |= q - 1;
-                uint64_t d = (a << 6) >> ((64 - q) & 63);
+                unsigned negq = -q;
+                counts &= negq;
+                uint64_t d = (a << 6) >> (negq & 63);
                 w = raw << ((k7 + q) & 63);
                 /* in 32 bits: no masking after */
                 v = (uint32_t)((uint32_t)ref + (uint32_t)((d ^ neg) - neg));
             } else if (q - 1 < 32) {
                 uint64_t d = (a << 6) >> (64 - q);
                 w = raw << (k7 + q);
-                v = minus ? ref - d : ref + d;
+                v = ref + ((d ^ neg) - neg);
                 /* Suspect only with a suspect frame before it (bit 63 of
                  * any_suspect) or bit 63 set (the truncated form): one
                  * test that real deltas fail. A count of at most 32 has no
@@ -365,7 +413,7 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
         f->value = v;
         f->kind = BTP_FRAME_RA;
     }
-    if (!wide && counts >= 32)
+    if (!wide && !(counts & 32))
         return 0; /* a count of 0 or wider than the word */
     pos = p9 - 9;
     /* The size field's two looks reach (pos + 7) / 8 + 8 at most: in the
@@ -387,55 +435,36 @@ static BTP_ALWAYS_INLINE int decode_fast_w(const uint8_t *p, size_t len, btp_fra
         return 0; /* a field ran past the bitstream */
     if (wide && (lws_truncation_signature(size, n) || lws_truncated_form(size)))
         suspect |= BTP_LWS_SUSPECT_SIZE;
-    /* every field at once: the caller has not cleared info (the careful
-     * way does, when this returns 0) */
-    *info = (btp_lws_info){.depth = depth, .alloc_size = size, .bits = pos, .suspect = suspect};
+    /* every field at once (info may be NULL): the caller has not cleared
+     * it (the careful way does, when this returns 0) */
+    if (info)
+        *info = (btp_lws_info){.depth = depth, .alloc_size = size, .bits = pos, .suspect = suspect};
     return 1;
 }
 
-/* decode_fast_w with the word size a constant in each copy: the 32-bit
- * one has no masking and no suspect checks. */
-static int decode_fast(const uint8_t *p, size_t len, unsigned word_bits, btp_frame *out,
-                       btp_lws_info *info)
-{
-    return word_bits == 64 ? decode_fast_w(p, len, out, info, 64)
-                           : decode_fast_w(p, len, out, info, 32);
-}
-#else
-/* The small build has no fast path: every blob goes the careful way. */
-static inline int decode_fast(const uint8_t *p, size_t len, unsigned word_bits, btp_frame *out,
-                              btp_lws_info *info)
-{
-    return 0;
-}
 #endif
 
-btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_frame *out,
-                          size_t max_frames, btp_lws_info *info)
+/*
+ * The whole decoder the careful way: the argument and length checks, then
+ * every field through the bit reader into a local array (a record may be
+ * deeper than the caller's), and copied. What the fast copies below hand
+ * back when they do not take a blob; out of line, so that its array is on
+ * the stack only when it runs.
+ */
+static BTP_NOINLINE btp_status decode_slow(const uint8_t *p, size_t len, unsigned word_bits,
+                                           btp_frame *out, size_t max_frames,
+                                           btp_lws_info *info)
 {
     btp_lws_info scratch;
     if (!info)
         info = &scratch;
-    /* info is cleared on each way out below but the fast path's, which
-     * writes all of it once (clearing it first too stored it twice). */
-    if (!lws_word_ok(word_bits) || (len && !blob) || (max_frames && !out)) {
-        *info = (btp_lws_info){0};
+    *info = (btp_lws_info){0};
+    if (!lws_word_ok(word_bits) || (len && !p) || (max_frames && !out))
         return BTP_E_INVALID_ARGUMENT;
-    }
-    const uint8_t *p = blob;
     if (len < 2 || ((size_t)p[len - 2] << 8 | p[len - 1]) != len) {
-        *info = (btp_lws_info){.error_bit = len < 2 ? 0 : (len - 2) * 8};
+        info->error_bit = len < 2 ? 0 : (len - 2) * 8;
         return BTP_E_LENGTH_MISMATCH;
     }
-    /* The fast path writes straight into out, so it runs when the record's
-     * depth (the top 5 bits of byte 0) fits there; a record deeper than the
-     * caller's array (BTP_E_LIMIT) goes the careful way, which keeps the
-     * frames in a local array (a second array of btp_frame here would put
-     * this frame over the stack budget of small targets). */
-    if (len > 2 && (size_t)(p[0] >> 3) <= max_frames &&
-        decode_fast(p, len, word_bits, out, info))
-        return BTP_OK;
-    *info = (btp_lws_info){0};
     uint64_t vals[BTP_LWS_MAX_FRAMES];
     btp_status st = decode_careful(p, len, word_bits, vals, info);
     if (st != BTP_OK)
@@ -445,4 +474,54 @@ btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_
     for (size_t i = 0; i < copy; i++)
         out[i] = (btp_frame){vals[i], BTP_FRAME_RA};
     return copy < depth ? BTP_E_LIMIT : BTP_OK;
+}
+
+#if !BTP_CODEC_SMALL
+/* decode_fast_w with the word size a constant in each copy (the 32-bit one
+ * has no masking and no suspect checks), for blobs btp_lws_decode checked;
+ * a blob it does not take goes on the careful way. Each copy is a function
+ * of its own that btp_lws_decode jumps to, so that the registers the loop
+ * needs are saved once a call. */
+#define LWS_FAST_COPY(name, target, bits, v3)                                                   \
+    target static BTP_NOINLINE btp_status name(const uint8_t *p, size_t len, btp_frame *out, \
+                                               size_t max_frames, btp_lws_info *info)       \
+    {                                                                                       \
+        if (decode_fast_w(p, len, out, info, bits, v3))                                      \
+            return BTP_OK;                                                                  \
+        return decode_slow(p, len, bits, out, max_frames, info);                            \
+    }
+LWS_FAST_COPY(decode_fast32, , 32, 0)
+LWS_FAST_COPY(decode_fast64, , 64, 0)
+#if LWS_V3
+/* The same for processors with BMI1, BMI2 and MOVBE: shifts by a register
+ * count into any register (no copies through cl), rotations for the
+ * fields of a header, the byte swap in the load. */
+LWS_FAST_COPY(decode_fast32_v3, __attribute__((target("bmi,bmi2,movbe"))), 32, 1)
+LWS_FAST_COPY(decode_fast64_v3, __attribute__((target("bmi,bmi2,movbe"))), 64, 1)
+#endif
+#endif
+
+btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_frame *out,
+                          size_t max_frames, btp_lws_info *info)
+{
+    const uint8_t *p = blob;
+#if !BTP_CODEC_SMALL
+    /* The fast path writes straight into out, so it takes a well-formed
+     * call whose record's depth (the top 5 bits of byte 0) fits there; a
+     * record deeper than the caller's array (BTP_E_LIMIT), a bad argument
+     * or length go the careful way, which keeps the frames in a local
+     * array (a second array of btp_frame here would put this frame over
+     * the stack budget of small targets). */
+    if (lws_word_ok(word_bits) && p && out && len > 2 &&
+        ((size_t)p[len - 2] << 8 | p[len - 1]) == len && (size_t)(p[0] >> 3) <= max_frames) {
+#if LWS_V3
+        if (lws_cpu_v3())
+            return word_bits == 64 ? decode_fast64_v3(p, len, out, max_frames, info)
+                                   : decode_fast32_v3(p, len, out, max_frames, info);
+#endif
+        return word_bits == 64 ? decode_fast64(p, len, out, max_frames, info)
+                               : decode_fast32(p, len, out, max_frames, info);
+    }
+#endif
+    return decode_slow(p, len, word_bits, out, max_frames, info);
 }

@@ -14,7 +14,6 @@
  * build such a copy to check the SSE2 one on processors with AVX2). */
 #if !BTP_CODEC_SMALL && defined(__x86_64__) && defined(__GNUC__)
 #define LWS_SIMD 1
-#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define LWS_SIMD 0
@@ -739,30 +738,6 @@ encode_avx2(const btp_frame *frames, size_t n, uint64_t alloc_size, uint8_t *out
                            : encode_avx2_w(frames, n, alloc_size, out, 32);
 }
 
-/* Whether the processor has AVX2, BMI1 and BMI2 and the kernel saves the
- * 256-bit registers. Asked once: the answer is kept in a relaxed atomic
- * (0 not asked yet, 1 no, 2 yes), so a signal handler that interrupts
- * the first call asks again and stores the same. */
-static int lws_avx2(void)
-{
-    static int known;
-    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-    if (!k) {
-        unsigned a, b, c, d, ok = 0;
-        if (__get_cpuid_max(0, NULL) >= 7) {
-            __cpuid(1, a, b, c, d);
-            if ((c & bit_OSXSAVE) && (c & bit_AVX)) {
-                unsigned lo, hi;
-                __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-                __cpuid_count(7, 0, a, b, c, d);
-                ok = (lo & 6) == 6 && (b & bit_AVX2) && (b & bit_BMI) && (b & bit_BMI2);
-            }
-        }
-        k = ok ? 2 : 1;
-        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-    }
-    return k == 2;
-}
 #endif
 #endif
 #endif
@@ -845,7 +820,7 @@ btp_status btp_lws_encode(const btp_frame *frames, size_t n, uint64_t alloc_size
      * (AVX2) or 2^49 (SSE2) within the word; 0 if not. */
     if (!(flags & BTP_LWS_ENC_OPTIMAL))
 #if LWS_AVX2
-        total = lws_avx2() ? encode_avx2(frames, n, alloc_size, out, word_bits)
+        total = lws_cpu_v3() ? encode_avx2(frames, n, alloc_size, out, word_bits)
                            : encode_sse2(frames, n, alloc_size, out, word_bits);
 #else
         total = encode_sse2(frames, n, alloc_size, out, word_bits);

@@ -164,6 +164,25 @@ with tempfile.TemporaryDirectory() as tmp:
           and re.search(r"(?m)^#3 +0x[0-9a-f]+ in main at \S*sym_prog\.c:%d " % w["main"], out),
           "text output:\n%s%s" % (out, err))
 
+    # an addr2line back end that cannot run, or dies without answering: every
+    # frame of our program says so, keeps the function its symbol table names
+    # (write_here is inlined: the symbol holding it is sym_level3)
+    # (no line), and the command ends with status 1 after saying why
+    dies = os.path.join(tmp, "a2l-dies")
+    open(dies, "w").write("#!/bin/sh\nexit 3\n")
+    os.chmod(dies, 0o755)
+    for a2l, want in (("/nonexistent/addr2line", "cannot run"), (dies, "exit status 3")):
+        rc, out, err = run(["symbolize", "--to", "json", "--addr2line", a2l, rec])
+        fr = [f for f in frames_of(out) if f.get("image") == PROG]
+        names = [f["symbols"][0].get("function") if f["symbols"] else None for f in fr]
+        check(rc == 1 and len(fr) == n_prog and "back end failed on" in err
+              and all("back end failed" in f.get("note", "") and
+                      all("line" not in x for x in f["symbols"]) for f in fr)
+              and "sym_level3" in names and "main" in names
+              and want in err + " ".join(f.get("note", "") for f in fr),
+              "addr2line %s: rc %d, %s, %s" % (a2l, rc, [(n, f.get("note")) for n, f in zip(names, fr)],
+                                             err))
+
     # wrong build ID: not used, a note on each of its frames
     bad = v2_from_v1(v1, lambda p, b: (p, "00" * 20 if p == PROG else b))
     rc, out, err = run(["symbolize", "--to", "json", "--from", "crash", "-"], bad.encode())

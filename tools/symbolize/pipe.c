@@ -40,11 +40,14 @@ static int exchange(why_buf *w, const char *prog, int fd_in, int fd_out, const s
         }
         if (open_in && (p[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
             ssize_t wr = write(fd_in, in->data + done, in->len - done);
-            if (wr < 0 && errno != EAGAIN && errno != EINTR)
+            if (wr < 0 && errno != EAGAIN && errno != EINTR && errno != EPIPE)
                 return fail(w, prog, "write");
             if (wr > 0)
                 done += (size_t)wr;
-            if (done == in->len) {
+            /* EPIPE: the child is gone or stopped reading. Read what it
+             * wrote to the end; its exit status then says what happened,
+             * which is more use than "Broken pipe". */
+            if (done == in->len || (wr < 0 && errno == EPIPE)) {
                 close(fd_in);
                 open_in = 0;
             }

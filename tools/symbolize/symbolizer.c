@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diag.h"
 #include "strbuf.h"
 #include "symbolize/backend.h"
 #include "symbolize/debugfind.h"
@@ -134,6 +135,7 @@ struct symbolizer {
     size_t cap_map_images;
     uint64_t epoch;
     long elf_image;           /* the --elf image, -1 not yet made */
+    size_t backend_failures;  /* files the back end failed on */
 };
 
 static const char *const backend_names[] = {
@@ -661,12 +663,13 @@ static int resolve_object(symbolizer *s, size_t oi)
                     goto out;
                 }
                 /* the back end failed: what it gave may be partial; keep
-                 * nothing and say why */
+                 * none of it, say why, and still name the functions from
+                 * the symbol table below (a name without a line beats none) */
                 for (size_t k = 0; k < n; k++)
                     s->lookups[ids[k]].n_locs = 0;
-                o->note = notef(s, &oom, "%s back end failed on %s: %s", s->backend->name,
-                                o->debug_path, bwhy);
-                goto out;
+                o->note = notef(s, &oom, "%s back end failed on %s: %s; function from its "
+                                "symbol table, no line", s->backend->name, o->debug_path, bwhy);
+                s->backend_failures++;
             }
         }
         for (size_t k = 0; k < n; k++)
@@ -692,6 +695,17 @@ int sym_resolve(symbolizer *s)
         if (s->objects[i].first_lookup != SIZE_MAX && resolve_object(s, i) < 0)
             return -1;
     return 0;
+}
+
+int sym_backends_failed(const char *cmd, const symbolizer *s)
+{
+    if (!s || !s->backend_failures)
+        return 0;
+    diag(DIAG_ERROR, NULL, NULL,
+         "%s: the %s back end failed on %zu file%s: frames there have no file:line (each "
+         "says why)", cmd, s->backend->name, s->backend_failures,
+         s->backend_failures == 1 ? "" : "s");
+    return 1;
 }
 
 void sym_get(const symbolizer *s, long handle, sym_answer *a)

@@ -82,6 +82,13 @@ long sym_add(symbolizer *s, uint64_t addr, btp_frame_kind kind);
  * notes). */
 int sym_resolve(symbolizer *s);
 
+/* After sym_resolve: when the back end failed on any file (it could not
+ * run, died, or answered garbage), say so once as an error and return 1,
+ * else 0. Those files' frames carry the reason in their note and only what
+ * the symbol table gives. A command asked for names ends with an error
+ * status then: the output is less than what was asked for. */
+int sym_backends_failed(const char *cmd, const symbolizer *s);
+
 /* The answer for a handle (valid until sym_free). */
 void sym_get(const symbolizer *s, long handle, sym_answer *out);
 
