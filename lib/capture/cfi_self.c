@@ -260,12 +260,12 @@ void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_boun
  * capture from here or from a signal's context), and a set for walks from
  * a caller's frame (btp_capture_cfi_caller: a heap tracer's), each of
  * which takes the one btp_cfi_memo_pick() finds for its start; and
- * whether a walk owns them now: a capture in a signal handler that interrupted one on this thread
- * walks without it (it neither reads a memo half rewritten nor writes one
- * under the interrupted walk).
+ * whether a walk owns them now: a capture in a signal handler that
+ * interrupted one on this thread walks without them (it neither reads a
+ * memo half rewritten nor writes one under the interrupted walk).
  *
- * The memos (~3 KB each) are not themselves thread-local: a library's TLS is one
- * block, and with any initial-exec variable in it the whole block must fit
+ * The memos (~3 KB each) are not themselves thread-local: a library's TLS
+ * is one block, and with any initial-exec variable in it the whole block must fit
  * the static TLS the C library keeps spare for dlopen() (glibc: a few
  * hundred bytes), or dlopen() fails. Initial-exec TLS holds a pointer to
  * it (no allocation on first access, from any context); the memo is
