@@ -27,8 +27,9 @@
 #if !BTP_CODEC_SMALL && defined(__x86_64__) && defined(__GNUC__) &&                            \
     (defined(__clang__) || __GNUC__ >= 8)
 #define CBF_AVX512 1
-#include <cpuid.h>
 #include <immintrin.h>
+
+#include "common/cpu_x86.h"
 #else
 #define CBF_AVX512 0
 #endif
@@ -790,33 +791,10 @@ static BTP_ALWAYS_INLINE size_t put_addresses(uint8_t **pp, uint64_t *prev, unsi
 }
 
 #if CBF_AVX512
-/* Whether the processor has AVX-512 F, BW, CD, VL, VBMI and VBMI2 and
- * BMI2, and the kernel saves the opmask and 512-bit registers. Asked
- * once: the answer is kept in a relaxed atomic (0 not asked yet, 1 no,
- * 2 yes), so a signal handler that interrupts the first call asks again
- * and stores the same; no lock, no allocation. */
-static int cbf_avx512(void)
+/* The processor has what encode_addrs_avx512 uses (common/cpu_x86.h). */
+static inline int cbf_avx512(void)
 {
-    static int known;
-    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-    if (!k) {
-        unsigned a, b, c, d, ok = 0;
-        if (__get_cpuid_max(0, NULL) >= 7) {
-            __cpuid(1, a, b, c, d);
-            if (c & bit_OSXSAVE) {
-                unsigned lo, hi;
-                __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-                __cpuid_count(7, 0, a, b, c, d);
-                const unsigned need_b = bit_AVX512F | bit_AVX512BW | bit_AVX512CD |
-                                        bit_AVX512VL | bit_BMI2;
-                const unsigned need_c = bit_AVX512VBMI | bit_AVX512VBMI2;
-                ok = (lo & 0xe6) == 0xe6 && (b & need_b) == need_b && (c & need_c) == need_c;
-            }
-        }
-        k = ok ? 2 : 1;
-        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-    }
-    return k == 2;
+    return btp_cpu_x86_has(BTP_CPU_AVX512, 1);
 }
 
 /*

@@ -8,13 +8,9 @@
 #include "common/compiler.h"
 
 /* x86-64 with GCC or Clang: the codecs have copies for processors with the
- * instructions of x86-64-v3 they use, chosen at run time (lws_cpu_v3). */
-#if !BTP_CODEC_SMALL && defined(__x86_64__) && defined(__GNUC__)
-#define LWS_X86 1
-#include <cpuid.h>
-#else
-#define LWS_X86 0
-#endif
+ * instructions of x86-64-v3 they use, chosen at run time (BTP_CPU_V3). */
+#include "common/cpu_x86.h"
+#define LWS_X86 BTP_CPU_X86
 
 /* Nominal field widths; every field is followed by one extra bit. */
 enum {
@@ -70,37 +66,10 @@ static inline int lws_truncated_form(uint64_t v)
 }
 
 #if LWS_X86
-/* Whether the processor has AVX2, BMI1, BMI2 and MOVBE and the kernel saves
- * the 256-bit registers (the encoder's AVX2 copy needs all of them, the
- * decoder's copy BMI1, BMI2 and MOVBE). Asked once per file that asks: the
- * answer is kept in a relaxed atomic (0 not asked yet, 1 no, 2 yes), so a
- * signal handler that interrupts the first call asks again and stores the
- * same. The asking is out of line: cpuid's registers would otherwise be
- * saved on every call of the caller. */
-__attribute__((noinline, unused)) static int lws_cpu_v3_ask(int *known)
-{
-    unsigned a, b, c, d, ok = 0;
-    if (__get_cpuid_max(0, NULL) >= 7) {
-        __cpuid(1, a, b, c, d);
-        if ((c & bit_OSXSAVE) && (c & bit_AVX) && (c & bit_MOVBE)) {
-            unsigned lo, hi;
-            __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-            __cpuid_count(7, 0, a, b, c, d);
-            ok = (lo & 6) == 6 && (b & bit_AVX2) && (b & bit_BMI) && (b & bit_BMI2);
-        }
-    }
-    int k = ok ? 2 : 1;
-    __atomic_store_n(known, k, __ATOMIC_RELAXED);
-    return k;
-}
-
+/* The processor has what the x86-64-v3 copies use. */
 static inline int lws_cpu_v3(void)
 {
-    static int known;
-    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-    if (__builtin_expect(!k, 0))
-        k = lws_cpu_v3_ask(&known);
-    return k == 2;
+    return btp_cpu_x86_has(BTP_CPU_V3, 0);
 }
 #endif
 
