@@ -1306,6 +1306,12 @@ static BTP_NOINLINE void memo_save_end(walk *wk)
 {
     memo_save(wk, BTP_CFI_MEMO_N + 1, 0);
 }
+
+btp_cfi_memo *btp_cfi_memo_pick(btp_cfi_memo_set *set, uintptr_t pc)
+{
+    uint64_t h = (uint64_t)pc * 0x9E3779B97F4A7C15ull;
+    return &set->m[h >> 32 & (BTP_CFI_MEMO_SET - 1)];
+}
 #endif
 
 /* The stack pointer of the memo's next state to try (none: the highest

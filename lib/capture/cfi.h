@@ -196,6 +196,31 @@ btp_status btp_cfi_walk(btp_collector *c, const btp_cfi_regs *start, const btp_c
  * (btp_collector_cfa), as the step through the callee would have. */
 btp_status btp_cfi_walk_ret(btp_collector *c, const btp_cfi_regs *start, const btp_cfi_env *env);
 
+#if BTP_CFI_MEMO
+/*
+ * Memos for walks from a return address (btp_cfi_walk_ret: a heap
+ * tracer's, from the frame that called malloc), one of which each such
+ * walk takes. A program that allocates from several places in turn (an
+ * interpreter: python3 calls malloc from a dozen places, each its own
+ * path from the interpreter's frame) gives a single memo the path before,
+ * which the walk joins only above the interpreter's frame, whose return
+ * address differs: every walk steps through the frames below it.
+ */
+#define BTP_CFI_MEMO_SET 16 /* a power of two */
+typedef struct btp_cfi_memo_set {
+    btp_cfi_memo m[BTP_CFI_MEMO_SET];
+} btp_cfi_memo_set;
+
+/*
+ * The memo of `set` a walk from pc, a return address (the call of
+ * malloc), is to take: the one that pc hashes to, whose last walk was
+ * most likely from the same call, and so from the same path of calls
+ * below it. Only a guess: the walk checks the memo it is given as it
+ * checks any (btp_cfi_env.memo), so any pick gives the same frames.
+ */
+btp_cfi_memo *btp_cfi_memo_pick(btp_cfi_memo_set *set, uintptr_t pc);
+#endif
+
 /* The environment of an ordinary capture (not the crash handler): images
  * from the dynamic loader, stacks from the thread's bounds (see
  * capture.h for what BTP_CAPTURE_ASYNC_SIGNAL_SAFE changes). */

@@ -256,13 +256,16 @@ void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_boun
 
 #if BTP_CFI_MEMO
 /*
- * The thread's memo of its last walk (cfi.h), and whether a walk owns it
- * now: a capture in a signal handler that interrupted one on this thread
- * walks without it (it neither reads a memo half rewritten nor writes one
- * under the interrupted walk).
+ * The thread's memos (cfi.h): one of its last walk from an exact pc (a
+ * capture from here or from a signal's context), and a set for walks from
+ * a caller's frame (btp_capture_cfi_caller: a heap tracer's), each of
+ * which takes the one btp_cfi_memo_pick() finds for its start; and
+ * whether a walk owns them now: a capture in a signal handler that
+ * interrupted one on this thread walks without them (it neither reads a
+ * memo half rewritten nor writes one under the interrupted walk).
  *
- * The memo (~3 KB) is not itself thread-local: a library's TLS is one
- * block, and with any initial-exec variable in it the whole block must fit
+ * The memos (~3 KB each) are not themselves thread-local: a library's TLS
+ * is one block, and with any initial-exec variable in it the whole block must fit
  * the static TLS the C library keeps spare for dlopen() (glibc: a few
  * hundred bytes), or dlopen() fails. Initial-exec TLS holds a pointer to
  * it (no allocation on first access, from any context); the memo is
@@ -272,7 +275,11 @@ void btp_cfi_self_env(btp_cfi_self *self, btp_cfi_env *env, const btp_stack_boun
  * destructor when the thread exits. mmap, not malloc: a heap tracer's
  * capture runs inside malloc.
  */
-static __thread btp_cfi_memo *t_memo __attribute__((tls_model("initial-exec")));
+typedef struct thread_memos {
+    btp_cfi_memo own;          /* walks from an exact pc */
+    btp_cfi_memo_set callers;  /* walks from a caller's frame */
+} thread_memos;
+static __thread thread_memos *t_memo __attribute__((tls_model("initial-exec")));
 static __thread int t_memo_busy __attribute__((tls_model("initial-exec")));
 static pthread_key_t g_memo_key;
 static pthread_once_t g_memo_once = PTHREAD_ONCE_INIT;
@@ -285,7 +292,7 @@ static void memo_release(void *m)
 {
     if (t_memo == m)
         t_memo = NULL;
-    munmap(m, sizeof(btp_cfi_memo));
+    munmap(m, sizeof(thread_memos));
 }
 
 static void memo_key_make(void)
@@ -305,7 +312,7 @@ __attribute__((destructor)) static void memo_key_drop(void)
 
 /* The thread's memo, mapped now if the walk may set it up; NULL if not,
  * or if that fails (the walk goes without). Zero-filled: an empty memo. */
-static __attribute__((noinline, cold)) btp_cfi_memo *memo_make(int setup,
+static __attribute__((noinline, cold)) thread_memos *memo_make(int setup,
                                                             const btp_capture_options *opt)
 {
     if (!setup || (opt && (opt->flags & BTP_CAPTURE_ASYNC_SIGNAL_SAFE)))
@@ -313,12 +320,12 @@ static __attribute__((noinline, cold)) btp_cfi_memo *memo_make(int setup,
     pthread_once(&g_memo_once, memo_key_make);
     if (!g_memo_key_ok)
         return NULL;
-    void *m = mmap(NULL, sizeof(btp_cfi_memo), PROT_READ | PROT_WRITE,
+    void *m = mmap(NULL, sizeof(thread_memos), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
     if (pthread_setspecific(g_memo_key, m) != 0) {
-        munmap(m, sizeof(btp_cfi_memo));
+        munmap(m, sizeof(thread_memos));
         return NULL;
     }
     return t_memo = m;
@@ -349,9 +356,10 @@ cfi_self_walk(btp_collector *c, const btp_cfi_regs *regs, const btp_capture_opti
     if (own) {
         t_memo_busy = 1;
         atomic_signal_fence(memory_order_seq_cst);
-        env.memo = t_memo;
-        if (!env.memo)
-            env.memo = memo_make(setup, opt);
+        thread_memos *t = t_memo;
+        if (!t)
+            t = memo_make(setup, opt);
+        env.memo = !t ? NULL : ret ? btp_cfi_memo_pick(&t->callers, regs->pc) : &t->own;
     }
 #endif
     btp_status st = ret ? btp_cfi_walk_ret(c, regs, &env) : btp_cfi_walk(c, regs, &env);

@@ -579,6 +579,102 @@ static void from_caller(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* A set of memos for walks from the caller's frame (btp_cfi_memo_pick)  */
+/* ------------------------------------------------------------------ */
+
+#if defined(__x86_64__)
+static btp_cfi_memo_set memo_set;
+static unsigned set_bad, set_walks;
+
+/* Three walks from the caller's state at this function's call, as
+ * btp_capture_cfi_caller makes them: without cache and memo, with the memo
+ * the set picks for the start, and with one it picks for another start
+ * (any memo must give the same frames: the walk checks it). */
+static NOINL void set_entry(void)
+{
+    const uintptr_t *fr = __builtin_frame_address(0);
+    btp_cfi_regs regs;
+    regs.pc = fr[1];
+    regs.r[BTP_CFI_SP] = (uintptr_t)(fr + 2);
+    regs.r[BTP_CFI_FP] = fr[0];
+    regs.valid = (uint64_t)1 << BTP_CFI_SP | (uint64_t)1 << BTP_CFI_FP;
+    shot s[3];
+    uintptr_t other = regs.pc + 1 + next_rand() % 4096;
+    for (int k = 0; k < 3; k++) {
+        btp_cfi_self self;
+        btp_cfi_env env;
+        btp_cfi_self_env(&self, &env, NULL, 0);
+        env.cache = k ? btp_cfi_cache_global() : NULL;
+        env.memo = k == 0 ? NULL : btp_cfi_memo_pick(&memo_set, k == 1 ? regs.pc : other);
+        btp_collector c;
+        btp_capture_options o = {0};
+        btp_collector_init(&c, s[k].f, CAP, 0, &o);
+        c.skip = 0;
+        btp_collector_go_fast(&c);
+        if (btp_collector_cfa_slow(&c, regs.r[BTP_CFI_SP], 0))
+            (void)btp_cfi_walk_ret(&c, &regs, &env);
+        s[k].n = btp_collector_finish(&c);
+    }
+    set_walks++;
+    if (s[0].n < 3 || !same_frames(s[0].f, s[0].n, s[1].f, s[1].n) ||
+        !same_frames(s[0].f, s[0].n, s[2].f, s[2].n))
+        set_bad++;
+    BARRIER();
+}
+
+NOINL void set_top(int which);
+NOINL void set_recurse(int d);
+
+/* the entry point from four places, as an interpreter calls malloc */
+NOINL void set_top(int which)
+{
+    volatile int x = which;
+    switch (which) {
+    case 0: set_entry(); x++; break;
+    case 1: set_entry(); x--; break;
+    case 2: set_entry(); x += 2; break;
+    default: set_entry(); x -= 2; break;
+    }
+    BARRIER();
+}
+
+NOINL void set_recurse(int d)
+{
+    volatile char *x = __builtin_alloca((size_t)d * 16 + 8);
+    x[0] = (char)d;
+    if (d > 0)
+        set_recurse(d - 1);
+    else
+        set_top((int)(next_rand() % 4));
+    BARRIER();
+}
+#endif
+
+static void memo_set_part(void)
+{
+#if defined(__x86_64__)
+    unsigned long used0[BTP_CFI_MEMO_SET];
+    for (unsigned k = 0; k < BTP_CFI_MEMO_SET; k++)
+        used0[k] = memo_set.m[k].used;
+    for (int i = 0; i < 3000; i++)
+        set_recurse((int)(next_rand() % 4));
+    unsigned long used = 0;
+    unsigned memos = 0;
+    for (unsigned k = 0; k < BTP_CFI_MEMO_SET; k++) {
+        used += memo_set.m[k].used - used0[k];
+        memos += memo_set.m[k].used != used0[k];
+    }
+    CHECK(set_bad == 0, "%u of %u walks with a memo of the set differed from the walk without",
+          set_bad, set_walks);
+    /* two walks with a memo each per round */
+    CHECK(!NEED_USE || used > 2000, "the set's memos were used in only %lu of 6000 walks", used);
+    CHECK(!NEED_USE || memos >= 2, "only %u of the set's memos were used", memos);
+    printf("memo set: %u rounds agree; %lu of 6000 walks ended from a memo, %u memos used\n",
+           set_walks - set_bad, used, memos);
+#endif
+}
+
+/* ------------------------------------------------------------------ */
 /* Threads and signals (the per-thread memo of btp_capture)             */
 /* ------------------------------------------------------------------ */
 
@@ -691,6 +787,7 @@ int main(void)
     real_stack();
     head();
     from_caller();
+    memo_set_part();
     threads_and_signals();
     return check_finish();
 #endif
