@@ -670,7 +670,7 @@ static BTP_NOINLINE int fp_quick_cbf(uint8_t *buf, size_t passes, uintptr_t ra, 
 {
     const btp_fp_thread *t = &btp_fp_thread_state;
     uintptr_t nk = ~t->k, not_lim = t->not_lim, nk1, r;
-    if (ra == 0 || f <= above || btp_fp_rotr(f + not_lim) <= nk)
+    if (!btp_fp_quick_starts(ra, f, above, not_lim, nk))
         return 0;
     uint8_t *p = buf;
     *p++ = cbf_info_byte(64);
@@ -680,7 +680,7 @@ static BTP_NOINLINE int fp_quick_cbf(uint8_t *buf, size_t passes, uintptr_t ra, 
     BTP_OPAQUE(shapes);
     uint64_t prev = ra, d;
 #define FP_CBF_STEP                                                                               \
-    if ((nk1 = btp_fp_rotr(f + not_lim)) <= nk || (r = btp_fp_load(f + BTP_FP_WORD)) == 0)       \
+    if (BTP_FP_NOT_NEXT(f, not_lim, nk, nk1, r))                                                  \
         goto done;                                                                                \
     if ((d = r - prev) == 0)                                                                      \
         return 0;                                                                                 \
