@@ -253,6 +253,7 @@ bin *log_model_bin(log_model *m, uint64_t cls, int create)
                 return NULL;
             *s = (bin_slot){cls, m->gen, m->bins_used++};
             m->bins[s->ix].n = 0;
+            m->bins[s->ix].head = 0;
             return &m->bins[s->ix];
         }
         if (s->cls == cls)
@@ -263,25 +264,43 @@ bin *log_model_bin(log_model *m, uint64_t cls, int create)
 void bin_push(bin *b, uint64_t ptr, int known, unsigned depth)
 {
     if (b->n >= depth) { /* forget the oldest */
-        memmove(&b->v[0], &b->v[1], (depth - 1) * sizeof b->v[0]);
+        b->head = (b->head + 1) & (BIN_RING - 1);
         b->n--;
     }
-    b->v[b->n++] = (bin_entry){ptr, (uint8_t)known};
+    b->v[(b->head + b->n) & (BIN_RING - 1)] = (bin_entry){ptr, (uint8_t)known};
+    b->n++;
 }
 
 int bin_find(const bin *b, uint64_t ptr)
 {
-    for (uint32_t i = 0; i < b->n; i++)
-        if (b->v[b->n - 1 - i].ptr == ptr)
+    /* newest first: the ring's part at its start (when it wraps), then the
+     * part from head on */
+    uint32_t end = b->head + b->n, i = 0;
+    if (end > BIN_RING) {
+        for (uint32_t p = end - BIN_RING; p-- > 0; i++)
+            if (b->v[p].ptr == ptr)
+                return (int)i;
+        end = BIN_RING;
+    }
+    for (uint32_t p = end; p-- > b->head; i++)
+        if (b->v[p].ptr == ptr)
             return (int)i;
     return -1;
 }
 
 bin_entry bin_take(bin *b, unsigned idx)
 {
-    uint32_t at = b->n - 1 - idx;
-    bin_entry e = b->v[at];
-    memmove(&b->v[at], &b->v[at + 1], (b->n - 1 - at) * sizeof b->v[0]);
+    const uint32_t mask = BIN_RING - 1;
+    uint32_t at = b->n - 1 - idx; /* from the oldest */
+    bin_entry e = b->v[(b->head + at) & mask];
+    if (idx <= at) { /* the newer ones down */
+        for (uint32_t j = at; j + 1 < b->n; j++)
+            b->v[(b->head + j) & mask] = b->v[(b->head + j + 1) & mask];
+    } else { /* the older ones up */
+        for (uint32_t j = at; j > 0; j--)
+            b->v[(b->head + j) & mask] = b->v[(b->head + j - 1) & mask];
+        b->head = (b->head + 1) & mask;
+    }
     b->n--;
     return e;
 }

@@ -37,6 +37,16 @@ typedef struct stack_hint {
     uint32_t n;
 } stack_hint;
 
+/* The addresses of the segment's stacks made of return addresses but for
+ * the first frame, which may be a pc (a heap tracer's stacks, nearly all),
+ * each stack's back to back: a hint is checked by one pass over them
+ * instead of by its path in the call tree, a node loaded, its value and
+ * kind compared and its parent's index the next load, frame by frame
+ * (python3's allocations: 14 frames, 213 instructions a check against
+ * about 130). At most FLAT_MAX addresses a segment (python3's and cc1's
+ * runs: 0.1 million); a stack past them is checked in the tree. */
+#define FLAT_MAX (1u << 21) /* 16 MiB */
+
 /* A finished block held for btp_log_block_write() (BTP_LOG_WRITE_HOLD):
  * its header but the fields packing sets, its raw payload, and where it
  * goes, so that it is written without the writer. */
@@ -81,6 +91,10 @@ struct btp_log_writer {
      * change */
     unsigned rc_tags_off;
     stack_hint *hints;       /* STACK_CACHE */
+    uint64_t *flat;          /* FLAT_MAX: stacks' return addresses (stack_flat) */
+    uint32_t flat_n, flat_cap;
+    uint32_t *flat_at;       /* stack number -> (its start in flat + 1) * 2 + first is a pc; 0: none */
+    uint32_t flat_at_cap;    /* entries of flat_at (zeroed past n_stacks) */
     uint64_t seq;            /* allocations so far in the segment */
     uint64_t records;        /* records so far in the log */
     uint64_t block_index;
@@ -602,6 +616,9 @@ static btp_status new_segment(btp_log_writer *w)
         return st;
     calltree_reset(&w->tree);
     memset(w->hints, 0, STACK_CACHE * sizeof *w->hints);
+    if (w->flat_at)
+        memset(w->flat_at, 0, (size_t)w->flat_at_cap * sizeof *w->flat_at);
+    w->flat_n = 0;
     live_clear(&w->model.live);
     map_clear(w);
     w->map_moved = w->model.live.moved;
@@ -641,12 +658,79 @@ static btp_status check_frames(const btp_log_writer *w, const btp_frame *frames,
 static btp_status stack_define(btp_log_writer *w, const btp_frame *frames, size_t n,
                                uint32_t *sid, int *fresh_stack);
 
+/* A hash of frames[0..n)'s values (the kinds are checked with the hint),
+ * in two chains of multiplies: half the latency of one. */
 static uint64_t stack_hash(const btp_frame *frames, size_t n)
 {
-    uint64_t h = n;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ frames[i].value ^ (uint64_t)frames[i].kind << 62) * 0x9E3779B97F4A7C15ull;
+    uint64_t h = n, g = 0x7F4A7C159E3779B9ull;
+    size_t i = 0;
+    for (; i + 1 < n; i += 2) {
+        h = (h ^ frames[i].value) * 0x9E3779B97F4A7C15ull;
+        g = (g ^ frames[i + 1].value) * 0xC2B2AE3D27D4EB4Full;
+    }
+    if (i < n)
+        h = (h ^ frames[i].value) * 0x9E3779B97F4A7C15ull;
+    h ^= g * 0x165667B19E3779F9ull;
     return h ^ (h >> 29);
+}
+
+/* Whether stack number s, which has a flat copy (stack_flat), is
+ * frames[0..n) (n its depth): the values, the first frame's kind, and
+ * every other frame a return address. One pass without branches. */
+static int stack_flat_is(const btp_log_writer *w, uint32_t s, const btp_frame *frames, size_t n)
+{
+    uint32_t at = w->flat_at[s];
+    const uint64_t *v = w->flat + ((at >> 1) - 1);
+    uint64_t d = n ? (uint64_t)(at & 1) ^ (frames[0].kind == BTP_FRAME_PC) : 0;
+    if (n)
+        d |= (v[0] ^ frames[0].value) | (frames[0].kind > BTP_FRAME_RA);
+    for (size_t i = 1; i < n; i++)
+        d |= (v[i] ^ frames[i].value) | (uint64_t)((unsigned)frames[i].kind ^ BTP_FRAME_RA);
+    return d == 0;
+}
+
+/* Keep stack s's frames[0..n) (checked) flat if they are return addresses
+ * but for the first, a pc or one, room permitting; else the stack is
+ * checked in the tree. flat_at[s]: (start + 1) * 2, + 1 if the first is a
+ * pc. */
+static void stack_flat(btp_log_writer *w, uint32_t s, const btp_frame *frames, size_t n)
+{
+    if (s < w->flat_at_cap && w->flat_at[s])
+        return;
+    if (n > FLAT_MAX - w->flat_n || (n && frames[0].kind > BTP_FRAME_RA))
+        return;
+    for (size_t i = 1; i < n; i++)
+        if (frames[i].kind != BTP_FRAME_RA)
+            return;
+    if (s >= w->flat_at_cap) {
+        uint32_t nc = w->flat_at_cap ? w->flat_at_cap : 1024;
+        while (nc <= s && nc < UINT32_MAX / 2)
+            nc *= 2;
+        if (nc <= s)
+            return;
+        uint32_t *a = realloc(w->flat_at, (size_t)nc * sizeof *a);
+        if (!a)
+            return;
+        memset(a + w->flat_at_cap, 0, (size_t)(nc - w->flat_at_cap) * sizeof *a);
+        w->flat_at = a;
+        w->flat_at_cap = nc;
+    }
+    if (w->flat_n + n > w->flat_cap) {
+        uint32_t nc = w->flat_cap ? w->flat_cap : 4096;
+        while (nc < w->flat_n + n)
+            nc *= 2;
+        if (nc > FLAT_MAX)
+            nc = FLAT_MAX;
+        uint64_t *f = realloc(w->flat, (size_t)nc * sizeof *f);
+        if (!f)
+            return;
+        w->flat = f;
+        w->flat_cap = nc;
+    }
+    for (size_t i = 0; i < n; i++)
+        w->flat[w->flat_n + i] = frames[i].value;
+    w->flat_at[s] = (w->flat_n + 1) * 2 + (n && frames[0].kind == BTP_FRAME_PC);
+    w->flat_n += (uint32_t)n;
 }
 
 /* Whether stack number `s` is frames[0..n): its path from its node to the root. */
@@ -676,16 +760,21 @@ static btp_status stack_id(btp_log_writer *w, const btp_frame *frames, size_t n,
     uint64_t hash = stack_hash(frames, n);
     stack_hint *hint = &w->hints[hash % STACK_CACHE];
     /* a stack in the tree is made of checked frames: no need to check again */
-    if (hint->hash == hash && hint->n == n && hint->stack1 &&
-        stack_is(&w->tree, hint->stack1 - 1, frames, n)) {
-        *sid = hint->stack1 - 1;
-        return BTP_OK;
+    if (hint->hash == hash && hint->n == n && hint->stack1) {
+        uint32_t s = hint->stack1 - 1;
+        if (s < w->flat_at_cap && w->flat_at[s] ? stack_flat_is(w, s, frames, n)
+                                                : stack_is(&w->tree, s, frames, n)) {
+            *sid = s;
+            return BTP_OK;
+        }
     }
     st = check_frames(w, frames, n);
     if (st == BTP_OK)
         st = stack_define(w, frames, n, sid, fresh_stack);
-    if (st == BTP_OK)
+    if (st == BTP_OK) {
         *hint = (stack_hint){hash, *sid + 1, (uint32_t)n};
+        stack_flat(w, *sid, frames, n);
+    }
     return st;
 }
 
@@ -1009,6 +1098,8 @@ void btp_log_writer_abandon(btp_log_writer *w)
     log_m4_free(&w->m4);
     free(w->freed_at);
     free(w->hints);
+    free(w->flat);
+    free(w->flat_at);
     for (btp_log_block *b; (b = btp_log_writer_take(w)) != NULL;)
         btp_log_block_free(b);
     free(w);
