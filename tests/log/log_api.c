@@ -1,6 +1,7 @@
 /* The trace log API's edges: NULL and empty arguments never crash; blocks
  * are flushed by time (flush_interval_ms, btp_log_writer_poll) as well as
- * by size; an empty stack reads back as an empty, non-NULL stack; metadata
+ * by size; an empty stack reads back as an empty, non-NULL stack; stacks
+ * that differ in a kind only, and deep bins, read back as written; metadata
  * can be released; the reader's limits stop a log with the status that
  * names them. */
 #include <btpack/btpack.h>
@@ -155,6 +156,75 @@ static void test_empty_stack(void)
     free(log.p);
 }
 
+/* Stacks that differ only in a frame's kind (the first a pc or a return
+ * address, a later one an async resume point), in a value, or in depth,
+ * come back as written, each time, once the writer knows them (its check
+ * of a recurring stack against a flat copy); and pointers freed into one
+ * size class far past a bin's depth (120), then taken again from its top,
+ * its middle and its oldest end, come back as written (the bins' ring). */
+static void test_stack_kinds_and_bins(void)
+{
+    const btp_frame s[][4] = {
+        {{0x1000, BTP_FRAME_PC}, {0x2000, BTP_FRAME_RA}, {0x3000, BTP_FRAME_RA}},
+        {{0x1000, BTP_FRAME_RA}, {0x2000, BTP_FRAME_RA}, {0x3000, BTP_FRAME_RA}},
+        {{0x1000, BTP_FRAME_PC}, {0x2000, BTP_FRAME_RA}, {0x3000, BTP_FRAME_ASYNC}},
+        {{0x1000, BTP_FRAME_PC}, {0x2000, BTP_FRAME_RA}},
+        {{0x1000, BTP_FRAME_PC}, {0x2000, BTP_FRAME_RA}, {0x3008, BTP_FRAME_RA}},
+        {{0x1000, BTP_FRAME_PC}, {0x2000, BTP_FRAME_OMIT}, {0x3000, BTP_FRAME_RA}},
+    };
+    const size_t depth[] = {3, 3, 3, 2, 3, 3};
+    /* each round: a stack right after one with the same addresses */
+    const unsigned order[] = {0, 2, 0, 5, 1, 0, 3, 4};
+    enum { N_STACKS = 6, N_ORDER = 8, ROUNDS = 30, REUSE = 120, ALL = ROUNDS * N_ORDER };
+    /* the records: allocations through the stacks (ALL of them, of one size
+     * class), then the frees of all (the bin keeps the last 120: 120..239),
+     * then allocations of freed pointers taken from the bin's top (239 on
+     * down), its middle (180 on down) and its oldest end (120 on up) in turn */
+    static uint64_t ptr[2 * ALL + REUSE];
+    static unsigned kind[2 * ALL + REUSE], stk[2 * ALL + REUSE];
+    size_t n = 0;
+    for (unsigned r = 0; r < ROUNDS; r++)
+        for (unsigned k = 0; k < N_ORDER; k++, n++)
+            ptr[n] = 0x100000 + 0x40 * n, kind[n] = BTP_LOG_ALLOC, stk[n] = order[k];
+    for (unsigned i = 0; i < ALL; i++, n++)
+        ptr[n] = 0x100000 + 0x40 * i, kind[n] = BTP_LOG_FREE, stk[n] = 0;
+    for (unsigned i = 0; i < REUSE; i++, n++) {
+        unsigned at = i % 3 == 0 ? ALL - 1 - i / 3 : i % 3 == 1 ? 180 - i / 3 : 120 + i / 3;
+        ptr[n] = 0x100000 + 0x40 * at, kind[n] = BTP_LOG_ALLOC, stk[n] = i % N_STACKS;
+    }
+    membuf log = {0};
+    btp_log_writer *w = open_writer(&log);
+    for (size_t i = 0; i < n; i++) {
+        btp_status st = kind[i] == BTP_LOG_FREE
+                            ? btp_log_writer_free(w, ptr[i])
+                            : btp_log_writer_alloc(w, 48, ptr[i], s[stk[i]], depth[stk[i]]);
+        CHECK(st == BTP_OK, "record %zu: %d", i, (int)st);
+    }
+    CHECK(btp_log_writer_close(w) == BTP_OK, "close");
+    btp_log_reader *r;
+    CHECK(btp_log_reader_open(&r, log.p, log.len, 0) == BTP_OK, "open");
+    btp_log_record rec;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (btp_log_reader_next(r, &rec) != BTP_OK || (unsigned)rec.kind != kind[i] ||
+            rec.ptr != ptr[i]) {
+            bad++;
+            continue;
+        }
+        if (kind[i] != BTP_LOG_ALLOC)
+            continue;
+        const btp_frame *f = s[stk[i]];
+        int same = rec.n_frames == depth[stk[i]];
+        for (size_t j = 0; same && j < rec.n_frames; j++)
+            same = rec.frames[j].value == f[j].value && rec.frames[j].kind == f[j].kind;
+        bad += !same;
+    }
+    CHECK(bad == 0, "%zu of %zu records came back otherwise", bad, n);
+    CHECK(btp_log_reader_next(r, &rec) == BTP_END, "end");
+    btp_log_reader_close(r);
+    free(log.p);
+}
+
 /* Metadata: released items are freed; the rest keep their indexes. */
 static void test_meta_release(void)
 {
@@ -257,6 +327,7 @@ int main(void)
     test_null_arguments();
     test_flush_by_time();
     test_empty_stack();
+    test_stack_kinds_and_bins();
     test_meta_release();
     test_limits();
     return check_finish();

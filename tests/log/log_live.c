@@ -3,7 +3,11 @@
  * and the slot at a rank agree with a plain array of the alive allocation
  * numbers, across compactions (the table full of dead slots), growth,
  * removals of the oldest and clears. Frees near the newest entry and far
- * from it both come, so both ways live_rank() counts are used. */
+ * from it both come, so both ways live_rank() counts are used. The freed-
+ * pointer bins (bin_push, bin_find, bin_take) likewise against a plain
+ * array, newest last, through pushes past the depth and takes near either
+ * end: the writer and the reader share them, so a log read back cannot tell
+ * a bin that keeps the wrong entries. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,8 +50,55 @@ static void free_kth(live_table *L, uint32_t k, unsigned long *bad)
     drop_model(k);
 }
 
+static void test_bins(void)
+{
+    static bin b; /* (a ring: 2 KiB) */
+    uint64_t ref[LOG_BIN_DEPTH_MAX + 1], rng = 0x0123456789ABCDEFull, next = 1;
+    unsigned n_ref = 0;
+    unsigned long bad = 0;
+    b.n = 0;
+    b.head = 0;
+    for (long i = 0; i < 200000; i++) {
+        uint64_t r = test_rng(&rng);
+        unsigned depth = i < 100000 ? LOG_M3_BIN_DEPTH : LOG_BIN_DEPTH;
+        if (i == 100000) /* a new block's bin (the reader's MODEL2 depth too) */
+            b.n = 0, n_ref = 0;
+        if (r % 8 < 5 || n_ref == 0) {
+            uint64_t p = next++ * 16;
+            bin_push(&b, p, (int)(p >> 4 & 1), depth);
+            if (n_ref >= depth) {
+                memmove(&ref[0], &ref[1], (n_ref - 1) * sizeof ref[0]);
+                n_ref--;
+            }
+            ref[n_ref++] = p;
+        } else {
+            /* a position from the top: near it, near the oldest, anywhere */
+            unsigned idx = (unsigned)(r >> 8) % n_ref;
+            if (r % 8 == 5)
+                idx = (unsigned)(r >> 8) % (n_ref < 4 ? n_ref : 4);
+            else if (r % 8 == 6)
+                idx = n_ref - 1 - (unsigned)(r >> 8) % (n_ref < 4 ? n_ref : 4);
+            uint64_t p = ref[n_ref - 1 - idx];
+            if (bin_find(&b, p) != (int)idx || bin_find(&b, p + 8) != -1)
+                bad++;
+            bin_entry e = bin_take(&b, idx);
+            if (e.ptr != p || e.known != (uint8_t)(p >> 4 & 1))
+                bad++;
+            memmove(&ref[n_ref - 1 - idx], &ref[n_ref - idx], idx * sizeof ref[0]);
+            n_ref--;
+        }
+        if (b.n != n_ref)
+            bad++;
+        for (unsigned k = 0; k < n_ref && i % 97 == 0; k++)
+            if (bin_find(&b, ref[k]) != (int)(n_ref - 1 - k))
+                bad++;
+    }
+    CHECK(bad == 0, "bins: %lu disagreements with the plain array", bad);
+}
+
 int main(void)
 {
+    test_bins();
     live_table L;
     memset(&L, 0, sizeof L);
     uint64_t rng = 0x1234567887654321ull, seq = 0;
