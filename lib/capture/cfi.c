@@ -1867,6 +1867,74 @@ static BTP_NOINLINE int memo_top_in(const btp_cfi_memo *m, unsigned j, uintptr_t
     return 1;
 }
 
+#if BTP_CAPTURE_CBF_STREAM
+/*
+ * btp_capture_cbf's walk has just taken the frames of states from..last
+ * from the memo (return addresses, none 0): their CBF instructions, each
+ * after the pc of the state before, to the collector
+ * (btp_collector_cbf_rest), which writes the capture's stream with them.
+ * They are kept in the memo from one capture to the next: those whose two
+ * pcs are still the states' are taken as they are (a walk's memo keeps
+ * the states above where it joined it, so a capture that joins it where
+ * the last one did finds all of them), the others written (by
+ * btp_cbf_put_ra, the choice every encoder makes) in front of them. A
+ * repeat (a `rep`, not an address instruction) leaves the stream to the
+ * capture's encoder. Only the memo's owner writes it (cfi.h), so nothing
+ * else changes it meanwhile.
+ */
+/* memo_cbf's instructions of states from..lo-1 (lo: the lowest whose kept
+ * one holds, last + 1 if none), written in front of the kept ones; 0 at a
+ * repeat (then none is kept). */
+static BTP_NOINLINE int memo_cbf_write(btp_cfi_memo *m, unsigned from, unsigned lo,
+                                       unsigned last)
+{
+    /* (room for the last instruction's 8-byte operand store) */
+    uint8_t tmp[sizeof m->cbf + 8], *p = tmp;
+    uint16_t at[BTP_CFI_MEMO_N + 1];
+    for (unsigned k = from; k < lo; k++) {
+        at[k] = (uint16_t)(p - tmp);
+        if (!(p = btp_cbf_put_ra(p, m->pc[k], m->pc[k - 1]))) {
+            m->cbf_last = 0;
+            return 0;
+        }
+    }
+    /* (at most 9 bytes a state of from..last, which are at most
+     * BTP_CFI_MEMO_N: they fit) */
+    size_t len = (size_t)(p - tmp), end = lo <= last ? m->cbf_at[lo] : sizeof m->cbf;
+    memcpy(m->cbf + end - len, tmp, len);
+    for (unsigned k = from; k < lo; k++)
+        m->cbf_at[k] = (uint16_t)(end - len + at[k]);
+    for (unsigned k = from - 1; k < lo; k++)
+        m->cbf_pc[k] = m->pc[k];
+    m->cbf_lo = from;
+    m->cbf_last = last;
+    return 1;
+}
+
+static BTP_NOINLINE void memo_cbf(btp_cfi_memo *m, btp_collector *c, unsigned from,
+                                  unsigned last)
+{
+    /* lo: the lowest state whose kept instruction holds (last + 1: none) */
+    unsigned lo = last + 1;
+    if (m->cbf_last == last) {
+        const unsigned k = m->cbf_lo > from ? m->cbf_lo : from;
+        uintptr_t diff = 0;
+        for (unsigned i = k - 1; i <= last; i++)
+            diff |= m->pc[i] ^ m->cbf_pc[i];
+        if (diff == 0) {
+            lo = k; /* the usual case: all hold */
+        } else if (m->pc[last] == m->cbf_pc[last]) {
+            while (lo > k && m->pc[lo - 2] == m->cbf_pc[lo - 2])
+                lo--;
+        }
+    }
+    if (from < lo && !memo_cbf_write(m, from, lo, last))
+        return;
+    btp_collector_cbf_rest(c, m->cbf + m->cbf_at[from], sizeof m->cbf - m->cbf_at[from],
+                           last + 1 - from, m->pc[from - 1]);
+}
+#endif
+
 /*
  * The walk is at state s, which memo_here() found to have the stack pointer
  * and pc of the memo's state wk->mi: if it is that state and the rest of the
@@ -1982,8 +2050,13 @@ __attribute__((no_sanitize_address, noinline)) static int memo_try(fast_state *s
         (cnt == 0 || m->sp[j + 1] > c->seg_hi[0])) {
         memcpy(c->out + c->head_n, &m->fr[j + 1], cnt * sizeof m->fr[0]);
         c->head_n += cnt;
-        if (cnt)
+        if (cnt) {
             c->seg_hi[0] = m->sp[j + cnt];
+#if BTP_CAPTURE_CBF_STREAM
+            if (c->cbf)
+                memo_cbf(m, c, j + 1, j + (unsigned)cnt);
+#endif
+        }
     } else {
         for (k = j; k < n && m->pc[k + 1] != 0; k++)
             if (!btp_collector_cfa(c, m->sp[k + 1], 0) || !btp_collector_add(c, m->pc[k + 1]))
