@@ -6,16 +6,22 @@
 
 and equals the `m` record stacks read directly from the file.
 
-usage: cli_corpus.py BTPACK CORPUS_DIR
+and, given README.md, that the sizes its quick-start table quotes for the
+32-bit corpus are the ones this build writes.
+
+usage: cli_corpus.py BTPACK CORPUS_DIR [README]
 """
 import lzma
 import os
+import re
 import subprocess
 import sys
+import tempfile
 
 from pycheck import check, finish
 
 BTPACK, CORPUS = sys.argv[1], sys.argv[2]
+README = sys.argv[3] if len(sys.argv) > 3 else None
 
 
 def btpack(frm, to, data=None, path=None):
@@ -50,6 +56,31 @@ def compare(name, chain, want, got):
     print("%s: %s: %d traces, %d frames" % (name, chain, len(got), sum(map(len, got))))
 
 
+def readme_sizes(path, cbf, js):
+    """README's quick-start table against what scripts/demo.sh makes of
+    the same file: a format change must update the figures users read."""
+    with open(README, encoding="utf-8") as f:
+        rows = dict(re.findall(r"^\| ([^|]+?) \| ([0-9,]+) \|", f.read(), re.M))
+    with tempfile.TemporaryDirectory() as tmp:
+        log = os.path.join(tmp, "t.btlog")
+        p = subprocess.run([BTPACK, "convert", "--from", "trace", "--to", "log", "--maps",
+                            path.replace(".trace.xz", ".maps"), "-o", log, path],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        check(p.returncode == 0, "trace -> log: %s" % p.stderr.decode()[:300])
+        log_size = os.path.getsize(log)
+    with lzma.open(path, "rb") as f:
+        text_size = len(f.read())
+    for row, got in [("trace records (text)", text_size), ("JSON Lines", len(js)),
+                     ("CBF, one stream per stack", len(cbf)),
+                     ("btpack trace log (`.btlog`)", log_size)]:
+        quoted = rows.get(row)
+        check(quoted is not None, "README.md: no row %r in the quick-start table" % row)
+        if quoted is not None:
+            check(int(quoted.replace(",", "")) == got,
+                  "README.md quotes %s bytes for %r; this build writes %d" % (quoted, row, got))
+            print("README.md: %s: %s bytes, as quoted" % (row, quoted))
+
+
 for name, word in [("sqlite3_i386", 32), ("gcc12_cc1_sqlite3", 64), ("py311_regrtest", 64)]:
     path = os.path.join(CORPUS, name + ".trace.xz")
     want = stacks(path)
@@ -62,5 +93,7 @@ for name, word in [("sqlite3_i386", 32), ("gcc12_cc1_sqlite3", 64), ("py311_regr
         hx = btpack("json", "hex", js)
         b64 = btpack("hex", "b64", hx)
         compare(name, "trace->json->hex->b64->addrs", want, from_addrs(btpack("b64", "addrs", b64)))
+        if README:
+            readme_sizes(path, cbf, js)
 
 finish()

@@ -124,7 +124,8 @@ static int heap_record(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'}, {"method", required_argument, NULL, 'M'},
-        {"zlib", required_argument, NULL, 'z'},   {"lzma", required_argument, NULL, 'x'},   {"preload", required_argument, NULL, 'P'},
+        {"zlib", required_argument, NULL, 'z'},   {"lzma", required_argument, NULL, 'x'},
+        {"preload", required_argument, NULL, 'P'},
         {"keep-partial", no_argument, NULL, 'K'}, {"no-addresses", no_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *out = NULL, *method = NULL, *zlib = NULL, *lzma = NULL, *preload = NULL;

@@ -399,8 +399,9 @@ static int write_svg(const heap_model *m, const layout *L, const uint32_t *rank,
             while (e < W && px[(size_t)r * W + (size_t)e] == c)
                 e++;
             if (c != 0xffffffu)
-                sb_printf(&o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"1\" fill=\"#%06x\"/>\n",
-                        x, r, e - x, c);
+                sb_printf(&o,
+                          "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"1\" fill=\"#%06x\"/>\n",
+                          x, r, e - x, c);
             x = e;
             if (o.len >= 65536 && !o.oom) { /* in pieces: a busy map is megabytes */
                 output_write(out, o.data, o.len);
@@ -439,7 +440,8 @@ int heap_map(int argc, char **argv)
                                          HEAP_READ_LONGOPTS,
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    heap_read_opts ro = {HEAP_IN_AUTO, NULL, {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES}};
+    heap_read_opts ro = {HEAP_IN_AUTO, NULL,
+                         {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES}};
     const char *out = NULL;
     int ch;
     optind = 1;

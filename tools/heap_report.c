@@ -143,7 +143,8 @@ int heap_report(int argc, char **argv)
                                          HEAP_READ_LONGOPTS,
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    heap_read_opts ro = {HEAP_IN_AUTO, NULL, {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES}};
+    heap_read_opts ro = {HEAP_IN_AUTO, NULL,
+                         {.word_bits = 64, .max_frames = CLI_DEFAULT_MAX_FRAMES}};
     int json = 0, ch;
     size_t top = 10;
     optind = 1;
@@ -258,9 +259,10 @@ int heap_report(int argc, char **argv)
         }
         sb_free(&o);
     } else {
-        printf("heap report: %s (%s", m.name, m.kind == HEAP_IN_LOG   ? "btpack trace log"
-                                              : m.kind == HEAP_IN_CSV ? "CSV heap records"
-                                                                      : "libwebsockets ~m# records");
+        const char *kind = m.kind == HEAP_IN_LOG   ? "btpack trace log"
+                           : m.kind == HEAP_IN_CSV ? "CSV heap records"
+                                                   : "libwebsockets ~m# records";
+        printf("heap report: %s (%s", m.name, kind);
         printf(", %u-bit)\n", m.word_bits);
         if (m.tracer)
             printf("recorded:    %.*s\n", (int)strcspn(m.tracer, "\n"), m.tracer);
