@@ -157,16 +157,15 @@ static inline int btp_collector_add(btp_collector *c, uintptr_t addr)
 }
 #if BTP_CAPTURE_CBF_STREAM
 /*
- * For a walk that has just added cnt frames to the head at once, each a
- * return address, while the collector takes frames the usual way (so the
- * head holds return addresses only, the first to become the pc), whose
- * instructions (each after the frame before it, the
- * first after `before`) are the len bytes at rest (spec/cbf.md; none a
- * repeat): with c->cbf set, write the whole stream of the head into its
- * buffer, those frames' bytes copied, and note it there. Nothing when the
- * frame before them is not `before`, the buffer is under
- * BTP_CBF_BOUND of the head, or two frames in a row are the same (a
- * repeat: see capture.c).
+ * For a walk whose head's last cnt frames, return addresses, have the CBF
+ * instructions at rest (len bytes; each after the frame before it, the
+ * first after `before`; none a repeat), while the collector takes frames
+ * the usual way (so the head holds return addresses only, the first to
+ * become the pc): with c->cbf set, write the whole stream of the head into
+ * its buffer, those frames' bytes copied, and note it there. Nothing when
+ * the frame before them is not `before`, the buffer is under BTP_CBF_BOUND
+ * of the head, or two earlier frames in a row are the same (a repeat: see
+ * capture.c).
  */
 void btp_collector_cbf_rest(btp_collector *c, const uint8_t *rest, size_t len, size_t cnt,
                             uint64_t before);

@@ -136,8 +136,8 @@ typedef struct btp_cfi_memo {
      * return addresses of states cbf_lo..cbf_last, each after the pc of
      * the state before, one stream ending at the end of cbf (state k's
      * from cbf_at[k]), written for the pcs in cbf_pc[cbf_lo - 1 ..
-     * cbf_last]: an instruction holds while both its pcs are those of the
-     * states now. cbf_last 0: none (a zeroed memo). */
+     * cbf_last]: an instruction is used where both its pcs are those of
+     * the frames a capture took. cbf_last 0: none (a zeroed memo). */
     unsigned cbf_lo, cbf_last;
     uint16_t cbf_at[BTP_CFI_MEMO_N + 1];
     uintptr_t cbf_pc[BTP_CFI_MEMO_N + 1];
