@@ -48,11 +48,17 @@
 #define BARRIER() __asm__ volatile("" ::: "memory")
 #define CAP 256
 
+/* The CBF rows' stream starts a page (bytes, first): where it crossed
+ * one, as it did where the linker put this struct (its 40th byte on the
+ * next page), the encoders' unaligned 8-byte stores that straddle the
+ * boundary cost fp-cbf 7 ns and cfi-cbf 30 ns a capture at depth 10
+ * (bench/README.md, "CBF: the collector's frames and the memo's
+ * instructions"), with no change to btpack's code. */
 typedef struct job {
+    _Alignas(4096) uint8_t bytes[BTP_CBF_BOUND(BTP_CAPTURE_CBF_MAX_FRAMES)];
     btp_capture_options opt;
     void *addrs[CAP];
     btp_frame f[CAP];
-    uint8_t bytes[BTP_CBF_BOUND(BTP_CAPTURE_CBF_MAX_FRAMES)];
 } job;
 
 /* ------------------------------------------------------------------ */

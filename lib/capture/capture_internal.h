@@ -49,6 +49,31 @@
  * the thread's own, nested signals): more is a cycle. */
 #define BTP_COLLECTOR_SEGMENTS 8
 
+/* Whether btp_capture_cbf writes streams of its own as it captures (its
+ * encoding walks: 64-bit words, the codecs' fast paths built). */
+#if UINTPTR_MAX > 0xffffffffu && !BTP_CODEC_SMALL
+#define BTP_CAPTURE_CBF_STREAM 1
+#else
+#define BTP_CAPTURE_CBF_STREAM 0
+#endif
+
+/*
+ * Where btp_capture_cbf's capture may have its stream written while it is
+ * walked (btp_collector_cbf_rest): its buffer, and once written the
+ * stream's length and the frames it holds (n, 0 until then). The stream
+ * stands only if the capture ends with exactly those n frames, and plain:
+ * set when the capture ends, non-zero if its frames are a pc and return
+ * addresses only (the collector finished the usual way, with no omit, or
+ * the quick fp walk took them).
+ */
+typedef struct btp_cbf_sink {
+    uint8_t *buf;
+    size_t cap;
+    size_t len;
+    size_t n;
+    int plain;
+} btp_cbf_sink;
+
 typedef struct btp_collector {
     btp_frame *out;
     size_t head_n;
@@ -57,6 +82,8 @@ typedef struct btp_collector {
      * then. */
     size_t fast_end;
     size_t fast_from;     /* head_n when that began (for the walk's count) */
+    /* btp_capture_cbf's stream, or NULL (every other capture) */
+    btp_cbf_sink *cbf;
     size_t cap;
     size_t head_cap;
     size_t lin_cap;       /* frames kept in order before the ring is used */
@@ -100,6 +127,7 @@ static inline void btp_collector_init(btp_collector *c, btp_frame *out, size_t c
     c->head_n = 0;
     c->fast_end = 0;
     c->fast_from = 0;
+    c->cbf = NULL;
     c->ring_pos = 0;
     c->ring_total = 0;
     c->anchor = anchor;
@@ -127,6 +155,26 @@ static inline int btp_collector_add(btp_collector *c, uintptr_t addr)
     }
     return btp_collector_push(c, addr);
 }
+#if BTP_CAPTURE_CBF_STREAM
+/*
+ * For a walk whose head's last cnt frames, return addresses, have the CBF
+ * instructions at rest (len bytes; each after the frame before it, the
+ * first after `before`; none a repeat), while the collector takes frames
+ * the usual way (so the head holds return addresses only, the first to
+ * become the pc): with c->cbf set, write the whole stream of the head into
+ * its buffer, those frames' bytes copied, and note it there. Nothing when
+ * the frame before them is not `before`, the buffer is under BTP_CBF_BOUND
+ * of the head, or two earlier frames in a row are the same (a repeat: see
+ * capture.c).
+ */
+void btp_collector_cbf_rest(btp_collector *c, const uint8_t *rest, size_t len, size_t cnt,
+                            uint64_t before);
+/* The instruction of the return address `value` after the address
+ * `before` (of a pc or a return address) at p, which has room for the
+ * longest instruction (CBF_MAX_INSTR bytes); returns its end, or NULL
+ * when value is `before` (a repeat: not an address instruction). */
+uint8_t *btp_cbf_put_ra(uint8_t *p, uint64_t value, uint64_t before);
+#endif
 /* Lay the result out in order; returns the number of frames. */
 size_t btp_collector_finish_slow(btp_collector *c);
 static inline size_t btp_collector_finish(btp_collector *c)

@@ -1867,6 +1867,93 @@ static BTP_NOINLINE int memo_top_in(const btp_cfi_memo *m, unsigned j, uintptr_t
     return 1;
 }
 
+#if BTP_CAPTURE_CBF_STREAM
+/*
+ * btp_capture_cbf's walk has just taken the frames of states j+1 to the
+ * last from the memo (return addresses, none 0; memo_try()): their CBF
+ * instructions, each after the pc of the state before, to the collector
+ * (btp_collector_cbf_rest), which writes the capture's stream with them.
+ * They are kept in the memo from one capture to the next, with the pcs
+ * they were written for: those whose two pcs are the frames the collector
+ * took now are used as they are (a walk's memo keeps the states above
+ * where it joined it, so a capture that joins it where the last one did
+ * finds all of them), the others written (by btp_cbf_put_ra, the choice
+ * every encoder makes) in front of them. So the bytes are those of the
+ * collector's frames, whatever the memo holds. A repeat (a `rep`, not an
+ * address instruction) leaves the stream to the capture's encoder. Only
+ * the memo's owner writes it (cfi.h), so nothing else changes it
+ * meanwhile.
+ */
+/* memo_cbf's instructions of states from..lo-1 (lo: the lowest whose kept
+ * one holds, last + 1 if none), for the pcs f[k - j] (state k), written in
+ * front of the kept ones; 0 at a repeat (then none is kept). */
+static BTP_NOINLINE int memo_cbf_write(btp_cfi_memo *m, const btp_frame *f, unsigned j,
+                                       unsigned from, unsigned lo, unsigned last)
+{
+    /* (room for the last instruction's 8-byte operand store) */
+    uint8_t tmp[sizeof m->cbf + 8], *p = tmp;
+    uint16_t at[BTP_CFI_MEMO_N + 1];
+    for (unsigned k = from; k < lo; k++) {
+        at[k] = (uint16_t)(p - tmp);
+        if (!(p = btp_cbf_put_ra(p, f[k - j].value, f[k - 1 - j].value))) {
+            m->cbf_last = 0;
+            return 0;
+        }
+    }
+    /* (at most 9 bytes a state of from..last, which are at most
+     * BTP_CFI_MEMO_N: they fit) */
+    size_t len = (size_t)(p - tmp), end = lo <= last ? m->cbf_at[lo] : sizeof m->cbf;
+    memcpy(m->cbf + end - len, tmp, len);
+    for (unsigned k = from; k < lo; k++)
+        m->cbf_at[k] = (uint16_t)(end - len + at[k]);
+    for (unsigned k = from - 1; k < lo; k++)
+        m->cbf_pc[k] = (uintptr_t)f[k - j].value;
+    m->cbf_lo = from;
+    m->cbf_last = last;
+    return 1;
+}
+
+static BTP_NOINLINE void memo_cbf(btp_cfi_memo *m, btp_collector *c, unsigned j)
+{
+    const unsigned from = j + 1,
+                   last = BTP_CFI_MEMO_N - ((m->info[BTP_CFI_MEMO_N] & MI_END0) ? 1 : 0);
+    if (last < from || c->head_n <= last - j)
+        return;
+    /* the collector's last frames: state j's pc, then the memo's */
+    const btp_frame *f = c->out + (c->head_n - (last - j) - 1);
+    /* lo: the lowest state whose kept instruction holds (last + 1: none) */
+    unsigned lo = last + 1;
+    if (m->cbf_last == last) {
+        const unsigned k = m->cbf_lo > from ? m->cbf_lo : from;
+        /* states k - 1 .. last, two a pass (scalar: vectorised, the
+         * frames' 16-byte stride cost more than it saved) */
+        const btp_frame *q = f + (k - 1 - j);
+        const uintptr_t *w = m->cbf_pc + (k - 1);
+        const size_t cnt = last - k + 2;
+        uint64_t diff = 0, diff1 = 0;
+        size_t i = 0;
+        for (; i + 2 <= cnt; i += 2) {
+            diff |= q[i].value ^ w[i];
+            diff1 |= q[i + 1].value ^ w[i + 1];
+            BTP_OPAQUE(diff);
+        }
+        if (i < cnt)
+            diff |= q[i].value ^ w[i];
+        diff |= diff1;
+        if (diff == 0) {
+            lo = k; /* the usual case: all hold */
+        } else if (f[last - j].value == m->cbf_pc[last]) {
+            while (lo > k && f[lo - 2 - j].value == m->cbf_pc[lo - 2])
+                lo--;
+        }
+    }
+    if (from < lo && !memo_cbf_write(m, f, j, from, lo, last))
+        return;
+    btp_collector_cbf_rest(c, m->cbf + m->cbf_at[from], sizeof m->cbf - m->cbf_at[from],
+                           last - j, f[0].value);
+}
+#endif
+
 /*
  * The walk is at state s, which memo_here() found to have the stack pointer
  * and pc of the memo's state wk->mi: if it is that state and the rest of the
@@ -1991,6 +2078,10 @@ __attribute__((no_sanitize_address, noinline)) static int memo_try(fast_state *s
     }
     memo_save(wk, j, same_j);
     m->used++;
+#if BTP_CAPTURE_CBF_STREAM
+    if (c->cbf)
+        memo_cbf(m, c, j);
+#endif
     return 1;
 fail:
     /* no state up to the one that failed can match (the rest from each

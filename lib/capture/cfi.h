@@ -132,6 +132,16 @@ typedef struct btp_cfi_memo {
     uint8_t hpn[BTP_CFI_HEAD_N];
     uint8_t hpi[BTP_CFI_HEAD_N][BTP_CFI_NREG];
     int32_t hp[BTP_CFI_HEAD_N][BTP_CFI_NREG];
+    /* For btp_capture_cbf (cfi.c memo_cbf()): the CBF instructions of the
+     * return addresses of states cbf_lo..cbf_last, each after the pc of
+     * the state before, one stream ending at the end of cbf (state k's
+     * from cbf_at[k]), written for the pcs in cbf_pc[cbf_lo - 1 ..
+     * cbf_last]: an instruction is used where both its pcs are those of
+     * the frames a capture took. cbf_last 0: none (a zeroed memo). */
+    unsigned cbf_lo, cbf_last;
+    uint16_t cbf_at[BTP_CFI_MEMO_N + 1];
+    uintptr_t cbf_pc[BTP_CFI_MEMO_N + 1];
+    uint8_t cbf[9 * BTP_CFI_MEMO_N];
 } btp_cfi_memo;
 
 #define BTP_CFI_KEEP_MAX 4

@@ -81,6 +81,44 @@ NOINL void deep(result *r, unsigned d)
     BARRIER();
 }
 
+/* A capture from the bottom of a chain of d calls, each through mix_a or
+ * mix_b as the bits of `path` say: the stream (r->bytes) or the frames
+ * (r->f), as r->cbf says. */
+void mix_a(result *r, unsigned d, unsigned path);
+void mix_b(result *r, unsigned d, unsigned path);
+void mix_bottom(result *r);
+
+NOINL void mix_bottom(result *r)
+{
+    if (r->cbf)
+        r->st = btp_capture_cbf(&r->opt, NULL, r->bytes, sizeof r->bytes, &r->len);
+    else
+        r->st = btp_capture(&r->opt, r->f, r->cap, &r->n);
+    BARRIER();
+}
+
+NOINL void mix_a(result *r, unsigned d, unsigned path)
+{
+    if (d == 0)
+        mix_bottom(r);
+    else if (path & 1)
+        mix_b(r, d - 1, path >> 1);
+    else
+        mix_a(r, d - 1, path >> 1);
+    BARRIER();
+}
+
+NOINL void mix_b(result *r, unsigned d, unsigned path)
+{
+    if (d == 0)
+        mix_bottom(r);
+    else if (path & 1)
+        mix_a(r, d - 1, path >> 1);
+    else
+        mix_b(r, d - 1, path >> 1);
+    BARRIER();
+}
+
 static const char *const chain_names[] = {"chain_c", "chain_b", "chain_a", "chain_top"};
 
 static void check_chain(const char *what, const btp_frame *f, size_t n, size_t from)
@@ -337,6 +375,68 @@ NOINL void test_method(btp_capture_method m)
     CHECK(ds == BTP_OK && info.truncated, "%s: tiny cbf decode %s", name, btp_status_name(ds));
 }
 
+/*
+ * Straight into CBF, capture after capture, from stacks that share some of
+ * their frames and differ in others (depth, and which of two functions
+ * makes each call): each stream decodes to the frames a capture of frames
+ * gets from the same place (all but the first, the return address of the
+ * call into the library), in the very bytes btp_cbf_encode makes of them.
+ * The streams first, one after the other, then the frames: the cfi walk
+ * takes the frames above where it joins its last walk from its memo, whose
+ * instructions it keeps from one capture into CBF to the next, and those
+ * of frames that changed since must not be taken.
+ */
+void test_cbf_sequence(btp_capture_method m);
+
+NOINL void test_cbf_sequence(btp_capture_method m)
+{
+    static const struct {
+        unsigned depth, path;
+    } seq[] = {{3, 0},   {3, 0},  {3, 5},   {3, 5},         {3, 0},  {12, 0}, {12, 0},
+               {12, 0x155}, {12, 0}, {12, 16}, {12, 16},   {5, 0},  {12, 16}, {12, 0x800},
+               {12, 0x400}, {12, 0x400}, {40, 0}, {40, 0}, {40, 1}, {40, 1u << 30},
+               {40, 1u << 30}, {40, 0}, {0, 0}, {0, 0}, {7, 0x7f}, {7, 0}, {30, 3}, {30, 3},
+               {30, 2}, {1, 0}, {30, 3}, {30, 0x3000}, {30, 0x7000}, {30, 0x3000}};
+    enum { N = sizeof seq / sizeof seq[0] };
+    static result streams[N];
+    const char *name = btp_capture_method_name(m);
+    for (size_t t = 0; t < 2 * N; t++) {
+        size_t i = t % N;
+        result *x = t < N ? &streams[i] : &r;
+        memset(x, 0, sizeof *x);
+        x->opt.method = m;
+        x->cbf = t < N;
+        x->cap = BTP_CAPTURE_CBF_MAX_FRAMES;
+        mix_a(x, seq[i].depth, seq[i].path);
+        if (t < N)
+            continue;
+        const result *c = &streams[i];
+        btp_frame got[BTP_CAPTURE_CBF_MAX_FRAMES];
+        btp_cbf_info gi;
+        btp_status gs = btp_cbf_decode(c->bytes, c->len, BTP_CBF_POLICY_STRICT, got,
+                                       BTP_CAPTURE_CBF_MAX_FRAMES, &gi);
+        int ok = r.st == BTP_OK && c->st == BTP_OK && gs == BTP_OK && gi.frames == r.n &&
+                 r.n > 0 && got[0].kind == BTP_FRAME_PC && frame_in(got[0], "mix_bottom", 0);
+        /* (but the return address into this function: the compiler
+         * makes a call of its own for each loop) */
+        for (size_t k = 1; ok && k < r.n; k++)
+            ok = got[k].kind == r.f[k].kind &&
+                 (got[k].value == r.f[k].value ||
+                  (frame_in(got[k], "test_cbf_sequence", 0) &&
+                   frame_in(r.f[k], "test_cbf_sequence", 0)));
+        CHECK(ok, "%s: cbf sequence %zu (depth %u, path 0x%x): %s/%s, %zu frames, capture %zu",
+              name, i, seq[i].depth, seq[i].path, btp_status_name(c->st), btp_status_name(gs),
+              gs == BTP_OK ? gi.frames : 0, r.n);
+        uint8_t want[sizeof c->bytes];
+        size_t wlen = 0;
+        btp_status ws = btp_cbf_encode(got, gs == BTP_OK ? gi.frames : 0, 0, 8 * sizeof(void *),
+                                       BTP_CBF_ENC_TRUNCATE_ON_FULL, want, sizeof want, &wlen,
+                                       NULL);
+        CHECK(ws == BTP_OK && wlen == c->len && memcmp(want, c->bytes, wlen) == 0,
+              "%s: cbf sequence %zu: %zu bytes, encoder %zu", name, i, c->len, wlen);
+    }
+}
+
 /* The environment picks the method; verbose lists them on stderr. */
 static void test_environment(void)
 {
@@ -436,6 +536,8 @@ int main(void)
             continue;
         printf("method %s\n", btp_capture_method_name((btp_capture_method)m));
         test_method((btp_capture_method)m);
+        if (CHAIN_WITH_FP || m != BTP_CAPTURE_FP)
+            test_cbf_sequence((btp_capture_method)m);
         ran++;
     }
     CHECK(ran >= 1, "no method built in");
