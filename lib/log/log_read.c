@@ -9,6 +9,7 @@
 #include "log_model.h"
 #include "log_model4.h"
 #include "log_rc.h"
+#include "table_alloc.h"
 
 typedef struct meta_item {
     char *key;
@@ -213,27 +214,15 @@ static const btp_frame *stack_frames(btp_log_reader *r, uint32_t sid, size_t *n)
         return r->frames;
     if (k > FC_MAX - r->fc_len)
         return r->frames; /* cache full: plain walk */
-    if (sid >= r->fc_cap) {
-        uint32_t cap = r->fc_cap ? r->fc_cap : 1024;
-        while (cap <= sid)
-            cap *= 2;
-        fc_entry *e = realloc(r->fc, (size_t)cap * sizeof *e);
-        if (!e)
-            return r->frames;
-        memset(e + r->fc_cap, 0, (size_t)(cap - r->fc_cap) * sizeof *e);
-        r->fc = e;
-        r->fc_cap = cap;
-    }
-    if (r->fc_len + k > r->fc_pool_cap) {
-        uint32_t cap = r->fc_pool_cap ? r->fc_pool_cap : 4096;
-        while (cap < r->fc_len + k)
-            cap *= 2;
-        btp_frame *p = realloc(r->fc_pool, (size_t)cap * sizeof *p);
-        if (!p)
-            return r->frames;
-        r->fc_pool = p;
-        r->fc_pool_cap = cap;
-    }
+    fc_entry *e = log_grow(r->fc, &r->fc_cap, (uint64_t)sid + 1, 1024, UINT32_MAX, sizeof *e, 1);
+    if (!e)
+        return r->frames;
+    r->fc = e;
+    btp_frame *p = log_grow(r->fc_pool, &r->fc_pool_cap, (uint64_t)r->fc_len + k, 4096, FC_MAX,
+                            sizeof *p, 0);
+    if (!p)
+        return r->frames;
+    r->fc_pool = p;
     memcpy(r->fc_pool + r->fc_len, r->frames, k * sizeof *r->frames);
     r->fc[sid] = (fc_entry){r->fc_len, (uint32_t)k, r->fc_gen};
     r->fc_len += (uint32_t)k;

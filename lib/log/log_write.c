@@ -702,31 +702,16 @@ static void stack_flat(btp_log_writer *w, uint32_t s, const btp_frame *frames, s
     for (size_t i = 1; i < n; i++)
         if (frames[i].kind != BTP_FRAME_RA)
             return;
-    if (s >= w->flat_at_cap) {
-        uint32_t nc = w->flat_at_cap ? w->flat_at_cap : 1024;
-        while (nc <= s && nc < UINT32_MAX / 2)
-            nc *= 2;
-        if (nc <= s)
-            return;
-        uint32_t *a = realloc(w->flat_at, (size_t)nc * sizeof *a);
-        if (!a)
-            return;
-        memset(a + w->flat_at_cap, 0, (size_t)(nc - w->flat_at_cap) * sizeof *a);
-        w->flat_at = a;
-        w->flat_at_cap = nc;
-    }
-    if (w->flat_n + n > w->flat_cap) {
-        uint32_t nc = w->flat_cap ? w->flat_cap : 4096;
-        while (nc < w->flat_n + n)
-            nc *= 2;
-        if (nc > FLAT_MAX)
-            nc = FLAT_MAX;
-        uint64_t *f = realloc(w->flat, (size_t)nc * sizeof *f);
-        if (!f)
-            return;
-        w->flat = f;
-        w->flat_cap = nc;
-    }
+    uint32_t *at = log_grow(w->flat_at, &w->flat_at_cap, (uint64_t)s + 1, 1024, UINT32_MAX / 2,
+                            sizeof *at, 1);
+    if (!at)
+        return;
+    w->flat_at = at;
+    uint64_t *f = log_grow(w->flat, &w->flat_cap, (uint64_t)w->flat_n + n, 4096, FLAT_MAX,
+                           sizeof *f, 0);
+    if (!f)
+        return;
+    w->flat = f;
     for (size_t i = 0; i < n; i++)
         w->flat[w->flat_n + i] = frames[i].value;
     w->flat_at[s] = (w->flat_n + 1) * 2 + (n && frames[0].kind == BTP_FRAME_PC);
