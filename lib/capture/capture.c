@@ -420,8 +420,8 @@ static inline __attribute__((always_inline)) btp_status here_at(const btp_captur
         btp_regs here = {0, fp, fp};
         st = run(m, &c, NULL, &here, opt);
     }
-    if (sink) /* (btp_collector_finish's usual case) */
-        sink->plain = c.ring_total == 0 && c.snip_post == 0 && !c.seeking;
+    if (sink)
+        sink->plain = btp_collector_usual(&c);
     *n_out = btp_collector_finish(&c);
     return st;
 }

@@ -177,9 +177,17 @@ uint8_t *btp_cbf_put_ra(uint8_t *p, uint64_t value, uint64_t before);
 #endif
 /* Lay the result out in order; returns the number of frames. */
 size_t btp_collector_finish_slow(btp_collector *c);
+/* Non-zero when the frames are all in the head, in order, with nothing to
+ * snip or seek: the usual case, which btp_collector_finish lays out by
+ * itself and btp_capture_cbf may encode as they are (a pc, then return
+ * addresses). */
+static inline int btp_collector_usual(const btp_collector *c)
+{
+    return c->ring_total == 0 && c->snip_post == 0 && !c->seeking;
+}
 static inline size_t btp_collector_finish(btp_collector *c)
 {
-    if (c->ring_total != 0 || c->snip_post != 0 || c->seeking)
+    if (!btp_collector_usual(c))
         return btp_collector_finish_slow(c);
     /* All in the head (the usual case). */
     if (c->head_n > 0 && c->out[0].kind == BTP_FRAME_RA)
