@@ -483,7 +483,7 @@ static BTP_NOINLINE btp_status decode_slow(const uint8_t *p, size_t len, unsigne
  * of its own that btp_lws_decode jumps to, so that the registers the loop
  * needs are saved once a call; it takes btp_lws_decode's own arguments
  * (word_bits unused), so that the jump needs no moves. */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
 /* no propagation of the constant word size into a copy (gcc's would drop
  * the argument, and the jump to the copy would move the others down) */
 #define LWS_NOIPA __attribute__((noipa))
