@@ -481,14 +481,28 @@ static BTP_NOINLINE btp_status decode_slow(const uint8_t *p, size_t len, unsigne
  * has no masking and no suspect checks), for blobs btp_lws_decode checked;
  * a blob it does not take goes on the careful way. Each copy is a function
  * of its own that btp_lws_decode jumps to, so that the registers the loop
- * needs are saved once a call. */
-#define LWS_FAST_COPY(name, target, bits, v3)                                                   \
-    target static BTP_NOINLINE btp_status name(const uint8_t *p, size_t len, btp_frame *out, \
-                                               size_t max_frames, btp_lws_info *info)       \
-    {                                                                                       \
-        if (decode_fast_w(p, len, out, info, bits, v3))                                      \
-            return BTP_OK;                                                                  \
-        return decode_slow(p, len, bits, out, max_frames, info);                            \
+ * needs are saved once a call; it takes btp_lws_decode's own arguments
+ * (word_bits unused), so that the jump needs no moves. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+/* no propagation of the constant word size into a copy (gcc's would drop
+ * the argument, and the jump to the copy would move the others down) */
+#define LWS_NOIPA __attribute__((noipa))
+#else
+#define LWS_NOIPA BTP_NOINLINE
+#endif
+#define LWS_FAST_COPY(name, target, bits, v3)                                                 \
+    target static LWS_NOIPA btp_status name(const void *blob, size_t len, unsigned word_bits, \
+                                            btp_frame *out, size_t max_frames,                \
+                                            btp_lws_info *info)                               \
+    {                                                                                         \
+        (void)word_bits;                                                                      \
+        (void)max_frames;                                                                     \
+        if (decode_fast_w(blob, len, out, info, bits, v3))                                    \
+            return BTP_OK;                                                                    \
+        /* max_frames as the depth: the same result (the depth fits, or                       \
+         * the copy would not run), and one value fewer kept across the                       \
+         * loop */                                                                            \
+        return decode_slow(blob, len, bits, out, ((const uint8_t *)blob)[0] >> 3, info);      \
     }
 LWS_FAST_COPY(decode_fast32, , 32, 0)
 LWS_FAST_COPY(decode_fast64, , 64, 0)
@@ -501,6 +515,18 @@ LWS_FAST_COPY(decode_fast64_v3, __attribute__((target("bmi,bmi2,movbe"))), 64, 1
 #endif
 #endif
 
+/* A 16-bit big-endian field as loaded (one load and a rotation where the
+ * compiler knows the byte swap, not two loads, a shift and an OR). */
+static inline size_t lws_be16(uint16_t v)
+{
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return __builtin_bswap16(v);
+#else
+    const uint8_t *b = (const uint8_t *)&v;
+    return (size_t)b[0] << 8 | b[1];
+#endif
+}
+
 btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_frame *out,
                           size_t max_frames, btp_lws_info *info)
 {
@@ -512,15 +538,17 @@ btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_
      * or length go the careful way, which keeps the frames in a local
      * array (a second array of btp_frame here would put this frame over
      * the stack budget of small targets). */
+    uint16_t trailer;
     if (lws_word_ok(word_bits) && p && out && len > 2 &&
-        ((size_t)p[len - 2] << 8 | p[len - 1]) == len && (size_t)(p[0] >> 3) <= max_frames) {
+        (memcpy(&trailer, p + len - 2, 2), lws_be16(trailer)) == len &&
+        (size_t)(p[0] >> 3) <= max_frames) {
 #if LWS_V3
         if (lws_cpu_v3())
-            return word_bits == 64 ? decode_fast64_v3(p, len, out, max_frames, info)
-                                   : decode_fast32_v3(p, len, out, max_frames, info);
+            return word_bits == 64 ? decode_fast64_v3(p, len, word_bits, out, max_frames, info)
+                                   : decode_fast32_v3(p, len, word_bits, out, max_frames, info);
 #endif
-        return word_bits == 64 ? decode_fast64(p, len, out, max_frames, info)
-                               : decode_fast32(p, len, out, max_frames, info);
+        return word_bits == 64 ? decode_fast64(p, len, word_bits, out, max_frames, info)
+                               : decode_fast32(p, len, word_bits, out, max_frames, info);
     }
 #endif
     return decode_slow(p, len, word_bits, out, max_frames, info);
