@@ -59,9 +59,11 @@
 
 /*
  * Where btp_capture_cbf's capture may have its stream written while it is
- * walked (btp_collector_cbf_rest): its buffer, and once written the
+ * walked (btp_collector_cbf_rest; the libunwind method's frames, which
+ * then never reach the collector): its buffer, and once written the
  * stream's length and the frames it holds (n, 0 until then). The stream
- * stands only if the capture ends with exactly those n frames, and plain:
+ * stands only if the capture ends with exactly those n frames in the
+ * collector, or with none there (the libunwind method's), and plain:
  * set when the capture ends, non-zero if its frames are a pc and return
  * addresses only (the collector finished the usual way, with no omit, or
  * the quick fp walk took them).
