@@ -677,7 +677,7 @@ static __attribute__((noinline)) btp_status capture_cbf_general(const btp_captur
      * btp_collector_cbf_rest), else the usual frames' by the loop for
      * them; anything else, and a buffer under the bound, by the encoder. */
     uint8_t *end;
-    if (sink.plain && sink.n != 0 && (sink.n == n || n == 0)) {
+    if (sink.plain && sink.len != 0 && sink.n == n) {
         len = sink.len;
     } else if (sink.plain && cap >= BTP_CBF_BOUND(n) && (end = btp_frames_cbf(frames, n, buf, 0))) {
         *end = CBF_OP_END;

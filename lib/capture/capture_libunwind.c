@@ -63,8 +63,7 @@ static int backtrace_cbf(btp_collector *c, void *const *chunk, int n)
     if (!p)
         return 0;
     *p++ = CBF_OP_END;
-    sink->len = (size_t)(p - sink->buf);
-    sink->n = m;
+    sink->len = (size_t)(p - sink->buf); /* (sink->n stays 0: the collector holds none) */
     c->seeking = 0;
     return 1;
 }
