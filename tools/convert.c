@@ -42,7 +42,9 @@ static const char convert_help[] =
 /* after the log limits (cli_log_limits_help) */
 static const char convert_help_output[] =
     "  --maps FILE       (to log) store FILE, the /proc/PID/maps of the traced\n"
-    "                    process, so that addresses can be symbolized later;\n"
+    "                    process, so that addresses can be symbolized later,\n"
+    "                    with the build IDs of the files it maps where this\n"
+    "                    machine holds those very files (same inode);\n"
     "                    without it the image maps the input carries (Swift\n"
     "                    JSON, crash records and logs, logs) are stored\n"
     "  --compress zlib|lzma|none\n"

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "symbolize/elf.h"
 
@@ -349,6 +350,74 @@ void image_line_append(strbuf *out, const btp_image *im)
     }
 }
 
+/* A hexadecimal or decimal number at t[*i..e), its end in *i; -1 when
+ * there is none or it passes 64 bits. */
+static int maps_number(const char *t, size_t *i, size_t e, unsigned base, uint64_t *v)
+{
+    size_t b = *i;
+    *v = 0;
+    for (; *i < e; ++*i) {
+        char c = t[*i];
+        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+                     : base == 16 && c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                     : base == 16 && c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                                          : base;
+        if (d >= base)
+            break;
+        if (*v > (UINT64_MAX - d) / base)
+            return -1;
+        *v = *v * base + d;
+    }
+    return *i > b ? 0 : -1;
+}
+
+/* The device and inode of the first line of maps text whose path is
+ * `path`: 1 when found, else 0. (The text has passed the parser; each line
+ * is still read with bounds.) */
+static int maps_file_id(const char *t, size_t len, const char *path, uint64_t *maj,
+                        uint64_t *min, uint64_t *ino)
+{
+    size_t plen = strlen(path);
+    for (size_t b = 0; b < len;) {
+        const char *nl = memchr(t + b, '\n', len - b);
+        size_t e = nl ? (size_t)(nl - t) : len, i = b, next = nl ? e + 1 : len;
+        if (e > b && t[e - 1] == '\r')
+            e--;
+        /* START-END PERMS OFFSET: three fields, then DEV INODE PATH */
+        for (int field = 0; field < 3 && i < e; field++) {
+            while (i < e && t[i] != ' ')
+                i++;
+            while (i < e && t[i] == ' ')
+                i++;
+        }
+        int ok = maps_number(t, &i, e, 16, maj) == 0 && i < e && t[i++] == ':' &&
+                 maps_number(t, &i, e, 16, min) == 0 && i < e && t[i] == ' ';
+        while (ok && i < e && t[i] == ' ')
+            i++;
+        ok = ok && maps_number(t, &i, e, 10, ino) == 0;
+        while (ok && i < e && (t[i] == ' ' || t[i] == '\t'))
+            i++;
+        if (ok && e - i == plen && memcmp(t + i, path, plen) == 0)
+            return 1;
+        b = next;
+    }
+    return 0;
+}
+
+/* Whether the file f opened is the one the maps text mapped at its path:
+ * the same inode, on the same device. A file system whose st_dev is an
+ * anonymous device (major 0: overlayfs, btrfs subvolumes, NFS, FUSE) shows
+ * a device in /proc/PID/maps that stat() does not give, so there the inode
+ * alone decides. */
+static int maps_same_file(const char *text, size_t len, const char *path, const elf_file *f)
+{
+    uint64_t maj, min, ino;
+    if (!maps_file_id(text, len, path, &maj, &min, &ino) || ino == 0 || ino != f->ino)
+        return 0;
+    dev_t d = (dev_t)f->dev;
+    return major(d) == 0 || (maj == major(d) && min == minor(d));
+}
+
 btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word_bits,
                                      strbuf *out, size_t *err_off)
 {
@@ -359,7 +428,10 @@ btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word
         elf_file f;
         char why[128];
         int have = im.path && elf_open(&f, im.path, why, sizeof why) == 0;
-        if (have && f.build_id) {
+        /* a build ID names a file: only the one that was mapped (maps text
+         * from another machine, or from before the file was replaced, names
+         * files this machine may hold other versions of) */
+        if (have && f.build_id && maps_same_file(text, len, im.path, &f)) {
             im.build_id = f.build_id;
             im.build_id_len = f.build_id_len;
         }

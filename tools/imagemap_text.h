@@ -90,8 +90,9 @@ void image_line_append(strbuf *out, const btp_image *im);
 void platform_line_append(strbuf *out, const char *platform);
 
 /* The `image` lines of the images of /proc/PID/maps text, each with the
- * build ID of the file now at its path (none when it cannot be read),
- * appended to out. Returns BTP_OK or the parse error (*err_off). */
+ * build ID of the file now at its path when that file is the one the text
+ * mapped (the same device and inode; none when it is not, or cannot be
+ * read), appended to out. Returns BTP_OK or the parse error (*err_off). */
 btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word_bits,
                                      strbuf *out, size_t *err_off);
 

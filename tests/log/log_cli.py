@@ -474,8 +474,70 @@ def test_symbols(tmp):
           (out[-400:], err))
 
 
+def stored_images(log):
+    """{path: build ID or "-"} of the `image` lines a log stores."""
+    out = {}
+    for _, pl in btlog_blocks.blocks(open(log, "rb").read()):
+        for l in pl.split(b"\n"):
+            f = l[l.find(b"image "):].split(b" ", 4) if b"image " in l else []
+            if len(f) == 5:
+                out[f[4].decode("utf-8", "replace")] = f[3].decode()
+    return out
+
+
+def test_maps_build_ids(tmp):
+    """--maps stores a build ID only for the file that was mapped: this
+    process's own maps get their C library's, the same text with that
+    line's inode (or, on a real device, its device) changed gets none, as
+    maps from another machine (the corpus's) get none for files this one
+    holds at the same paths."""
+    maps = open("/proc/self/maps").read()
+    libc = next((l.split(None, 5)[5] for l in maps.splitlines()
+                 if len(l.split(None, 5)) == 6 and "/libc.so" in l.split(None, 5)[5]), None)
+    if libc is None:
+        print("note: no C library in this process's maps: build IDs not checked")
+        return
+    st = os.stat(libc)
+
+    def build_ids(text, name):
+        path, log = os.path.join(tmp, name + ".maps"), os.path.join(tmp, name + ".btlog")
+        with open(path, "w") as f:
+            f.write(text)
+        rc, _, err = conv("trace", "log", "--maps", path, "-o", log,
+                          data=b"m 16 0x5000 0x401000 0x402000\n")
+        check(rc == 0, "%s: trace -> log: %s" % (name, err))
+        return stored_images(log) if rc == 0 else {}
+
+    def changed(field, value):
+        lines = []
+        for l in maps.splitlines():
+            f = l.split(None, 5)
+            if len(f) == 6 and f[5] == libc:
+                f[field] = value
+                l = " ".join(f)
+            lines.append(l)
+        return "\n".join(lines) + "\n"
+
+    got = build_ids(maps, "self").get(libc, "")
+    check(len(got) >= 16 and got != "-", "own maps: %s has a build ID: %r" % (libc, got))
+    got = build_ids(changed(4, str(st.st_ino + 1)), "inode").get(libc, "")
+    check(got == "-", "another inode: %s without a build ID: %r" % (libc, got))
+    if os.major(st.st_dev):
+        other = "%02x:%02x" % (os.major(st.st_dev) ^ 1, os.minor(st.st_dev))
+        got = build_ids(changed(3, other), "dev").get(libc, "")
+        check(got == "-", "another device: %s without a build ID: %r" % (libc, got))
+    # the corpus's maps are another machine's: none of its files is this one's
+    rc, _, err = conv("trace", "log", "--maps", os.path.join(CORPUS, "sqlite3_i386.maps"),
+                      "-o", os.path.join(tmp, "corpus.btlog"),
+                      data=b"# word=32\nm 16 0x5000 0x5661b000\n")
+    ids = stored_images(os.path.join(tmp, "corpus.btlog")) if rc == 0 else {}
+    check(rc == 0 and ids and set(ids.values()) == {"-"},
+          "corpus maps: no build IDs from this machine's files: %s %s" % (ids, err))
+    print("--maps: build IDs for the files mapped only (%s)" % libc)
+
+
 with tempfile.TemporaryDirectory() as tmp:
     for t in [test_corpora, test_small, test_damage, test_promises, test_segment_reuse,
-              test_items, test_symbols]:
+              test_items, test_symbols, test_maps_build_ids]:
         t(tmp)
 finish()

@@ -9,7 +9,8 @@
  * with an allocation size (json "alloc_size") as an allocation at pointer
  * 0; other plain traces as backtrace records. `--maps FILE` stores the
  * maps text (`maps`) and its images with the build IDs of the files now at
- * their paths (`images`, crash-record image lines); without it the image
+ * their paths, where they are the files mapped (`images`, crash-record
+ * image lines); without it the image
  * maps the input gives with its traces are stored as `images` (store_map).
  * Comment lines of the input are kept; blocks are zlib-compressed (LZMA2
  * with `--compress lzma`; `--no-zlib` stores them uncompressed). One log

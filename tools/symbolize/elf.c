@@ -108,6 +108,8 @@ int elf_open(elf_file *f, const char *path, char *why, size_t why_len)
     }
     f->data = m;
     f->len = (size_t)st.st_size;
+    f->dev = (uint64_t)st.st_dev;
+    f->ino = (uint64_t)st.st_ino;
     const unsigned char *h = f->data;
     if (memcmp(h, "\177ELF", 4) != 0 || (h[4] != 1 && h[4] != 2) || (h[5] != 1 && h[5] != 2)) {
         set_why(why, why_len, "not an ELF file");

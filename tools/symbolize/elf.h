@@ -31,6 +31,7 @@ typedef struct elf_file {
     elf_sym *syms;           /* FUNC symbols with a size, sorted by value (elf_symbols) */
     size_t n_syms;
     int syms_loaded;
+    uint64_t dev, ino;       /* st_dev and st_ino of the file opened */
 } elf_file;
 
 /* Open and inspect path. Returns 0, or -1 with a short reason in
