@@ -3,6 +3,7 @@
  * feeds (anchor, snip, head + ring + omit), and the public entry points.
  */
 #include "capture_internal.h"
+#include "capture_cbf.h"
 
 #include "capture/cfi.h"
 #include "codec/cbf_internal.h"
@@ -614,54 +615,6 @@ btp_status btp_capture_regs(const btp_capture_options *opt, const btp_regs *regs
 }
 
 #if BTP_CAPTURE_CBF_STREAM
-/*
- * The information byte and the instructions of a capture's frames f[0..n),
- * which must be as the collector leaves them in the usual case (the quick
- * fp walk too): a pc (f[0], which may still be a return address during
- * the walk: the collector makes it the pc when it finishes) and then return
- * addresses. Into buf, which has room for BTP_CBF_BOUND(n) bytes; returns
- * the end (the terminator is the caller's). The bytes of
- * btp_cbf_encode_bounded, without its tests of what the collector makes
- * sure of (no omit, no other kind, no value too wide on 64-bit words): its
- * loop tests each frame's kind and for a change of kind, 32 instructions a
- * frame in the capture bench against about 19.5 here (and its call's
- * fixed ~70 against ~25). The choices are
- * put_address's, as in fp_quick_cbf: the pc after a previous address of 0,
- * made absolute as first_absolute does; each return address with its
- * delta, never 0 here. NULL at a repeat (a frame the same as the one
- * before, which is a `rep`) and with no frame, which
- * btp_cbf_encode_bounded then writes from the start.
- */
-static BTP_ALWAYS_INLINE uint8_t *frames_cbf(const btp_frame *f, size_t n, uint8_t *buf)
-{
-    if (n == 0)
-        return NULL;
-    uint8_t *p = buf;
-    uint64_t prev = f->value, v, d;
-    *p++ = cbf_info_byte(64);
-    p = put_address(p, prev, prev, &btp_cbf_kind_shapes[BTP_FRAME_PC], 0, 64);
-    buf[1] |= CBF_OP_ABSOLUTE;
-    const cbf_shapes *shapes = &btp_cbf_kind_shapes[BTP_FRAME_RA];
-    BTP_OPAQUE(shapes);
-    /* Two frames a pass, each taking the other's value as the one
-     * before: no copy of it and half the loop's tests. */
-#define FRAMES_CBF_STEP(v, before)                                                                \
-    v = f++->value;                                                                               \
-    if ((d = v - (before)) == 0)                                                                  \
-        return NULL;                                                                              \
-    p = put_address(p, v, d, shapes, 1, 64)
-    f++;
-    for (size_t pairs = (n - 1) / 2; pairs; pairs--) {
-        FRAMES_CBF_STEP(v, prev);
-        FRAMES_CBF_STEP(prev, v);
-    }
-    if (!(n & 1)) {
-        FRAMES_CBF_STEP(v, prev);
-    }
-#undef FRAMES_CBF_STEP
-    return p;
-}
-
 uint8_t *btp_cbf_put_ra(uint8_t *p, uint64_t value, uint64_t before)
 {
     if (value == before)
@@ -677,7 +630,7 @@ void btp_collector_cbf_rest(btp_collector *c, const uint8_t *rest, size_t len, s
     if (c->fast_end == 0 || cnt > n || k == 0 || c->out[k - 1].value != before ||
         sink->cap < BTP_CBF_BOUND(n))
         return;
-    uint8_t *p = frames_cbf(c->out, k, sink->buf);
+    uint8_t *p = btp_frames_cbf(c->out, k, sink->buf, 0);
     if (!p)
         return;
     memcpy(p, rest, len);
@@ -724,9 +677,9 @@ static __attribute__((noinline)) btp_status capture_cbf_general(const btp_captur
      * btp_collector_cbf_rest), else the usual frames' by the loop for
      * them; anything else, and a buffer under the bound, by the encoder. */
     uint8_t *end;
-    if (sink.plain && sink.n == n && n != 0) {
+    if (sink.plain && sink.len != 0 && sink.n == n) {
         len = sink.len;
-    } else if (sink.plain && cap >= BTP_CBF_BOUND(n) && (end = frames_cbf(frames, n, buf))) {
+    } else if (sink.plain && cap >= BTP_CBF_BOUND(n) && (end = btp_frames_cbf(frames, n, buf, 0))) {
         *end = CBF_OP_END;
         len = (size_t)(end - (uint8_t *)buf) + 1;
     } else

@@ -59,9 +59,12 @@
 
 /*
  * Where btp_capture_cbf's capture may have its stream written while it is
- * walked (btp_collector_cbf_rest): its buffer, and once written the
- * stream's length and the frames it holds (n, 0 until then). The stream
- * stands only if the capture ends with exactly those n frames, and plain:
+ * walked (btp_collector_cbf_rest; the libunwind method's, from addresses
+ * that then never reach the collector): its buffer, and once written (len
+ * 0 until then) the stream's length and how many of its frames the
+ * collector holds (n: all of them, or none for the libunwind method's).
+ * The stream stands only if the capture ends with exactly n frames in the
+ * collector, and plain:
  * set when the capture ends, non-zero if its frames are a pc and return
  * addresses only (the collector finished the usual way, with no omit, or
  * the quick fp walk took them).
