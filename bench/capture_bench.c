@@ -52,8 +52,8 @@
  * one, as it did where the linker put this struct (its 40th byte on the
  * next page), the encoders' unaligned 8-byte stores that straddle the
  * boundary cost fp-cbf 7 ns and cfi-cbf 30 ns a capture at depth 10
- * (bench/README.md, "CBF: the collector's frames and the memo's
- * instructions"), with no change to btpack's code. */
+ * (bench/history/capture.md, "CBF: the collector's frames and the
+ * memo's instructions"), with no change to btpack's code. */
 typedef struct job {
     _Alignas(4096) uint8_t bytes[BTP_CBF_BOUND(BTP_CAPTURE_CBF_MAX_FRAMES)];
     btp_capture_options opt;

@@ -1,7 +1,7 @@
 /*
  * Where the time of btp_lws_decode() goes: a call's fixed part against its
  * part per frame, and what branches that the processor fails to predict
- * cost (bench/README.md, "lws decode: the seventh round").
+ * cost (bench/history/codecs.md, "lws decode: the seventh round").
  *
  *   lws_depth [WORD_BITS]
  *

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Instructions a traced allocation costs the program's thread, from a callgrind
-profile of that thread (--separate-threads=yes; the command is in README.md,
+profile of that thread (--separate-threads=yes; the command is in history.md,
 "The cfi walk's head, kept images and cheaper memo upkeep").
 
     python3 bench/heap/wrapper_ir.py CALLGRIND_OUT-01
