@@ -98,17 +98,23 @@ def read(path):
 
 # ---------------------------------------------------------------- parsing
 
+def json_line(line):
+    """The object a JSON Lines row holds, or None (a line cut short, or not an object)."""
+    try:
+        r = json.loads(line)
+    except ValueError:
+        return None
+    return r if isinstance(r, dict) else None
+
+
 def parse_bench(text):
     """btpack_bench --json: rows (JSON Lines on stdout), targets and notes (stderr)."""
     rows, targets, notes, corpora = {}, {}, {}, []
     corpus = None
     for line in text.splitlines():
         if line.startswith("{"):
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if "corpus" not in r or "codec" not in r:
+            r = json_line(line)
+            if r is None or "corpus" not in r or "codec" not in r:
                 continue
             rows[(r["corpus"], r["codec"])] = r
             if r["corpus"] not in corpora:
@@ -151,11 +157,8 @@ def parse_capture(text):
     rows = {}
     for line in text.splitlines():
         if line.startswith("{"):
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if "row" in r:
+            r = json_line(line)
+            if r is not None and "row" in r:
                 rows[r["row"]] = r
             continue
         m = CAP_TEXT_RE.match(line)
