@@ -461,7 +461,7 @@ static BTP_NOINLINE btp_status decode_slow(const uint8_t *p, size_t len, unsigne
     *info = (btp_lws_info){0};
     if (!lws_word_ok(word_bits) || (len && !p) || (max_frames && !out))
         return BTP_E_INVALID_ARGUMENT;
-    if (len < 2 || ((size_t)p[len - 2] << 8 | p[len - 1]) != len) {
+    if (len < 2 || load_be16(p + len - 2) != len) {
         info->error_bit = len < 2 ? 0 : (len - 2) * 8;
         return BTP_E_LENGTH_MISMATCH;
     }
@@ -515,18 +515,6 @@ LWS_FAST_COPY(decode_fast64_v3, __attribute__((target("bmi,bmi2,movbe"))), 64, 1
 #endif
 #endif
 
-/* A 16-bit big-endian field as loaded (one load and a rotation where the
- * compiler knows the byte swap, not two loads, a shift and an OR). */
-static inline size_t lws_be16(uint16_t v)
-{
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    return __builtin_bswap16(v);
-#else
-    const uint8_t *b = (const uint8_t *)&v;
-    return (size_t)b[0] << 8 | b[1];
-#endif
-}
-
 btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_frame *out,
                           size_t max_frames, btp_lws_info *info)
 {
@@ -538,9 +526,7 @@ btp_status btp_lws_decode(const void *blob, size_t len, unsigned word_bits, btp_
      * or length go the careful way, which keeps the frames in a local
      * array (a second array of btp_frame here would put this frame over
      * the stack budget of small targets). */
-    uint16_t trailer;
-    if (lws_word_ok(word_bits) && p && out && len > 2 &&
-        (memcpy(&trailer, p + len - 2, 2), lws_be16(trailer)) == len &&
+    if (lws_word_ok(word_bits) && p && out && len > 2 && load_be16(p + len - 2) == len &&
         (size_t)(p[0] >> 3) <= max_frames) {
 #if LWS_V3
         if (lws_cpu_v3())

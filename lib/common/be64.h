@@ -18,6 +18,19 @@ static inline uint64_t load_be64(const uint8_t *p)
            (uint64_t)p[6] << 8 | (uint64_t)p[7];
 }
 
+/* The 2 bytes at p as a big-endian number: one load and a rotation (the
+ * bytes one by one, shifted and ORed, stay two loads with gcc 12). */
+static inline uint16_t load_be16(const uint8_t *p)
+{
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint16_t v;
+    __builtin_memcpy(&v, p, 2); /* a builtin, not libc, as in store_be64 */
+    return __builtin_bswap16(v);
+#else
+    return (uint16_t)(p[0] << 8 | p[1]);
+#endif
+}
+
 /* v with its bytes in the opposite order (a builtin, not libc). */
 static inline uint64_t byte_swap64(uint64_t v)
 {
