@@ -79,12 +79,12 @@ int hex_digit(char c)
     return -1;
 }
 
-int parse_hex_u64(const char *s, size_t n, uint64_t *out)
+int parse_hex_digits_u64(const char *s, size_t n, uint64_t *out)
 {
-    if (n < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+    if (n == 0)
         return -1;
     uint64_t v = 0;
-    for (size_t i = 2; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         int d = hex_digit(s[i]);
         if (d < 0 || v >> 60)
             return -1;
@@ -92,6 +92,13 @@ int parse_hex_u64(const char *s, size_t n, uint64_t *out)
     }
     *out = v;
     return 0;
+}
+
+int parse_hex_u64(const char *s, size_t n, uint64_t *out)
+{
+    if (n < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+        return -1;
+    return parse_hex_digits_u64(s + 2, n - 2, out);
 }
 
 int parse_dec_u64(const char *s, size_t n, uint64_t *out)

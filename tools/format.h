@@ -214,6 +214,8 @@ int hex_digit(char c);
 /* Parse "0x" followed by 1..16 hex digits (any case) filling s[0..n)
  * exactly. Returns 0 or -1. */
 int parse_hex_u64(const char *s, size_t n, uint64_t *out);
+/* The same without the "0x": 1..16 hex digits filling s[0..n). */
+int parse_hex_digits_u64(const char *s, size_t n, uint64_t *out);
 /* Parse 1..20 decimal digits filling s[0..n) exactly, no overflow. */
 int parse_dec_u64(const char *s, size_t n, uint64_t *out);
 

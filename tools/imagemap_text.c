@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
+#include "format.h" /* parse_hex_digits_u64, parse_dec_u64 */
 #include "symbolize/elf.h"
 
 void owned_map_clear(owned_map *m, unsigned word_bits)
@@ -350,72 +351,99 @@ void image_line_append(strbuf *out, const btp_image *im)
     }
 }
 
-/* A hexadecimal or decimal number at t[*i..e), its end in *i; -1 when
- * there is none or it passes 64 bits. */
-static int maps_number(const char *t, size_t *i, size_t e, unsigned base, uint64_t *v)
+/* A line of /proc/PID/maps text that names a file: its path (into the
+ * text), the device and inode it shows, and its place in the text. */
+typedef struct maps_file {
+    const char *path;
+    size_t len, line;
+    uint64_t maj, min, ino;
+} maps_file;
+
+static int by_path_then_line(const void *a, const void *b)
 {
-    size_t b = *i;
-    *v = 0;
-    for (; *i < e; ++*i) {
-        char c = t[*i];
-        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
-                     : base == 16 && c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
-                     : base == 16 && c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
-                                                          : base;
-        if (d >= base)
-            break;
-        if (*v > (UINT64_MAX - d) / base)
-            return -1;
-        *v = *v * base + d;
-    }
-    return *i > b ? 0 : -1;
+    const maps_file *x = a, *y = b;
+    int c = memcmp(x->path, y->path, x->len < y->len ? x->len : y->len);
+    if (c != 0)
+        return c;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return (x->line > y->line) - (x->line < y->line);
 }
 
-/* The device and inode of the first line of maps text whose path is
- * `path`: 1 when found, else 0. (The text has passed the parser; each line
- * is still read with bounds.) */
-static int maps_file_id(const char *t, size_t len, const char *path, uint64_t *maj,
-                        uint64_t *min, uint64_t *ino)
+/* The lines of maps text t[0..len) that name a file (`START-END PERMS
+ * OFFSET MAJ:MIN INODE PATH`), sorted by path and then by place: read once,
+ * so that finding each image's file costs a search, not a pass over the
+ * text. The text has passed the parser; each line is still read with
+ * bounds, and one whose device or inode does not read is left out. NULL
+ * with *n 0 when there is none; NULL with *n 1 when memory ran out. */
+static maps_file *maps_files(const char *t, size_t len, size_t *n)
 {
-    size_t plen = strlen(path);
-    for (size_t b = 0; b < len;) {
+    size_t lines = 1;
+    for (const char *q = t; (q = memchr(q, '\n', len - (size_t)(q - t))) != NULL; q++)
+        lines++;
+    maps_file *v = malloc(lines * sizeof *v);
+    *n = !v;
+    if (!v)
+        return NULL;
+    size_t k = 0;
+    for (size_t b = 0, line = 0; b < len; line++) {
         const char *nl = memchr(t + b, '\n', len - b);
         size_t e = nl ? (size_t)(nl - t) : len, i = b, next = nl ? e + 1 : len;
         if (e > b && t[e - 1] == '\r')
             e--;
-        /* START-END PERMS OFFSET: three fields, then DEV INODE PATH */
-        for (int field = 0; field < 3 && i < e; field++) {
-            while (i < e && t[i] != ' ')
-                i++;
+        const char *fld[5];
+        size_t fl[5];
+        for (int f = 0; f < 5; f++) {
             while (i < e && t[i] == ' ')
                 i++;
+            fld[f] = t + i;
+            while (i < e && t[i] != ' ')
+                i++;
+            fl[f] = (size_t)(t + i - fld[f]);
         }
-        int ok = maps_number(t, &i, e, 16, maj) == 0 && i < e && t[i++] == ':' &&
-                 maps_number(t, &i, e, 16, min) == 0 && i < e && t[i] == ' ';
-        while (ok && i < e && t[i] == ' ')
+        while (i < e && (t[i] == ' ' || t[i] == '\t'))
             i++;
-        ok = ok && maps_number(t, &i, e, 10, ino) == 0;
-        while (ok && i < e && (t[i] == ' ' || t[i] == '\t'))
-            i++;
-        if (ok && e - i == plen && memcmp(t + i, path, plen) == 0)
-            return 1;
+        const char *colon = memchr(fld[3], ':', fl[3]);
+        maps_file m = {t + i, e - i, line, 0, 0, 0};
+        if (i < e && colon &&
+            parse_hex_digits_u64(fld[3], (size_t)(colon - fld[3]), &m.maj) == 0 &&
+            parse_hex_digits_u64(colon + 1, (size_t)(fld[3] + fl[3] - colon - 1), &m.min) == 0 &&
+            parse_dec_u64(fld[4], fl[4], &m.ino) == 0)
+            v[k++] = m;
         b = next;
     }
-    return 0;
+    qsort(v, k, sizeof *v, by_path_then_line);
+    *n = k;
+    if (k == 0) {
+        free(v);
+        v = NULL;
+    }
+    return v;
 }
 
-/* Whether the file f opened is the one the maps text mapped at its path:
- * the same inode, on the same device. A file system whose st_dev is an
- * anonymous device (major 0: overlayfs, btrfs subvolumes, NFS, FUSE) shows
- * a device in /proc/PID/maps that stat() does not give, so there the inode
- * alone decides. */
-static int maps_same_file(const char *text, size_t len, const char *path, const elf_file *f)
+/* Whether the file f opened at path is the one the first line of the maps
+ * text naming that path mapped (files: maps_files): the same inode, on the
+ * same device. A file system whose st_dev is an anonymous device (major 0:
+ * overlayfs, btrfs subvolumes, NFS, FUSE) shows a device in /proc/PID/maps
+ * that stat() does not give, so there the inode alone decides. */
+static int maps_same_file(const maps_file *files, size_t n, const char *path, const elf_file *f)
 {
-    uint64_t maj, min, ino;
-    if (!maps_file_id(text, len, path, &maj, &min, &ino) || ino == 0 || ino != f->ino)
+    maps_file key = {path, strlen(path), 0, 0, 0, 0};
+    size_t lo = 0, hi = n; /* the first entry not before (path, line 0) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (by_path_then_line(&files[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == n || files[lo].len != key.len || memcmp(files[lo].path, path, key.len) != 0)
+        return 0;
+    const maps_file *m = &files[lo];
+    if (m->ino == 0 || m->ino != f->ino)
         return 0;
     dev_t d = (dev_t)f->dev;
-    return major(d) == 0 || (maj == major(d) && min == minor(d));
+    return major(d) == 0 || (m->maj == major(d) && m->min == minor(d));
 }
 
 btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word_bits,
@@ -423,6 +451,10 @@ btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word
 {
     owned_map m = {0};
     btp_status st = owned_map_procmaps(&m, text, len, word_bits, err_off);
+    size_t n_files = 0;
+    maps_file *files = st == BTP_OK ? maps_files(text, len, &n_files) : NULL;
+    if (!files && n_files)
+        st = BTP_E_OUT_OF_MEMORY;
     for (size_t i = 0; st == BTP_OK && i < m.map.n_images; i++) {
         btp_image im = m.map.images[i];
         elf_file f;
@@ -431,7 +463,7 @@ btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word
         /* a build ID names a file: only the one that was mapped (maps text
          * from another machine, or from before the file was replaced, names
          * files this machine may hold other versions of) */
-        if (have && f.build_id && maps_same_file(text, len, im.path, &f)) {
+        if (have && f.build_id && maps_same_file(files, n_files, im.path, &f)) {
             im.build_id = f.build_id;
             im.build_id_len = f.build_id_len;
         }
@@ -439,6 +471,7 @@ btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word
         if (have)
             elf_close(&f);
     }
+    free(files);
     owned_map_free(&m);
     return out->oom ? BTP_E_OUT_OF_MEMORY : st;
 }
