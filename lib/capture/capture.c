@@ -668,27 +668,9 @@ static __attribute__((noinline)) btp_status capture_cbf_general(const btp_captur
         st = capture_context(opt, ucontext, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n);
     else
         st = here_at(opt, ra, fp, frames, BTP_CAPTURE_CBF_MAX_FRAMES, &n, sink_p);
-    size_t len = 0;
     /* (n is at most BTP_CAPTURE_CBF_MAX_FRAMES: the usual buffer has room
      * for the longest stream of n frames) */
-    btp_status est = BTP_OK;
-#if BTP_CAPTURE_CBF_STREAM
-    /* The stream the walk wrote (the memo's frames: see
-     * btp_collector_cbf_rest), else the usual frames' by the loop for
-     * them; anything else, and a buffer under the bound, by the encoder. */
-    uint8_t *end;
-    if (sink.plain && sink.len != 0 && sink.n == n) {
-        len = sink.len;
-    } else if (sink.plain && cap >= BTP_CBF_BOUND(n) && (end = btp_frames_cbf(frames, n, buf, 0))) {
-        *end = CBF_OP_END;
-        len = (size_t)(end - (uint8_t *)buf) + 1;
-    } else
-#endif
-        est = cap >= BTP_CBF_BOUND(n)
-                  ? btp_cbf_encode_bounded(frames, n, buf, &len)
-                  : btp_cbf_encode(frames, n, 0, (unsigned)(8 * sizeof(void *)),
-                                   BTP_CBF_ENC_TRUNCATE_ON_FULL, buf, cap, &len, NULL);
-    *len_out = len;
+    btp_status est = btp_capture_cbf_bytes(sink_p, frames, n, buf, cap, len_out);
     st = st != BTP_OK ? st : est;
     __asm__ volatile("" : "+r"(st) : : "memory");
     return st;

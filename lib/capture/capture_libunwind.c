@@ -32,61 +32,15 @@ __attribute__((used)) static void *const libunwind_needs[] = {
 /* Addresses unw_backtrace() fills at once (on the stack: 2 KiB on 64-bit). */
 #define BTP_LIBUNWIND_CHUNK 256
 
-#if BTP_CAPTURE_CBF_STREAM
-/*
- * For btp_capture_cbf (c->cbf set): the stream of the chunk's frames
- * written straight from the chunk into the sink's buffer, with no copy
- * into the collector and no second pass over a frame array (2766.6 ->
- * 2459.6 instructions a capture at depth 10 of the capture bench, where
- * the capture alone takes 2394.6), where the collector would take them
- * the usual way: nothing to snip, the anchor among the first
- * BTP_CAPTURE_SEEK_MAX + 1 addresses (the collector sets that many aside
- * while it seeks it), no address of 0 (the walk ends there: before the
- * anchor the collector would never see the anchor, after it the stream
- * would end earlier), no more frames from the anchor on than it keeps in
- * order, no repeat (a `rep`) and room for BTP_CBF_BOUND of them. Then the
- * collector holds nothing and has found its anchor: the sink says the
- * stream holds the capture's frames (see btp_cbf_sink). 0 otherwise, with
- * nothing changed: the frames go through the collector as for any
- * capture.
- */
-static int backtrace_cbf(btp_collector *c, void *const *chunk, int n)
-{
-    btp_cbf_sink *sink = c->cbf;
-    if (c->skip != 0 || c->snip_post != 0 || !c->seeking || c->pending_n != 0)
-        return 0;
-    int k = 0, seek = n <= BTP_CAPTURE_SEEK_MAX ? n : BTP_CAPTURE_SEEK_MAX + 1;
-    for (uintptr_t a; (a = (uintptr_t)chunk[k]) != c->anchor; )
-        if (a == 0 || ++k == seek)
-            return 0;
-    size_t m = (size_t)(n - k);
-    if (m > c->lin_cap || sink->cap < BTP_CBF_BOUND(m))
-        return 0;
-    uint8_t *p = btp_frames_cbf(chunk + k, m, sink->buf, 1);
-    if (!p)
-        return 0;
-    *p++ = CBF_OP_END;
-    sink->len = (size_t)(p - sink->buf); /* (sink->n stays 0: the collector holds none) */
-    c->seeking = 0;
-    return 1;
-}
-#endif
-
 /* The fast path: 1 if the whole stack fitted the chunk and was pushed
- * (or, for btp_capture_cbf, written as its stream: backtrace_cbf). */
+ * (or, for btp_capture_cbf, written as its stream: btp_chunk_cbf). */
 static int from_backtrace(btp_collector *c)
 {
     void *chunk[BTP_LIBUNWIND_CHUNK];
     int n = unw_backtrace(chunk, BTP_LIBUNWIND_CHUNK);
     if (n <= 0 || n >= BTP_LIBUNWIND_CHUNK)
         return 0;
-#if BTP_CAPTURE_CBF_STREAM
-    if (c->cbf && backtrace_cbf(c, chunk, n))
-        return 1;
-#endif
-    for (int i = 0; i < n; i++)
-        if (chunk[i] == NULL || !btp_collector_add(c, (uintptr_t)chunk[i]))
-            break;
+    btp_collector_chunk(c, chunk, n);
     return 1;
 }
 
