@@ -358,34 +358,13 @@ static int load_log(heap_model *m, input *in, const cli_options *opt)
 
 /* ---- text: CSV records and lws ~m# records --------------------------------- */
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = (char)(c | 0x20);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* A number of s[0..n): hex with 0x, or when `hex` says so; else decimal.
  * Returns 0, or -1 (empty, bad digit, wider than 64 bits). */
 static int parse_num(const char *s, size_t n, int hex, uint64_t *out)
 {
     if (n >= 2 && s[0] == '0' && (s[1] | 0x20) == 'x')
-        s += 2, n -= 2, hex = 1;
-    if (n == 0)
-        return -1;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        int d = hexval(s[i]);
-        if (d < 0 || (!hex && d > 9))
-            return -1;
-        unsigned base = hex ? 16 : 10;
-        if (v > (UINT64_MAX - (uint64_t)d) / base)
-            return -1;
-        v = v * base + (uint64_t)d;
-    }
-    *out = v;
-    return 0;
+        return parse_hex_digits_u64(s + 2, n - 2, out);
+    return hex ? parse_hex_digits_u64(s, n, out) : parse_dec_u64(s, n, out);
 }
 
 /* Sizes are decimal as the seed's records show (`m,12,0x50000000`), hex
@@ -396,7 +375,7 @@ static int size_is_hex(const char *s, size_t n)
     if (n >= 8 && s[0] == '0')
         return 1;
     for (size_t i = 0; i < n; i++)
-        if (hexval(s[i]) > 9)
+        if (hex_digit(s[i]) > 9)
             return 1;
     return 0;
 }
@@ -421,12 +400,12 @@ static int parse_csv3(const char *s, size_t n, char *kind, uint64_t *size, int *
                 s[lead + 1] == ',';
     /* the pointer: trailing hex digits (and 0x) */
     size_t e = n, b = n;
-    while (b > 0 && (hexval(s[b - 1]) >= 0 || (s[b - 1] | 0x20) == 'x'))
+    while (b > 0 && (hex_digit(s[b - 1]) >= 0 || (s[b - 1] | 0x20) == 'x'))
         b--;
     if (b == e || b < 3 || s[b - 1] != ',')
         return looks ? -1 : 0;
     size_t se = b - 1, sb = se;
-    while (sb > 0 && (hexval(s[sb - 1]) >= 0 || (s[sb - 1] | 0x20) == 'x'))
+    while (sb > 0 && (hex_digit(s[sb - 1]) >= 0 || (s[sb - 1] | 0x20) == 'x'))
         sb--;
     if (sb < 2 || s[sb - 1] != ',')
         return looks ? -1 : 0;
@@ -460,7 +439,7 @@ static int parse_csv(const char *s, size_t n, char *kind, uint64_t *size, int *h
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
         n--;
     size_t b = n;
-    while (b > 0 && hexval(s[b - 1]) >= 0)
+    while (b > 0 && hex_digit(s[b - 1]) >= 0)
         b--;
     if (b == n || b == 0 || s[b - 1] != ',')
         return got;
@@ -494,7 +473,7 @@ static int csv_stack(heap_model *m, const char *hex, size_t len, btp_frame *fram
         return -1;
     }
     for (size_t i = 0; i < len; i += 2)
-        bytes[i / 2] = (uint8_t)(hexval(hex[i]) << 4 | hexval(hex[i + 1]));
+        bytes[i / 2] = (uint8_t)(hex_digit(hex[i]) << 4 | hex_digit(hex[i + 1]));
     btp_cbf_info info;
     btp_status st = btp_cbf_decode(bytes, len / 2, BTP_CBF_POLICY_DEFAULT, frames,
                                    CSV_STACK_FRAMES, &info);

@@ -422,11 +422,13 @@ static maps_file *maps_files(const char *t, size_t len, size_t *n)
 }
 
 /* Whether the file f opened at path is the one the first line of the maps
- * text naming that path mapped (files: maps_files): the same inode, on the
- * same device. A file system whose st_dev is an anonymous device (major 0:
+ * text naming that path mapped (files: maps_files): 1 when it has the
+ * inode that line shows, on the same device; 0 when it is another file;
+ * -1 when no line names the path or shows an inode. A file system whose st_dev is an anonymous device (major 0:
  * overlayfs, btrfs subvolumes, NFS, FUSE) shows a device in /proc/PID/maps
  * that stat() does not give, so there the inode alone decides. */
-static int maps_same_file(const maps_file *files, size_t n, const char *path, const elf_file *f)
+static int maps_same_file(const maps_file *files, size_t n, const char *path, uint64_t dev,
+                          uint64_t ino)
 {
     maps_file key = {path, strlen(path), 0, 0, 0, 0};
     size_t lo = 0, hi = n; /* the first entry not before (path, line 0) */
@@ -438,11 +440,13 @@ static int maps_same_file(const maps_file *files, size_t n, const char *path, co
             hi = mid;
     }
     if (lo == n || files[lo].len != key.len || memcmp(files[lo].path, path, key.len) != 0)
-        return 0;
+        return -1;
     const maps_file *m = &files[lo];
-    if (m->ino == 0 || m->ino != f->ino)
+    if (m->ino == 0)
+        return -1; /* no inode shown: nothing to compare */
+    if (m->ino != ino)
         return 0;
-    dev_t d = (dev_t)f->dev;
+    dev_t d = (dev_t)dev;
     return major(d) == 0 || (m->maj == major(d) && m->min == minor(d));
 }
 
@@ -463,7 +467,7 @@ btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word
         /* a build ID names a file: only the one that was mapped (maps text
          * from another machine, or from before the file was replaced, names
          * files this machine may hold other versions of) */
-        if (have && f.build_id && maps_same_file(files, n_files, im.path, &f)) {
+        if (have && f.build_id && maps_same_file(files, n_files, im.path, f.dev, f.ino) == 1) {
             im.build_id = f.build_id;
             im.build_id_len = f.build_id_len;
         }
@@ -474,4 +478,34 @@ btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word
     free(files);
     owned_map_free(&m);
     return out->oom ? BTP_E_OUT_OF_MEMORY : st;
+}
+
+struct maps_index {
+    maps_file *files;
+    size_t n;
+};
+
+maps_index *maps_index_new(const char *text, size_t len)
+{
+    maps_index *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    x->files = maps_files(text, len, &x->n);
+    if (!x->files && x->n) {
+        free(x);
+        return NULL;
+    }
+    return x;
+}
+
+int maps_index_same_file(const maps_index *x, const char *path, uint64_t dev, uint64_t ino)
+{
+    return maps_same_file(x->files, x->n, path, dev, ino);
+}
+
+void maps_index_free(maps_index *x)
+{
+    if (x)
+        free(x->files);
+    free(x);
 }

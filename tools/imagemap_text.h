@@ -96,4 +96,18 @@ void platform_line_append(strbuf *out, const char *platform);
 btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word_bits,
                                      strbuf *out, size_t *err_off);
 
+/* The file-naming lines of /proc/PID/maps text, read once (the text must
+ * outlive the index), to ask whether a file on this machine is the one a
+ * process mapped. NULL when memory ran out. */
+typedef struct maps_index maps_index;
+maps_index *maps_index_new(const char *text, size_t len);
+
+/* Whether the file with st_dev dev and st_ino ino is the one the text's
+ * first line naming path mapped: 1 yes (that inode, on that device; where
+ * st_dev is an anonymous device, major 0, as on overlayfs, btrfs, NFS and
+ * FUSE, the maps line shows another device and the inode decides alone),
+ * 0 another file, -1 no line names path or shows an inode. */
+int maps_index_same_file(const maps_index *x, const char *path, uint64_t dev, uint64_t ino);
+void maps_index_free(maps_index *x);
+
 #endif

@@ -32,7 +32,10 @@ static const char symbolize_help[] =
     "--maps. Debug information is found in the image's file when it has DWARF,\n"
     "else by build ID in DIR/.build-id/xx/yyyy.debug, by its .gnu_debuglink\n"
     "and by path under DIR, for each --debug-dir DIR and /usr/lib/debug. A file\n"
-    "whose build ID differs from the one recorded is not used. What cannot be\n"
+    "whose build ID differs from the one recorded is not used. Maps text has\n"
+    "no build IDs: a file whose inode is not the one its maps line shows is\n"
+    "read all the same, and each of its frames says its names may be another\n"
+    "version's. What cannot be\n"
     "known (missing file, wrong build ID, stripped binary, an address in no\n"
     "image) is said in a note on the frame, never guessed. When the back end\n"
     "fails on a file (cannot run, dies), its frames keep the function names\n"
@@ -123,6 +126,11 @@ static int keep(void *ctx, trace *t)
 oom:
     diag(DIAG_ERROR, NULL, NULL, "out of memory");
     return -1;
+}
+
+static int same_file(void *ctx, const char *path, uint64_t dev, uint64_t ino)
+{
+    return maps_index_same_file(ctx, path, dev, ino);
 }
 
 static const char *base_name(const char *p)
@@ -338,32 +346,40 @@ int cmd_symbolize(int argc, char **argv)
     output dest;
     output_stdio(&dest);
     owned_map mapsfile = {0};
+    maps_index *maps_ix = NULL; /* points into maps_text */
+    strbuf maps_text = STRBUF_INIT;
     int rc = EXIT_OK;
     char why[256];
     if (maps) {
         input in;
-        strbuf text = STRBUF_INIT;
         size_t off = 0;
         btp_status st = BTP_E_IO;
         if (input_open(&in, maps) == 0) {
-            if (input_read_all(&in, &text) == 0)
-                st = owned_map_procmaps(&mapsfile, text.data, text.len, opt.word_bits, &off);
+            if (input_read_all(&in, &maps_text) == 0)
+                st = owned_map_procmaps(&mapsfile, maps_text.data, maps_text.len, opt.word_bits,
+                                        &off);
             input_close(&in);
         } else {
-            sb_free(&text);
+            sb_free(&maps_text);
             return EXIT_BAD_INPUT; /* input_open said why */
         }
-        sb_free(&text);
+        if (st == BTP_OK && !(maps_ix = maps_index_new(maps_text.data, maps_text.len)))
+            st = BTP_E_OUT_OF_MEMORY;
         if (st != BTP_OK) {
             src_loc loc = {.offset = off, .has_offset = 1};
             diag(DIAG_ERROR, maps, &loc, "%s", btp_strerror(st));
             owned_map_free(&mapsfile);
+            sb_free(&maps_text);
             return EXIT_BAD_INPUT;
         }
         r.override = &mapsfile.map;
+        so.same_file = same_file;
+        so.same_file_ctx = maps_ix;
     }
     r.sy = sym_new(&so, why, sizeof why);
     if (!r.sy) {
+        maps_index_free(maps_ix);
+        sb_free(&maps_text);
         owned_map_free(&mapsfile);
         return cli_usage_error("symbolize", "%s", why);
     }
@@ -400,6 +416,8 @@ int cmd_symbolize(int argc, char **argv)
     free(r.frames);
     free(r.handles);
     sym_free(r.sy);
+    maps_index_free(maps_ix);
+    sb_free(&maps_text);
     owned_map_free(&mapsfile);
     return rc;
 }

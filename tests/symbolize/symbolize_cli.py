@@ -234,6 +234,27 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0, "addrs + --maps: %s" % err)
     if rc == 0:
         expect_ours(frames_of(out), "addrs + --maps")
+        check(not any("not the one mapped" in (f.get("note") or "") for f in frames_of(out)),
+              "addrs + --maps: the mapped files themselves get no warning")
+    # maps text naming the program with another inode (another machine's, or
+    # from before it was rebuilt): still named from the file here, each of
+    # its frames saying the names may be another version's
+    def other_inode(line):
+        f = line.split()
+        if len(f) >= 6 and line.endswith(PROG):
+            f[4] = str(int(f[4]) + 1)
+            return " ".join(f)
+        return line
+    moved = os.path.join(tmp, "maps-moved")
+    open(moved, "w").write("".join(other_inode(l) + "\n" for l in open(maps).read().splitlines()))
+    rc, out, err = run(["symbolize", "--to", "json", "--from", "addrs", "--maps", moved], addrs)
+    fr = [f for f in frames_of(out) if f.get("image") == PROG] if rc == 0 else []
+    check(len(fr) == n_prog and all("not the one mapped" in (f.get("note") or "") and
+                                    f["symbols"] for f in fr),
+          "another inode: names kept, each frame warned: %s %s" % (fr, err))
+    others = [f for f in frames_of(out) if f.get("image") != PROG] if rc == 0 else []
+    check(not any("not the one mapped" in (f.get("note") or "") for f in others),
+          "another inode: only the program's frames warned")
     # bad records and options: clear errors, no crash
     for data, want in [(b"btpack-crash v2 signal=1\nend\n", "without a cbf line"),
                        (b"btpack-crash v2\ncbf 0zz\nend\n", "hex"),

@@ -631,6 +631,15 @@ static int resolve_object(symbolizer *s, size_t oi)
         o->note = notef(s, &oom, "no debug info in %s: function from its %s, no line",
                         o->debug_path, sym->has_symtab ? "symbol table" : "exported symbols");
     }
+    /* a map without build IDs (maps text) names files by path alone: the
+     * file here may be another version of the one loaded, whose names
+     * would be wrong without a word */
+    if (sym && have_elf && !o->build_id_len && s->opt.same_file &&
+        s->opt.same_file(s->opt.same_file_ctx, path, elf.dev, elf.ino) == 0)
+        o->note = notef(s, &oom,
+                        "the file here is not the one mapped (another inode, no build ID "
+                        "to compare): names may be another version's%s%s",
+                        o->note ? "; " : "", o->note ? o->note : "");
     /* where file offset 0 is linked: from the file loaded, else the debug
      * file (it keeps the program headers) */
     uint64_t link_base = elf_ok ? elf.link_base : dbg.link_base;

@@ -31,6 +31,12 @@ typedef struct sym_options {
      * files, no back end (LLVM markup output, where the consumer
      * symbolizes). */
     int images_only;
+    /* For an image whose map gives no build ID: whether the file at path,
+     * with st_dev dev and st_ino ino, is the one the process loaded (1),
+     * another file (0: its names may be another version's, and each frame
+     * in it says so), or cannot be told (-1). NULL: cannot be told. */
+    int (*same_file)(void *ctx, const char *path, uint64_t dev, uint64_t ino);
+    void *same_file_ctx;
 } sym_options;
 
 /* One source position, innermost first: [0] is where the address is, each
