@@ -1,6 +1,7 @@
 /* The loop that writes a capture's usual frames as CBF, shared by
- * btp_capture_cbf (capture.c: the collector's frames) and the libunwind
- * method (capture_libunwind.c: unw_backtrace's addresses as they come). */
+ * btp_capture_cbf (capture.c: the collector's frames), the cfi memo's
+ * (cfi.c memo_cbf(): the walk's head) and the libunwind method
+ * (capture_libunwind.c: unw_backtrace's addresses as they come). */
 #ifndef BTPACK_CAPTURE_CBF_H
 #define BTPACK_CAPTURE_CBF_H
 
