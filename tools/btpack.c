@@ -46,7 +46,8 @@ static void usage(FILE *f)
  * each optional library, + when built in and - when not (the build's
  * `Features` summary lists the same): zlib (compressed trace logs), liblzma
  * (.xz input, LZMA2 trace logs), libunwind (a capture method), libdw (symbolize in-process),
- * libstdc++ (C++ names demangled); and the capture methods. */
+ * libstdc++ (C++ names demangled; the runtime is opened when a name needs
+ * it); and the capture methods. */
 static void version(void)
 {
     printf("btpack %s (library %s)\n", BTP_VERSION_STRING, btp_version());

@@ -167,6 +167,12 @@ static long convert_idle(void *ctx, int waiting)
     return wait == UINT32_MAX ? -1 : (long)wait;
 }
 
+static int convert_stack_known(void *ctx, uint64_t key)
+{
+    convert_ctx *c = ctx;
+    return c->to->has_stack(&c->w, key);
+}
+
 static int convert_sink(void *ctx, trace *t)
 {
     convert_ctx *c = ctx;
@@ -332,6 +338,10 @@ int cmd_convert(int argc, char **argv)
     opt.synthetic = &synthetic;
     opt.idle = convert_idle;
     opt.idle_ctx = &c;
+    if (to->has_stack) {
+        opt.stack_known = convert_stack_known;
+        opt.stack_known_ctx = &c;
+    }
 
     int rc = output_open(&c.out, out_path, ins, n_ins,
                          out_flags | (to->binary ? OUTPUT_BINARY : 0));

@@ -53,6 +53,12 @@ typedef struct cli_options {
      * flush what is due while the input waits. */
     input_idle_fn idle;
     void *idle_ctx;
+    /* Set when the writer keeps what it made of stacks (format.has_stack):
+     * whether it has the stack with this key (trace.stack_key). A reader
+     * that numbers its stacks may then hand a record on with its frames
+     * left out (trace.frames_elided). */
+    int (*stack_known)(void *ctx, uint64_t key);
+    void *stack_known_ctx;
     int thread_given;    /* --thread was given */
     int thread_sel;      /* --thread (crash logs): CLI_THREADS_* */
     size_t thread_index; /* --thread N */
@@ -168,6 +174,11 @@ typedef struct format {
      * due by now (cli_options.flush_interval_ms) to out, and set *wait_ms to
      * when the rest will be (UINT32_MAX: nothing held). 0 or -1 (wr_error). */
     int (*tick)(writer *w, strbuf *out, uint32_t *wait_ms);
+    /* Optional, for a writer that keeps what it made of a stack by its key
+     * (trace.stack_key): 1 when it has the stack with this key and will
+     * write a trace of it without its frames (trace.frames_elided), else 0.
+     * What it says holds until its next write. */
+    int (*has_stack)(writer *w, uint64_t key);
 } format;
 
 /* The registry (formats/registry.c). */

@@ -34,6 +34,7 @@ void trace_reset(trace *t, unsigned word_bits)
     t->crashed = 0;
     t->has_stack_key = 0;
     t->stack_key = 0;
+    t->frames_elided = 0;
 }
 
 /* Room for `runs` more runs. */

@@ -276,6 +276,14 @@ static int log_read_next(reader *r, trace *t)
      * work on a stack they have seen (trace.h) */
     t->has_stack_key = 1;
     t->stack_key = (uint64_t)rec.segment << 32 | rec.stack_id;
+    /* a stack the writer has: its frames were checked when it had them */
+    const cli_options *o = r->opt;
+    if (o->stack_known && rec.n_frames <= t->max_frames &&
+        o->stack_known(o->stack_known_ctx, t->stack_key)) {
+        t->n = rec.n_frames;
+        t->frames_elided = 1;
+        return 1;
+    }
     /* the whole stack in one step; on a failure (such as --max-frames)
      * frame by frame, so that rd_add_frame words it for the frame at fault */
     if (rec.n_frames && trace_add_frames(t, rec.frames, rec.n_frames) != BTP_OK)

@@ -178,6 +178,13 @@ static int trace_begin(writer *w, strbuf *out)
     return w->state ? 0 : wr_error(w, "out of memory");
 }
 
+static int trace_has_stack(writer *w, uint64_t key)
+{
+    const trace_wstate *s = w->state;
+    /* a key of another generation would clear the cache (cache_gen) */
+    return s && (uint32_t)(key >> 32) == s->gen && cache_get(s, (uint32_t)key) != NULL;
+}
+
 static void take_comments(writer *w, strbuf *out)
 {
     trace_wstate *s = w->state;
@@ -211,6 +218,8 @@ static int trace_write(writer *w, const trace *t, strbuf *out)
             cache_gen(s, (uint32_t)(t->stack_key >> 32));
             hit = cache_get(s, (uint32_t)t->stack_key);
         }
+        if (!hit && t->frames_elided)
+            return wr_error(w, "a stack without its frames that was not written before");
         for (size_t i = 0, at = 0; !hit && i < t->n_runs; at += (size_t)t->runs[i++].count)
             if (t->runs[i].frame.kind != BTP_FRAME_RA)
                 return wr_error(w, "frame %zu is %s: the trace format holds return addresses",
@@ -290,6 +299,7 @@ const format fmt_trace = {
     .comments = 1,
     .read_line = trace_read_line,
     .write = trace_write,
+    .has_stack = trace_has_stack,
     .begin = trace_begin,
     .end = trace_end,
 };
