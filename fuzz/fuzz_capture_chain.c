@@ -7,7 +7,7 @@
  * call sites) in the order its path says, one capture after the other on
  * this thread: the cfi walk joins the memo of the walk before (cfi.h)
  * wherever the stacks agree, and btp_capture_cbf takes the instructions it
- * kept there (cfi.c memo_cbf, btp_collector_cbf_rest); the libunwind
+ * kept there (cfi.c memo_cbf); the libunwind
  * method writes the stream from unw_backtrace's addresses (btp_chunk_cbf)
  * when they fit, else its frames go through the collector.
  *

@@ -621,24 +621,6 @@ uint8_t *btp_cbf_put_ra(uint8_t *p, uint64_t value, uint64_t before)
         return NULL;
     return put_address(p, value, value - before, &btp_cbf_kind_shapes[BTP_FRAME_RA], 1, 64);
 }
-
-void btp_collector_cbf_rest(btp_collector *c, const uint8_t *rest, size_t len, size_t cnt,
-                            uint64_t before)
-{
-    btp_cbf_sink *sink = c->cbf;
-    size_t n = c->head_n, k = n - cnt;
-    if (c->fast_end == 0 || cnt > n || k == 0 || c->out[k - 1].value != before ||
-        sink->cap < BTP_CBF_BOUND(n))
-        return;
-    uint8_t *p = btp_frames_cbf(c->out, k, sink->buf, 0);
-    if (!p)
-        return;
-    memcpy(p, rest, len);
-    p += len;
-    *p++ = CBF_OP_END;
-    sink->len = (size_t)(p - sink->buf);
-    sink->n = n;
-}
 #endif
 
 /* btp_capture_cbf's other cases, as capture_general is btp_capture's:

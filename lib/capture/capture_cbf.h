@@ -1,10 +1,11 @@
 /* The loop that writes a capture's usual frames as CBF, shared by
- * btp_capture_cbf (capture.c: the collector's frames) and the libunwind
- * method (capture_libunwind.c: unw_backtrace's addresses as they come);
- * what the libunwind method does with those addresses and how
- * btp_capture_cbf makes its bytes of a capture, here so that
- * fuzz/fuzz_capture_chunk.c runs this very code on addresses and buffer
- * sizes of its choosing (no fuzzer can choose what unw_backtrace finds). */
+ * btp_capture_cbf (capture.c: the collector's frames), the cfi memo's
+ * (cfi.c memo_cbf(): the walk's head) and the libunwind method
+ * (capture_libunwind.c: unw_backtrace's addresses as they come); what the
+ * libunwind method does with those addresses and how btp_capture_cbf makes
+ * its bytes of a capture, here so that fuzz/fuzz_capture_chunk.c runs this
+ * very code on addresses and buffer sizes of its choosing (no fuzzer can
+ * choose what unw_backtrace finds). */
 #ifndef BTPACK_CAPTURE_CBF_H
 #define BTPACK_CAPTURE_CBF_H
 
@@ -132,7 +133,7 @@ static BTP_ALWAYS_INLINE void btp_collector_chunk(btp_collector *c, void *const 
  * BTP_CAPTURE_CBF_MAX_FRAMES) in `frames` and, where streams are written
  * while walking, its sink (`sink`; its buffer is buf, cap at least 2):
  * the stream the walk wrote (the memo's frames: see
- * btp_collector_cbf_rest; the libunwind method's: btp_chunk_cbf), else
+ * cfi.c memo_cbf(); the libunwind method's: btp_chunk_cbf), else
  * the usual frames' by the loop for them; anything else, and a buffer
  * under the bound, by the encoder (cut with `trunc` when the buffer is
  * too small: BTP_E_BUFFER_TOO_SMALL). *len_out gets the length.

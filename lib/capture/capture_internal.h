@@ -59,8 +59,9 @@
 
 /*
  * Where btp_capture_cbf's capture may have its stream written while it is
- * walked (btp_collector_cbf_rest; the libunwind method's, from addresses
- * that then never reach the collector): its buffer, and once written (len
+ * walked (a cfi walk that took the memo's frames: cfi.c memo_cbf(); the
+ * libunwind method's, from addresses that then never reach the
+ * collector): its buffer, and once written (len
  * 0 until then) the stream's length and how many of its frames the
  * collector holds (n: all of them, or none for the libunwind method's).
  * The stream stands only if the capture ends with exactly n frames in the
@@ -159,19 +160,6 @@ static inline int btp_collector_add(btp_collector *c, uintptr_t addr)
     return btp_collector_push(c, addr);
 }
 #if BTP_CAPTURE_CBF_STREAM
-/*
- * For a walk whose head's last cnt frames, return addresses, have the CBF
- * instructions at rest (len bytes; each after the frame before it, the
- * first after `before`; none a repeat), while the collector takes frames
- * the usual way (so the head holds return addresses only, the first to
- * become the pc): with c->cbf set, write the whole stream of the head into
- * its buffer, those frames' bytes copied, and note it there. Nothing when
- * the frame before them is not `before`, the buffer is under BTP_CBF_BOUND
- * of the head, or two earlier frames in a row are the same (a repeat: see
- * capture.c).
- */
-void btp_collector_cbf_rest(btp_collector *c, const uint8_t *rest, size_t len, size_t cnt,
-                            uint64_t before);
 /* The instruction of the return address `value` after the address
  * `before` (of a pc or a return address) at p, which has room for the
  * longest instruction (CBF_MAX_INSTR bytes); returns its end, or NULL

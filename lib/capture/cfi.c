@@ -17,6 +17,7 @@
  */
 #include "capture/cfi.h"
 
+#include "capture/capture_cbf.h"
 #include "capture/cfi_cache.h"
 #include "common/compiler.h"
 
@@ -1870,29 +1871,34 @@ static BTP_NOINLINE int memo_top_in(const btp_cfi_memo *m, unsigned j, uintptr_t
 #if BTP_CAPTURE_CBF_STREAM
 /*
  * btp_capture_cbf's walk has just taken the frames of states j+1 to the
- * last from the memo (return addresses, none 0; memo_try()): their CBF
- * instructions, each after the pc of the state before, to the collector
- * (btp_collector_cbf_rest), which writes the capture's stream with them.
- * They are kept in the memo from one capture to the next, with the pcs
- * they were written for: those whose two pcs are the frames the collector
- * took now are used as they are (a walk's memo keeps the states above
- * where it joined it, so a capture that joins it where the last one did
- * finds all of them), the others written (by btp_cbf_put_ra, the choice
- * every encoder makes) in front of them. So the bytes are those of the
- * collector's frames, whatever the memo holds. A repeat (a `rep`, not an
- * address instruction) leaves the stream to the capture's encoder. Only
- * the memo's owner writes it (cfi.h), so nothing else changes it
- * meanwhile.
+ * last from the memo (return addresses, none 0; memo_try()): write the
+ * capture's stream into the collector's sink with their CBF instructions,
+ * each after the pc of the state before, kept in the memo from one capture
+ * to the next with the pcs they were written for: those whose two pcs are
+ * the frames the collector took now are used as they are (a walk's memo
+ * keeps the states above where it joined it, so a capture that joins it
+ * where the last one did finds all of them), the others written (by
+ * btp_cbf_put_ra, the choice every encoder makes) in front of them. The
+ * frames before those (the walk's own, from the capture's pc to state
+ * j's) are written by btp_frames_cbf; where the last two CBF captures took
+ * the same ones, their stream is kept in front of the memo's instructions
+ * too and the capture copies the whole stream at once. So the bytes are
+ * those of the collector's frames, whatever the memo holds. A repeat (a
+ * `rep`, not an address instruction) leaves the stream to the capture's
+ * encoder. Only the memo's owner writes it (cfi.h), so nothing else
+ * changes it meanwhile.
  */
 /* memo_cbf's instructions of states from..lo-1 (lo: the lowest whose kept
  * one holds, last + 1 if none), for the pcs f[k - j] (state k), written in
- * front of the kept ones; 0 at a repeat (then none is kept). */
+ * front of the kept ones; 0 at a repeat (then none is kept). The head's
+ * stream, which lay in front of them, goes. */
 static BTP_NOINLINE int memo_cbf_write(btp_cfi_memo *m, const btp_frame *f, unsigned j,
                                        unsigned from, unsigned lo, unsigned last)
 {
     /* (room for the last instruction's 8-byte operand store) */
-    uint8_t tmp[sizeof m->cbf + 8], *p = tmp;
+    uint8_t tmp[9 * BTP_CFI_MEMO_N + 8], *p = tmp;
     uint16_t at[BTP_CFI_MEMO_N + 1];
+    m->cbf_head_len = 0;
     for (unsigned k = from; k < lo; k++) {
         at[k] = (uint16_t)(p - tmp);
         if (!(p = btp_cbf_put_ra(p, f[k - j].value, f[k - 1 - j].value))) {
@@ -1901,9 +1907,11 @@ static BTP_NOINLINE int memo_cbf_write(btp_cfi_memo *m, const btp_frame *f, unsi
         }
     }
     /* (at most 9 bytes a state of from..last, which are at most
-     * BTP_CFI_MEMO_N: they fit) */
-    size_t len = (size_t)(p - tmp), end = lo <= last ? m->cbf_at[lo] : sizeof m->cbf;
+     * BTP_CFI_MEMO_N: they fit in front of the terminator, with the
+     * head's room before them) */
+    size_t len = (size_t)(p - tmp), end = lo <= last ? m->cbf_at[lo] : sizeof m->cbf - 1;
     memcpy(m->cbf + end - len, tmp, len);
+    m->cbf[sizeof m->cbf - 1] = CBF_OP_END;
     for (unsigned k = from; k < lo; k++)
         m->cbf_at[k] = (uint16_t)(end - len + at[k]);
     for (unsigned k = from - 1; k < lo; k++)
@@ -1917,10 +1925,16 @@ static BTP_NOINLINE void memo_cbf(btp_cfi_memo *m, btp_collector *c, unsigned j)
 {
     const unsigned from = j + 1,
                    last = BTP_CFI_MEMO_N - ((m->info[BTP_CFI_MEMO_N] & MI_END0) ? 1 : 0);
-    if (last < from || c->head_n <= last - j)
+    btp_cbf_sink *const sink = c->cbf;
+    const size_t n = c->head_n;
+    /* (the frames taken the usual way, straight into the head; the
+     * buffer holds the longest stream of n frames) */
+    if (last < from || n <= last - j || c->fast_end == 0 || sink->cap < BTP_CBF_BOUND(n))
         return;
-    /* the collector's last frames: state j's pc, then the memo's */
-    const btp_frame *f = c->out + (c->head_n - (last - j) - 1);
+    /* the head: the collector's frames before the memo's, the last of
+     * them state j's pc */
+    const size_t hn = n - (last - j);
+    const btp_frame *f = c->out + (hn - 1);
     /* lo: the lowest state whose kept instruction holds (last + 1: none) */
     unsigned lo = last + 1;
     if (m->cbf_last == last) {
@@ -1949,8 +1963,58 @@ static BTP_NOINLINE void memo_cbf(btp_cfi_memo *m, btp_collector *c, unsigned j)
     }
     if (from < lo && !memo_cbf_write(m, f, j, from, lo, last))
         return;
-    btp_collector_cbf_rest(c, m->cbf + m->cbf_at[from], sizeof m->cbf - m->cbf_at[from],
-                           last - j, f[0].value);
+    /* (the memo's instructions and the terminator) */
+    const size_t at = m->cbf_at[from], rest = sizeof m->cbf - at;
+    uint8_t *const buf = sink->buf;
+    /* The head as the last capture's? (its last frame, state j's pc, was
+     * compared above.) Its frames are noted in two steps: first their
+     * count, state and the frame of the function that called the one that
+     * captured (out[1]), and only when a capture finds those again, all of
+     * them; so a program capturing from two callers in turn pays a few
+     * stores a capture for the notes, not a copy of the frames. */
+    const uint64_t key = hn >= 2 ? c->out[1].value : 0;
+    const int keyed = hn == m->cbf_head_n && from == m->cbf_head_from && key == m->cbf_head_key;
+    int same = keyed && m->cbf_head_full;
+    for (size_t i = 0; same && i + 1 < hn; i++)
+        same = c->out[i].value == m->cbf_head[i].value;
+    size_t len = m->cbf_head_len;
+    /* (the lengths hidden from the compiler: with their bounds known it
+     * copies by `rep movs`, whose start takes longer than the library's
+     * copy of the ~60 bytes) */
+    size_t copy = len + rest;
+    BTP_OPAQUE(copy);
+    if (same && len != 0) {
+        memcpy(buf, m->cbf + at - len, copy);
+    } else {
+        uint8_t *p = btp_frames_cbf(c->out, hn, buf, 0);
+        if (!p)
+            return;
+        len = (size_t)(p - buf);
+        if (same) {
+            /* a capture with the head noted in full: its stream kept
+             * (over the instructions of any state below `from`) */
+            memcpy(m->cbf + at - len, buf, len);
+            m->cbf_head_len = (unsigned)len;
+            if (m->cbf_lo < from)
+                m->cbf_lo = from;
+        } else if (keyed && hn <= BTP_CFI_CBF_HEAD_MAX && c->cap >= BTP_CFI_CBF_HEAD_MAX - 1) {
+            /* the frames in full (those past the head copied too,
+             * compared never: one fixed copy, no loop) */
+            memcpy(m->cbf_head, c->out, sizeof m->cbf_head);
+            m->cbf_head_full = 1;
+            m->cbf_head_len = 0;
+        } else {
+            m->cbf_head_n = (unsigned)hn;
+            m->cbf_head_from = from;
+            m->cbf_head_key = key;
+            m->cbf_head_full = 0;
+        }
+        copy = rest;
+        BTP_OPAQUE(copy);
+        memcpy(p, m->cbf + at, copy);
+    }
+    sink->len = len + rest;
+    sink->n = n;
 }
 #endif
 

@@ -80,6 +80,11 @@ struct btp_cfi_cache;
 #define BTP_CFI_MEMO_N 31 /* (with the end state, a power of two) */
 #define BTP_CFI_HEAD_N 6
 #define BTP_CFI_HEAD_NONE INT32_MIN
+/* The frames before the memo's that a CBF capture's memo keeps the stream
+ * of (cfi.c memo_cbf()), and the room for it: the information byte and
+ * at most 9 bytes an instruction. */
+#define BTP_CFI_CBF_HEAD_MAX 8
+#define BTP_CFI_CBF_HEAD_ROOM (1 + 9 * BTP_CFI_CBF_HEAD_MAX)
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(BTP_CFI_NO_MEMO)
 #define BTP_CFI_MEMO 1
 #else
@@ -137,11 +142,27 @@ typedef struct btp_cfi_memo {
      * the state before, one stream ending at the end of cbf (state k's
      * from cbf_at[k]), written for the pcs in cbf_pc[cbf_lo - 1 ..
      * cbf_last]: an instruction is used where both its pcs are those of
-     * the frames a capture took. cbf_last 0: none (a zeroed memo). */
+     * the frames a capture took. cbf_last 0: none (a zeroed memo). The
+     * stream ends with its terminator, the last byte of cbf; in front of
+     * it lies room for the head below (BTP_CFI_CBF_HEAD_ROOM).
+     *
+     * The capture's frames before those (the walk's own, its head here,
+     * at most BTP_CFI_CBF_HEAD_MAX), as the last CBF captures took them:
+     * their count (0: none noted), the state cbf_head_from they came
+     * before and their second frame (cbf_head_key); with cbf_head_full,
+     * all of them but the last (the last is cbf_pc[cbf_head_from - 1];
+     * copied as frames, BTP_CFI_CBF_HEAD_MAX - 1 at once whatever the
+     * count); and with cbf_head_len non-zero as well, their stream (the
+     * information byte, the pc, the return addresses), which lies in cbf
+     * just in front of cbf_at[cbf_head_from]: a capture that took the
+     * same frames copies the whole stream at once. */
     unsigned cbf_lo, cbf_last;
+    unsigned cbf_head_n, cbf_head_from, cbf_head_len, cbf_head_full;
+    uint64_t cbf_head_key;
+    btp_frame cbf_head[BTP_CFI_CBF_HEAD_MAX - 1];
     uint16_t cbf_at[BTP_CFI_MEMO_N + 1];
     uintptr_t cbf_pc[BTP_CFI_MEMO_N + 1];
-    uint8_t cbf[9 * BTP_CFI_MEMO_N];
+    uint8_t cbf[BTP_CFI_CBF_HEAD_ROOM + 9 * BTP_CFI_MEMO_N + 1];
 } btp_cfi_memo;
 
 #define BTP_CFI_KEEP_MAX 4

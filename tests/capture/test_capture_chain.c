@@ -437,6 +437,131 @@ NOINL void test_cbf_sequence(btp_capture_method m)
     }
 }
 
+/*
+ * Three functions that call each other, never themselves: a chain of them
+ * has no two frames the same (no `rep`), so a CBF capture from its bottom
+ * is written by the walk (the cfi memo's instructions, and where the last
+ * captures took the same frames below the memo's, their stream too:
+ * cfi.c memo_cbf()). The bits of `path`, the outermost call's first, pick
+ * which of the two others each one calls.
+ */
+void hd_a(result *r, unsigned d, unsigned path);
+void hd_b(result *r, unsigned d, unsigned path);
+void hd_c(result *r, unsigned d, unsigned path);
+
+NOINL void hd_a(result *x, unsigned d, unsigned path)
+{
+    if (d == 0)
+        mix_bottom(x);
+    else if (path & 1)
+        hd_c(x, d - 1, path >> 1);
+    else
+        hd_b(x, d - 1, path >> 1);
+    BARRIER();
+}
+
+NOINL void hd_b(result *x, unsigned d, unsigned path)
+{
+    if (d == 0)
+        mix_bottom(x);
+    else if (path & 1)
+        hd_a(x, d - 1, path >> 1);
+    else
+        hd_c(x, d - 1, path >> 1);
+    BARRIER();
+}
+
+NOINL void hd_c(result *x, unsigned d, unsigned path)
+{
+    if (d == 0)
+        mix_bottom(x);
+    else if (path & 1)
+        hd_b(x, d - 1, path >> 1);
+    else
+        hd_a(x, d - 1, path >> 1);
+    BARRIER();
+}
+
+/*
+ * Straight into CBF, capture after capture, from chains of hd_a/b/c whose
+ * innermost calls differ: each the same several times in a row (the memo
+ * keeps the frames below its own, then their stream, then copies it),
+ * then two in turn that the memo's note of them does not tell apart (the
+ * same function calls the one that captures, from the same place: the
+ * last two choices 01 and 10), after a run of one of them and in turn,
+ * then other depths. Each stream decodes to the frames a capture of
+ * frames gets from the same place, in the bytes btp_cbf_encode makes.
+ */
+void test_cbf_heads(btp_capture_method m);
+
+NOINL void test_cbf_heads(btp_capture_method m)
+{
+    enum { D = 12, N = 92 };
+    static unsigned depth[N], path[N];
+    size_t len = 0;
+    /* the last two choices (bits D-2 and D-1) of the chain's: 00, 01, 10,
+     * 11 six times each (the memo keeps the stream from about the fourth);
+     * 01 six times, then 10, 01, 10, 01, 10 six times, 01 four times */
+    static const unsigned last2[] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
+                                     3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 2, 1, 2, 1,
+                                     2, 2, 2, 2, 2, 2, 1, 1, 1, 1};
+    for (size_t i = 0; i < sizeof last2 / sizeof last2[0]; i++, len++) {
+        depth[len] = D;
+        path[len] = ((last2[i] & 1) << (D - 2)) | ((last2[i] >> 1) << (D - 1));
+    }
+    /* the same two in turn, a pair of choices further out (bits D-2-q and
+     * D-1-q: the frames differ from the (2+q)th on), after a run of one */
+    for (unsigned q = 1; q <= 4; q++)
+        for (unsigned i = 0; i < 8; i++, len++) {
+            depth[len] = D;
+            path[len] = (i < 5 || i == 6 ? 1u : 2u) << (D - 2 - q);
+        }
+    for (; len < N; len++) {
+        depth[len] = len < N - 4 ? D - 1 - (unsigned)(len % 3) : D;
+        path[len] = len < N - 4 ? 1u << (depth[len] - 1) : 2u << (D - 2);
+    }
+    static result streams[N];
+    const char *name = btp_capture_method_name(m);
+    size_t written = 0;
+    for (size_t t = 0; t < 2 * N; t++) {
+        size_t i = t % N;
+        result *x = t < N ? &streams[i] : &r;
+        memset(x, 0, sizeof *x);
+        x->opt.method = m;
+        x->cbf = t < N;
+        x->cap = BTP_CAPTURE_CBF_MAX_FRAMES;
+        hd_a(x, depth[i], path[i]); /* (one call for both: the same frames above) */
+        if (t < N)
+            continue;
+        const result *c = &streams[i];
+        btp_frame got[BTP_CAPTURE_CBF_MAX_FRAMES];
+        btp_cbf_info gi;
+        btp_status gs = btp_cbf_decode(c->bytes, c->len, BTP_CBF_POLICY_STRICT, got,
+                                       BTP_CAPTURE_CBF_MAX_FRAMES, &gi);
+        int ok = r.st == BTP_OK && c->st == BTP_OK && gs == BTP_OK && gi.frames == r.n &&
+                 r.n > 0 && frame_in(got[0], "mix_bottom", 0);
+        /* (but the first: mix_bottom calls each entry point from a place
+         * of its own; and the return address into this function, as in
+         * test_cbf_sequence) */
+        for (size_t k = 1; ok && k < r.n; k++)
+            ok = got[k].kind == r.f[k].kind &&
+                 (got[k].value == r.f[k].value || (frame_in(got[k], "test_cbf_heads", 0) &&
+                                                   frame_in(r.f[k], "test_cbf_heads", 0)));
+        CHECK(ok, "%s: cbf heads %zu (depth %u, path 0x%x): %s/%s, %zu frames, capture %zu",
+              name, i, depth[i], path[i], btp_status_name(c->st), btp_status_name(gs),
+              gs == BTP_OK ? gi.frames : 0, r.n);
+        uint8_t want[sizeof c->bytes];
+        size_t wlen = 0;
+        btp_status ws = btp_cbf_encode(got, gs == BTP_OK ? gi.frames : 0, 0, 8 * sizeof(void *),
+                                       BTP_CBF_ENC_TRUNCATE_ON_FULL, want, sizeof want, &wlen,
+                                       NULL);
+        CHECK(ws == BTP_OK && wlen == c->len && memcmp(want, c->bytes, wlen) == 0,
+              "%s: cbf heads %zu: %zu bytes, encoder %zu", name, i, c->len, wlen);
+        written += ok;
+    }
+    CHECK(written == N, "%s: cbf heads: %zu of %d", name, written, (int)N);
+}
+
 /* The environment picks the method; verbose lists them on stderr. */
 static void test_environment(void)
 {
@@ -538,6 +663,8 @@ int main(void)
         test_method((btp_capture_method)m);
         if (CHAIN_WITH_FP || m != BTP_CAPTURE_FP)
             test_cbf_sequence((btp_capture_method)m);
+        if (CHAIN_WITH_FP || m != BTP_CAPTURE_FP)
+            test_cbf_heads((btp_capture_method)m);
         ran++;
     }
     CHECK(ran >= 1, "no method built in");
