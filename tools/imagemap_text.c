@@ -421,15 +421,39 @@ static maps_file *maps_files(const char *t, size_t len, size_t *n)
     return v;
 }
 
-/* Whether the file f opened at path is the one the first line of the maps
- * text naming that path mapped (files: maps_files): 1 when it has the
- * inode that line shows, on the same device; 0 when it is another file;
- * -1 when no line names the path or shows an inode. A file system whose st_dev is an anonymous device (major 0:
- * overlayfs, btrfs subvolumes, NFS, FUSE) shows a device in /proc/PID/maps
- * that stat() does not give, so there the inode alone decides. */
-static int maps_same_file(const maps_file *files, size_t n, const char *path, uint64_t dev,
-                          uint64_t ino)
+struct maps_index {
+    maps_file *files; /* maps_files() */
+    size_t n;
+};
+
+maps_index *maps_index_new(const char *text, size_t len)
 {
+    maps_index *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    x->files = maps_files(text, len, &x->n);
+    if (!x->files && x->n) {
+        free(x);
+        return NULL;
+    }
+    return x;
+}
+
+void maps_index_free(maps_index *x)
+{
+    if (x)
+        free(x->files);
+    free(x);
+}
+
+/* The first line naming the path by a search of the sorted lines; see
+ * imagemap_text.h for the answer, and why an anonymous device (major 0:
+ * overlayfs, btrfs subvolumes, NFS, FUSE) leaves the inode alone to
+ * decide: /proc/PID/maps shows a device there that stat() does not give. */
+int maps_index_same_file(const maps_index *x, const char *path, uint64_t dev, uint64_t ino)
+{
+    const maps_file *files = x->files;
+    size_t n = x->n;
     maps_file key = {path, strlen(path), 0, 0, 0, 0};
     size_t lo = 0, hi = n; /* the first entry not before (path, line 0) */
     while (lo < hi) {
@@ -455,9 +479,8 @@ btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word
 {
     owned_map m = {0};
     btp_status st = owned_map_procmaps(&m, text, len, word_bits, err_off);
-    size_t n_files = 0;
-    maps_file *files = st == BTP_OK ? maps_files(text, len, &n_files) : NULL;
-    if (!files && n_files)
+    maps_index *files = st == BTP_OK ? maps_index_new(text, len) : NULL;
+    if (st == BTP_OK && !files)
         st = BTP_E_OUT_OF_MEMORY;
     for (size_t i = 0; st == BTP_OK && i < m.map.n_images; i++) {
         btp_image im = m.map.images[i];
@@ -467,7 +490,7 @@ btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word
         /* a build ID names a file: only the one that was mapped (maps text
          * from another machine, or from before the file was replaced, names
          * files this machine may hold other versions of) */
-        if (have && f.build_id && maps_same_file(files, n_files, im.path, f.dev, f.ino) == 1) {
+        if (have && f.build_id && maps_index_same_file(files, im.path, f.dev, f.ino) == 1) {
             im.build_id = f.build_id;
             im.build_id_len = f.build_id_len;
         }
@@ -475,37 +498,7 @@ btp_status image_lines_from_procmaps(const char *text, size_t len, unsigned word
         if (have)
             elf_close(&f);
     }
-    free(files);
+    maps_index_free(files);
     owned_map_free(&m);
     return out->oom ? BTP_E_OUT_OF_MEMORY : st;
-}
-
-struct maps_index {
-    maps_file *files;
-    size_t n;
-};
-
-maps_index *maps_index_new(const char *text, size_t len)
-{
-    maps_index *x = calloc(1, sizeof *x);
-    if (!x)
-        return NULL;
-    x->files = maps_files(text, len, &x->n);
-    if (!x->files && x->n) {
-        free(x);
-        return NULL;
-    }
-    return x;
-}
-
-int maps_index_same_file(const maps_index *x, const char *path, uint64_t dev, uint64_t ino)
-{
-    return maps_same_file(x->files, x->n, path, dev, ino);
-}
-
-void maps_index_free(maps_index *x)
-{
-    if (x)
-        free(x->files);
-    free(x);
 }
